@@ -1,0 +1,90 @@
+#define _GNU_SOURCE
+#include "CFFIShim.h"
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+ffi_type *hk_ffi_scalar_type(hk_ffi_scalar kind) {
+  switch (kind) {
+  case HK_FFI_VOID: return &ffi_type_void;
+  case HK_FFI_UINT8: return &ffi_type_uint8;
+  case HK_FFI_SINT8: return &ffi_type_sint8;
+  case HK_FFI_UINT16: return &ffi_type_uint16;
+  case HK_FFI_SINT16: return &ffi_type_sint16;
+  case HK_FFI_UINT32: return &ffi_type_uint32;
+  case HK_FFI_SINT32: return &ffi_type_sint32;
+  case HK_FFI_UINT64: return &ffi_type_uint64;
+  case HK_FFI_SINT64: return &ffi_type_sint64;
+  case HK_FFI_FLOAT: return &ffi_type_float;
+  case HK_FFI_DOUBLE: return &ffi_type_double;
+  case HK_FFI_POINTER: return &ffi_type_pointer;
+  }
+  return 0;
+}
+
+int hk_ffi_default_abi(void) { return FFI_DEFAULT_ABI; }
+int hk_ffi_first_abi(void) { return FFI_FIRST_ABI; }
+int hk_ffi_last_abi(void) { return FFI_LAST_ABI; }
+
+_Thread_local hk_thread *hk_current_thread __attribute__((tls_model("initial-exec"))) = 0;
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static hk_thread *registry_head = 0;
+static int registry_count = 0;
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+static void thread_exited(void *value) {
+  hk_thread *t = (hk_thread *)value;
+  pthread_mutex_lock(&registry_lock);
+  if (t->prev) t->prev->next = t->next; else registry_head = t->next;
+  if (t->next) t->next->prev = t->prev;
+  registry_count--;
+  pthread_mutex_unlock(&registry_lock);
+  if (hk_current_thread == t) hk_current_thread = 0;
+  free(t);
+}
+
+static void make_exit_key(void) { pthread_key_create(&exit_key, thread_exited); }
+
+hk_thread *hk_thread_register(void) {
+  if (hk_current_thread) return hk_current_thread;
+  pthread_once(&exit_key_once, make_exit_key);
+  hk_thread *t = (hk_thread *)calloc(1, sizeof(hk_thread));
+  if (!t) abort(); // a few hundred bytes once per thread; nothing sensible to do without them
+  pthread_mutex_lock(&registry_lock);
+  t->next = registry_head;
+  if (registry_head) registry_head->prev = t;
+  registry_head = t;
+  registry_count++;
+  pthread_mutex_unlock(&registry_lock);
+  hk_current_thread = t;
+  pthread_setspecific(exit_key, t);
+  return t;
+}
+
+int hk_point_is_active_anywhere(uintptr_t point) {
+  int found = 0;
+  pthread_mutex_lock(&registry_lock);
+  for (hk_thread *t = registry_head; t && !found; t = t->next) {
+    int d = atomic_load_explicit(&t->depth, memory_order_seq_cst);
+    for (int i = 0; i < d && i < HK_MAX_DEPTH; i++) {
+      if ((atomic_load_explicit(&t->active[i], memory_order_acquire) & ~(uintptr_t)1) == point) { found = 1; break; }
+    }
+  }
+  pthread_mutex_unlock(&registry_lock);
+  return found;
+}
+
+int hk_registered_thread_count(void) {
+  pthread_mutex_lock(&registry_lock);
+  int n = registry_count;
+  pthread_mutex_unlock(&registry_lock);
+  return n;
+}
+
+const char *hk_symbol_name(const void *address) {
+  Dl_info info;
+  if (dladdr(address, &info) && info.dli_sname && info.dli_saddr == address) return info.dli_sname;
+  return 0;
+}

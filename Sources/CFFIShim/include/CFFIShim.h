@@ -1,0 +1,144 @@
+// CFFIShim: libffi for Swift, plus the per-thread state of the hook call path.
+//
+// Nothing here knows about Swift. The thread state is C because a `_Thread_local`
+// read is a single segment-relative load, cheaper than pthread_getspecific, and
+// because other threads read it with C11 atomics (see hk_point_is_active_anywhere).
+#ifndef CFFISHIM_H
+#define CFFISHIM_H
+
+#include <ffi.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// MARK: - libffi type descriptors
+
+// The libffi scalar types, by number, so Swift never touches libffi's mutable globals.
+typedef enum {
+  HK_FFI_VOID = 0,
+  HK_FFI_UINT8, HK_FFI_SINT8, HK_FFI_UINT16, HK_FFI_SINT16,
+  HK_FFI_UINT32, HK_FFI_SINT32, HK_FFI_UINT64, HK_FFI_SINT64,
+  HK_FFI_FLOAT, HK_FFI_DOUBLE, HK_FFI_POINTER
+} hk_ffi_scalar;
+
+ffi_type *hk_ffi_scalar_type(hk_ffi_scalar kind);
+
+// The ffi_abi values this libffi accepts, so the Swift side can name them.
+int hk_ffi_default_abi(void);
+int hk_ffi_first_abi(void);
+int hk_ffi_last_abi(void);
+
+// The exported symbol that starts exactly at `address`, or NULL (dladdr).
+const char *hk_symbol_name(const void *address);
+
+// MARK: - Per-thread hook state
+
+// How many hook points may be active at once on one thread (nested hooks).
+// A call that would go deeper runs the original only.
+#define HK_MAX_DEPTH 64
+
+typedef struct hk_thread {
+  // Hook points whose hooks are running on this thread, innermost last.
+  // Written only by the owning thread; read by writers of other threads that
+  // want to know whether an old snapshot of hooks may still be in use.
+  _Atomic(uintptr_t) active[HK_MAX_DEPTH];
+  // A serial number for each active frame, so a CallBack can tell whether the
+  // call it describes is still running.
+  uint64_t serial[HK_MAX_DEPTH];
+  _Atomic(int) depth;
+  // > 0 inside withoutHooks { }: every hook point runs its original only.
+  int suppressed;
+  uint64_t next_serial;
+  struct hk_thread *next;
+  struct hk_thread *prev;
+} hk_thread;
+
+extern _Thread_local hk_thread *hk_current_thread
+    __attribute__((tls_model("initial-exec")));
+
+// Allocates and registers this thread's state (once per thread; freed at thread exit).
+hk_thread *hk_thread_register(void);
+
+// This thread's state, or NULL if it never used a hook point.
+static inline hk_thread *hk_thread_current(void) { return hk_current_thread; }
+
+static inline hk_thread *hk_thread_self(void) {
+  hk_thread *t = hk_current_thread;
+  return t ? t : hk_thread_register();
+}
+
+// Marks `point` active on this thread. Returns the frame index, or -1 when the
+// call must run the original only: hooks are suppressed, the point is already
+// active on this thread (reentrancy), or the depth limit is reached.
+// The seq_cst store orders the announcement before any later load of the hook
+// snapshot, which is what lets writers on other threads see it.
+static inline int hk_thread_enter(hk_thread *t, uintptr_t point) {
+  if (t->suppressed > 0) return -1;
+  int d = atomic_load_explicit(&t->depth, memory_order_relaxed);
+  for (int i = d - 1; i >= 0; i--) {
+    // Exact match only: a frame tagged with bit 0 is running its original, not a hook.
+    if (atomic_load_explicit(&t->active[i], memory_order_relaxed) == point) return -1;
+  }
+  if (d >= HK_MAX_DEPTH) return -1;
+  atomic_store_explicit(&t->active[d], point, memory_order_relaxed);
+  t->serial[d] = ++t->next_serial;
+  atomic_store_explicit(&t->depth, d + 1, memory_order_seq_cst);
+  return d;
+}
+
+// Like enter, but also succeeds when the point is already active: used by
+// `withoutHooks(on:)`, which only needs the point marked.
+static inline int hk_thread_push(hk_thread *t, uintptr_t point) {
+  int d = atomic_load_explicit(&t->depth, memory_order_relaxed);
+  if (d >= HK_MAX_DEPTH) return -1;
+  atomic_store_explicit(&t->active[d], point, memory_order_relaxed);
+  t->serial[d] = ++t->next_serial;
+  atomic_store_explicit(&t->depth, d + 1, memory_order_seq_cst);
+  return d;
+}
+
+// Ends the innermost frame. Release: everything the frame read of a snapshot
+// happens before a writer that sees the frame gone frees that snapshot.
+static inline void hk_thread_leave(hk_thread *t) {
+  int d = atomic_load_explicit(&t->depth, memory_order_relaxed) - 1;
+  t->serial[d] = 0;
+  atomic_store_explicit(&t->active[d], 0, memory_order_release);
+  atomic_store_explicit(&t->depth, d, memory_order_release);
+}
+
+// The serial number of frame `index` of the calling thread.
+static inline uint64_t hk_frame_serial(const hk_thread *t, int index) { return t->serial[index]; }
+
+// While frame `index` runs the original (no hook of its point running), tag the
+// point with bit 0: the frame still protects its snapshot from being freed, but a
+// nested call of the same point (a recursive function) gets its hooks again.
+static inline void hk_frame_set_running_original(hk_thread *t, int index, uintptr_t point, int running) {
+  atomic_store_explicit(&t->active[index], running ? (point | 1) : point, memory_order_relaxed);
+}
+
+static inline int hk_thread_is_suppressed(hk_thread *t) { return t->suppressed > 0; }
+static inline void hk_thread_suppress(hk_thread *t) { t->suppressed++; }
+static inline void hk_thread_unsuppress(hk_thread *t) { t->suppressed--; }
+
+// Whether frame `index` with `serial` is still running on the calling thread.
+static inline int hk_frame_is_live(const hk_thread *t, int index, uint64_t serial) {
+  if (t == 0 || hk_current_thread != t || index < 0) return 0;
+  int d = atomic_load_explicit(&((hk_thread *)t)->depth, memory_order_relaxed);
+  return index < d && t->serial[index] == serial;
+}
+
+// Whether any thread is inside a frame of `point` (tagged or not). Call after publishing a new
+// snapshot (seq_cst); if this returns 0, no thread can still be reading an older one.
+int hk_point_is_active_anywhere(uintptr_t point);
+
+// Number of threads with registered hook state (for tests and diagnostics).
+int hk_registered_thread_count(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,49 @@
+/// A Swift type that has the memory layout of a C type.
+///
+/// Conforming types can be named in a ``Signature`` and read or written as
+/// arguments and results of a ``CallBack``; the ``cType`` is checked against
+/// the signature on every typed access, so a wrong type is an error, never a
+/// reinterpretation of memory.
+///
+/// The integer and floating-point types, `Bool` and the optional pointer types
+/// conform. A C struct imported from a header conforms by naming its members
+/// (declare `cType` as a `static let`, so it is built once):
+///
+/// ```swift
+/// extension Point: CRepresentable {       // struct Point { int32_t x, y; };
+///     public static let cType = CType.structure([.int32, .int32])
+/// }
+/// ```
+///
+/// Pointers conform only as optionals, since C may pass `NULL`. A conforming
+/// type must be trivial (no references, no non-trivial copies): a typed access
+/// with a type that is not is refused with a ``HookError``.
+public protocol CRepresentable {
+    /// The C type with this type's layout.
+    static var cType: CType { get }
+}
+
+extension Bool: CRepresentable { @inlinable public static var cType: CType { .bool } }
+extension Int8: CRepresentable { @inlinable public static var cType: CType { .int8 } }
+extension UInt8: CRepresentable { @inlinable public static var cType: CType { .uint8 } }
+extension Int16: CRepresentable { @inlinable public static var cType: CType { .int16 } }
+extension UInt16: CRepresentable { @inlinable public static var cType: CType { .uint16 } }
+extension Int32: CRepresentable { @inlinable public static var cType: CType { .int32 } }
+extension UInt32: CRepresentable { @inlinable public static var cType: CType { .uint32 } }
+extension Int64: CRepresentable { @inlinable public static var cType: CType { .int64 } }
+extension UInt64: CRepresentable { @inlinable public static var cType: CType { .uint64 } }
+extension Int: CRepresentable { @inlinable public static var cType: CType { .int64 } }
+extension UInt: CRepresentable { @inlinable public static var cType: CType { .uint64 } }
+extension Float: CRepresentable { @inlinable public static var cType: CType { .float } }
+extension Double: CRepresentable { @inlinable public static var cType: CType { .double } }
+extension Optional: CRepresentable where Wrapped: _CPointer {
+    @inlinable public static var cType: CType { .pointer }
+}
+
+/// The pointer types whose optionals are ``CRepresentable``.
+public protocol _CPointer {}
+extension UnsafeRawPointer: _CPointer {}
+extension UnsafeMutableRawPointer: _CPointer {}
+extension OpaquePointer: _CPointer {}
+extension UnsafePointer: _CPointer {}
+extension UnsafeMutablePointer: _CPointer {}

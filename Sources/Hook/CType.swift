@@ -1,0 +1,180 @@
+/// A C type, described at run time.
+///
+/// `CType` is what a ``Signature`` is made of. It covers what the C calling
+/// convention can pass by value: `void` (as a return type), `_Bool`, every
+/// integer width, `float`, `double`, pointers, and structs by value, nested or
+/// holding fixed-size arrays.
+///
+/// ```swift
+/// // struct Pair { int32_t id; double weights[2]; };
+/// let pair = CType.structure([.int32, .array(.double, count: 2)])
+/// ```
+///
+/// Unions and bit-fields can be described so that a signature holding one is
+/// refused with an error that names it; libffi cannot pass them.
+public indirect enum CType: Hashable, Sendable, CustomStringConvertible {
+    case void
+    case bool
+    case int8, uint8, int16, uint16, int32, uint32, int64, uint64
+    case float, double
+    /// Any data or function pointer.
+    case pointer
+    /// A struct passed by value; members in declaration order.
+    case structure([CType])
+    /// A fixed-size array, allowed as a struct member (C arrays decay to
+    /// pointers as arguments).
+    case array(CType, count: Int)
+    /// A union: describable, but not supported by libffi.
+    case union([CType])
+    /// A bit-field member: describable, but not supported by libffi.
+    case bitField(CType, bits: Int)
+
+    /// C's `char` on this platform (signed on x86_64 Linux).
+    public static let char = CType.int8
+    /// C's `int`.
+    public static let int = CType.int32
+    /// C's `long` and `size_t` width on LP64 Linux.
+    public static let long = CType.int64
+
+    public var description: String {
+        switch self {
+        case .void: "void"
+        case .bool: "bool"
+        case .int8: "int8_t"
+        case .uint8: "uint8_t"
+        case .int16: "int16_t"
+        case .uint16: "uint16_t"
+        case .int32: "int32_t"
+        case .uint32: "uint32_t"
+        case .int64: "int64_t"
+        case .uint64: "uint64_t"
+        case .float: "float"
+        case .double: "double"
+        case .pointer: "void *"
+        case .structure(let members):
+            "struct { " + members.map { "\($0); " }.joined() + "}"
+        case .array(let element, let count): "\(element)[\(count)]"
+        case .union(let members):
+            "union { " + members.map { "\($0); " }.joined() + "}"
+        case .bitField(let base, let bits): "\(base) : \(bits)"
+        }
+    }
+
+    /// Whether this is an integer type (including `bool`).
+    var isInteger: Bool {
+        switch self {
+        case .bool, .int8, .uint8, .int16, .uint16, .int32, .uint32, .int64, .uint64: true
+        default: false
+        }
+    }
+
+    /// Whether this is a scalar: everything but void and aggregates.
+    var isScalar: Bool {
+        switch self {
+        case .void, .structure, .array, .union, .bitField: false
+        default: true
+        }
+    }
+}
+
+// MARK: - Layout
+
+/// Size and alignment of a C type by the System V rules used on Linux.
+struct CLayout: Equatable {
+    var size: Int
+    var alignment: Int
+}
+
+extension CType {
+    /// The type's size in bytes, as C's `sizeof`.
+    public var size: Int { layout.size }
+    /// The type's alignment in bytes, as C's `_Alignof`.
+    public var alignment: Int { layout.alignment }
+
+    /// The C layout of the type. Only meaningful for supported types
+    /// (``validate(in:)`` has passed).
+    var layout: CLayout {
+        switch self {
+        case .void: return CLayout(size: 0, alignment: 1)
+        case .bool, .int8, .uint8: return CLayout(size: 1, alignment: 1)
+        case .int16, .uint16: return CLayout(size: 2, alignment: 2)
+        case .int32, .uint32, .float: return CLayout(size: 4, alignment: 4)
+        case .int64, .uint64, .double, .pointer: return CLayout(size: 8, alignment: 8)
+        case .array(let element, let count):
+            let e = element.layout
+            return CLayout(size: e.size * count, alignment: e.alignment)
+        case .structure(let members):
+            var offset = 0
+            var alignment = 1
+            for member in members {
+                let m = member.layout
+                offset = offset.roundedUp(to: m.alignment) + m.size
+                alignment = Swift.max(alignment, m.alignment)
+            }
+            return CLayout(size: offset.roundedUp(to: alignment), alignment: alignment)
+        case .union(let members):
+            let ls = members.map(\.layout)
+            let alignment = ls.map(\.alignment).max() ?? 1
+            return CLayout(size: (ls.map(\.size).max() ?? 0).roundedUp(to: alignment), alignment: alignment)
+        case .bitField(let base, _): return base.layout
+        }
+    }
+
+    /// Byte offsets of a structure's members (empty for other types).
+    var memberOffsets: [Int] {
+        guard case .structure(let members) = self else { return [] }
+        var offsets: [Int] = []
+        var offset = 0
+        for member in members {
+            let m = member.layout
+            offset = offset.roundedUp(to: m.alignment)
+            offsets.append(offset)
+            offset += m.size
+        }
+        return offsets
+    }
+
+    /// Throws unless libffi can pass a value of this type.
+    /// - Parameters:
+    ///   - role: where the type appears, for the message ("argument 2", "result").
+    ///   - point: the hook point's name, for the message.
+    func validate(as role: String, in point: String) throws(HookError) {
+        func check(_ type: CType, path: String, topLevel: Bool) throws(HookError) {
+            switch type {
+            case .void:
+                if !(topLevel && role == "result") {
+                    throw HookError(.unsupportedType, point: point, "\(path) is void; only a result may be void")
+                }
+            case .union:
+                throw HookError(.unsupportedType, point: point, "\(path) is a union (\(type)); libffi cannot pass unions by value")
+            case .bitField:
+                throw HookError(.unsupportedType, point: point, "\(path) is a bit-field (\(type)); libffi cannot pass bit-fields")
+            case .array(let element, let count):
+                if topLevel {
+                    throw HookError(.unsupportedType, point: point, "\(path) is an array (\(type)); C passes arrays as pointers, so declare it .pointer")
+                }
+                if count <= 0 {
+                    throw HookError(.unsupportedType, point: point, "\(path) is an array of \(count) elements; C arrays need at least one")
+                }
+                try check(element, path: path + "[]", topLevel: false)
+            case .structure(let members):
+                if members.isEmpty {
+                    throw HookError(.unsupportedType, point: point, "\(path) is an empty struct; C has no empty structs and libffi cannot pass one")
+                }
+                for (i, m) in members.enumerated() {
+                    try check(m, path: path + ".member\(i)", topLevel: false)
+                }
+            default:
+                break
+            }
+        }
+        try check(self, path: role, topLevel: true)
+    }
+}
+
+extension Int {
+    @inline(__always)
+    func roundedUp(to alignment: Int) -> Int {
+        (self + alignment - 1) / alignment * alignment
+    }
+}

@@ -1,0 +1,17 @@
+/// Where a hook runs relative to the original implementation.
+public enum HookPosition: String, Sendable, Hashable, CaseIterable {
+    /// Before the original: sees the arguments and may replace them.
+    case before
+    /// In place of the original: may call it (``CallBack/invokeOriginal()``),
+    /// with the same or changed arguments, any number of times, and set the result.
+    case instead
+    /// After the original: sees the result and may replace it.
+    case after
+}
+
+/// The closure type of every hook: it receives the call's record, which it may change.
+///
+/// A hook may throw; the error goes to the hook point's error handler and the
+/// call goes on (a throwing `instead` hook that never reached the original
+/// falls back to it).
+public typealias HookBody = @Sendable (inout CallBack) throws -> Void

@@ -1,0 +1,115 @@
+#define _GNU_SOURCE
+#include "CHookTestSupport.h"
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#define ABI_SCALAR_DEF(NAME, T, EXPR) \
+  static _Thread_local T seen_##NAME[2]; \
+  __attribute__((noinline)) T abi_##NAME(T a, T b) { seen_##NAME[0] = a; seen_##NAME[1] = b; return EXPR; } \
+  T abi_seen_##NAME(int index) { return seen_##NAME[index]; }
+
+ABI_SCALAR_DEF(bool, bool, a != b)
+ABI_SCALAR_DEF(i8, int8_t, (int8_t)(a - b))
+ABI_SCALAR_DEF(u8, uint8_t, (uint8_t)(a - b))
+ABI_SCALAR_DEF(i16, int16_t, (int16_t)(a - b))
+ABI_SCALAR_DEF(u16, uint16_t, (uint16_t)(a - b))
+ABI_SCALAR_DEF(i32, int32_t, (int32_t)((uint32_t)a - (uint32_t)b))
+ABI_SCALAR_DEF(u32, uint32_t, a - b)
+ABI_SCALAR_DEF(i64, int64_t, (int64_t)((uint64_t)a - (uint64_t)b))
+ABI_SCALAR_DEF(u64, uint64_t, a - b)
+ABI_SCALAR_DEF(float, float, a - b)
+ABI_SCALAR_DEF(double, double, a - b)
+ABI_SCALAR_DEF(ptr, void *, (void *)((char *)b + 1))
+
+// Structs: return b, so a caller that mixed up a and b (or the tag) is caught.
+#define ABI_STRUCT_DEF(S) \
+  static _Thread_local S seen_##S[2]; \
+  static _Thread_local int32_t seen_##S##_tag; \
+  __attribute__((noinline)) S abi_struct_##S(S a, int32_t tag, S b) { \
+    seen_##S[0] = a; seen_##S[1] = b; seen_##S##_tag = tag; return b; } \
+  S abi_seen_##S(int index) { return seen_##S[index]; } \
+  int32_t abi_seen_##S##_tag(void) { return seen_##S##_tag; }
+
+ABI_STRUCT_DEF(S1)
+ABI_STRUCT_DEF(S3)
+ABI_STRUCT_DEF(S4)
+ABI_STRUCT_DEF(S8)
+ABI_STRUCT_DEF(S8F)
+ABI_STRUCT_DEF(S12F)
+ABI_STRUCT_DEF(S12A)
+ABI_STRUCT_DEF(S16)
+ABI_STRUCT_DEF(S16DI)
+ABI_STRUCT_DEF(S16N)
+ABI_STRUCT_DEF(S24)
+ABI_STRUCT_DEF(S24N)
+ABI_STRUCT_DEF(S40)
+ABI_STRUCT_DEF(S64)
+
+static _Thread_local Many seen_many;
+__attribute__((noinline)) double abi_many(int32_t a0, double a1, float a2, int64_t a3, uint8_t a4, double a5, float a6, int16_t a7,
+                double a8, int32_t a9, float a10, double a11, uint64_t a12, double a13, float a14, int8_t a15) {
+  Many m = { a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15 };
+  seen_many = m;
+  return a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11 + (double)a12 + a13 + a14 + a15;
+}
+Many abi_seen_many(void) { return seen_many; }
+
+static _Thread_local int32_t seen_void_a;
+static _Thread_local double seen_void_b;
+static _Thread_local int void_calls;
+__attribute__((noinline)) void abi_void(int32_t a, double b) { seen_void_a = a; seen_void_b = b; void_calls++; }
+int32_t abi_seen_void_a(void) { return seen_void_a; }
+double abi_seen_void_b(void) { return seen_void_b; }
+int abi_void_calls(void) { return void_calls; }
+
+__attribute__((noinline)) const char *abi_pointer_offset(const char *base, const char *text) { return base + strlen(text); }
+
+__attribute__((noinline)) int32_t test_add(int32_t a, int32_t b) { return a + b; }
+
+static _Thread_local int64_t counted_calls;
+__attribute__((noinline)) int32_t test_counted_add(int32_t a, int32_t b) { counted_calls++; return a + b; }
+int64_t test_counter_calls(void) { return counted_calls; }
+
+// MARK: malloc counting
+
+#if defined(__has_feature)
+#  if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#    define HK_SANITIZED 1
+#  endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#  define HK_SANITIZED 1
+#endif
+
+#ifndef HK_SANITIZED
+// Replaces glibc's allocator entry points (glibc documents this as supported)
+// and forwards to glibc's own implementation, counting calls per thread.
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void __libc_free(void *);
+
+static _Thread_local uint64_t malloc_count __attribute__((tls_model("initial-exec")));
+
+void *malloc(size_t size) { malloc_count++; return __libc_malloc(size); }
+void *calloc(size_t n, size_t size) { malloc_count++; return __libc_calloc(n, size); }
+void *realloc(void *p, size_t size) { malloc_count++; return __libc_realloc(p, size); }
+void free(void *p) { __libc_free(p); }
+void *memalign(size_t alignment, size_t size) { malloc_count++; return __libc_memalign(alignment, size); }
+void *aligned_alloc(size_t alignment, size_t size) { malloc_count++; return __libc_memalign(alignment, size); }
+int posix_memalign(void **out, size_t alignment, size_t size) {
+  if (alignment % sizeof(void *) != 0 || (alignment & (alignment - 1)) != 0) return EINVAL;
+  malloc_count++;
+  void *p = __libc_memalign(alignment, size);
+  if (!p) return ENOMEM;
+  *out = p;
+  return 0;
+}
+bool hk_test_malloc_counting_available(void) { return true; }
+uint64_t hk_test_malloc_count(void) { return malloc_count; }
+#else
+bool hk_test_malloc_counting_available(void) { return false; }
+uint64_t hk_test_malloc_count(void) { return 0; }
+#endif

@@ -1,0 +1,92 @@
+// Real C functions whose ABI the Hook tests exercise, and a malloc counter.
+//
+// Every function records the arguments it saw in thread-local storage (tests
+// run in parallel; a hooked call runs on the caller's thread), readable with
+// the matching abi_seen_* accessor.
+#ifndef CHOOKTESTSUPPORT_H
+#define CHOOKTESTSUPPORT_H
+#include <stdbool.h>
+#include <stdint.h>
+
+// MARK: scalars: T abi_NAME(T a, T b), recording a and b.
+#define ABI_SCALAR_DECL(NAME, T) \
+  T abi_##NAME(T a, T b); \
+  T abi_seen_##NAME(int index);
+ABI_SCALAR_DECL(bool, bool)
+ABI_SCALAR_DECL(i8, int8_t)
+ABI_SCALAR_DECL(u8, uint8_t)
+ABI_SCALAR_DECL(i16, int16_t)
+ABI_SCALAR_DECL(u16, uint16_t)
+ABI_SCALAR_DECL(i32, int32_t)
+ABI_SCALAR_DECL(u32, uint32_t)
+ABI_SCALAR_DECL(i64, int64_t)
+ABI_SCALAR_DECL(u64, uint64_t)
+ABI_SCALAR_DECL(float, float)
+ABI_SCALAR_DECL(double, double)
+ABI_SCALAR_DECL(ptr, void *)
+
+// MARK: structs by value, 1 to 64 bytes, mixed integer and floating members.
+typedef struct { int8_t a; } S1;
+typedef struct { uint8_t b[3]; } S3;
+typedef struct { int8_t a; uint8_t b; int16_t c; } S4;
+typedef struct { float f; int32_t i; } S8;
+typedef struct { float x; float y; } S8F;
+typedef struct { float x, y, z; } S12F;
+typedef struct { int16_t a[3]; uint8_t b; float c; } S12A;
+typedef struct { int32_t a; float b; double c; } S16;
+typedef struct { double d; int64_t i; } S16DI;
+typedef struct { S8F p; S8F q; } S16N;
+typedef struct { int64_t a; double b; int8_t c; } S24;
+typedef struct { S8 inner; double d; int16_t s; } S24N;
+typedef struct { uint16_t u; S12F f; int64_t l; uint8_t t[5]; double d; } S40;
+typedef struct { double d[4]; int64_t i[3]; float f; uint32_t u; } S64;
+
+// S abi_struct_S(S a, int32_t tag, S b): records a, tag and b; returns b (so a
+// caller that swapped a and b, or lost the tag between them, is caught).
+#define ABI_STRUCT_DECL(S) \
+  S abi_struct_##S(S a, int32_t tag, S b); \
+  S abi_seen_##S(int index); \
+  int32_t abi_seen_##S##_tag(void);
+ABI_STRUCT_DECL(S1)
+ABI_STRUCT_DECL(S3)
+ABI_STRUCT_DECL(S4)
+ABI_STRUCT_DECL(S8)
+ABI_STRUCT_DECL(S8F)
+ABI_STRUCT_DECL(S12F)
+ABI_STRUCT_DECL(S12A)
+ABI_STRUCT_DECL(S16)
+ABI_STRUCT_DECL(S16DI)
+ABI_STRUCT_DECL(S16N)
+ABI_STRUCT_DECL(S24)
+ABI_STRUCT_DECL(S24N)
+ABI_STRUCT_DECL(S40)
+ABI_STRUCT_DECL(S64)
+
+// MARK: 16 arguments: 7 integers and 9 floating values, so some go on the stack.
+typedef struct {
+  int32_t a0; double a1; float a2; int64_t a3; uint8_t a4; double a5; float a6; int16_t a7;
+  double a8; int32_t a9; float a10; double a11; uint64_t a12; double a13; float a14; int8_t a15;
+} Many;
+double abi_many(int32_t a0, double a1, float a2, int64_t a3, uint8_t a4, double a5, float a6, int16_t a7,
+                double a8, int32_t a9, float a10, double a11, uint64_t a12, double a13, float a14, int8_t a15);
+Many abi_seen_many(void);
+
+// MARK: void result, pointers.
+void abi_void(int32_t a, double b);
+int32_t abi_seen_void_a(void);
+double abi_seen_void_b(void);
+int abi_void_calls(void);
+
+// Returns base + strlen(text); records both.
+const char *abi_pointer_offset(const char *base, const char *text);
+
+// MARK: plain functions for behaviour tests.
+int32_t test_add(int32_t a, int32_t b);
+int64_t test_counter_calls(void);
+int32_t test_counted_add(int32_t a, int32_t b); // counts its calls (thread-local)
+
+// MARK: malloc counting (per thread). Unavailable under ASan/TSan, which own malloc.
+bool hk_test_malloc_counting_available(void);
+uint64_t hk_test_malloc_count(void);
+
+#endif
