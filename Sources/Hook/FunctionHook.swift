@@ -45,6 +45,8 @@ public final class FunctionHook: @unchecked Sendable, CustomStringConvertible {
     private let originalFunction: @convention(c) () -> Void
     private let closure: UnsafeMutablePointer<ffi_closure>
     @usableFromInline let resultBufferSize: Int
+    /// Whether calls of the original need libffi's bugs worked around.
+    private let adjustsCalls: Bool
 
     /// The object the hooked function belongs to, if any (held weakly).
     public var target: AnyObject? { weakTarget }
@@ -85,6 +87,7 @@ public final class FunctionHook: @unchecked Sendable, CustomStringConvertible {
         self.originalFunction = unsafeBitCast(function, to: (@convention(c) () -> Void).self)
         self.closure = allocated.assumingMemoryBound(to: ffi_closure.self)
         self.resultBufferSize = interface.resultBufferSize
+        self.adjustsCalls = interface.needsCallAdjustment
         self.slot = _HookSlot()
         // user_data is unretained: the closure lives exactly as long as self (freed in deinit).
         let status = ffi_prep_closure_loc(
@@ -194,9 +197,14 @@ public final class FunctionHook: @unchecked Sendable, CustomStringConvertible {
 
     // MARK: The call path
 
+    /// Calls the original with libffi (see ``CallInterface/call(_:result:arguments:)``).
     @inline(__always)
     private func callOriginal(_ result: UnsafeMutableRawPointer, _ arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
-        ffi_call(cif, originalFunction, result, arguments)
+        if adjustsCalls {
+            interface.call(originalFunction, result: result, arguments: arguments)
+        } else {
+            ffi_call(cif, originalFunction, result, arguments)
+        }
     }
 
     /// The closure's handler: runs on every call of ``entry``.

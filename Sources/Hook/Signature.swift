@@ -92,7 +92,7 @@ final class CallInterface: @unchecked Sendable {
     let signature: Signature
     let cif: UnsafeMutablePointer<ffi_cif>
     private let argumentTypes: UnsafeMutablePointer<UnsafeMutablePointer<ffi_type>?>
-    private var owned: [UnsafeMutableRawPointer] = []
+    private let owned: [UnsafeMutableRawPointer]
     /// Sizes of each argument and of the result, by our C layout rules.
     let argumentSizes: [Int]
     let resultSize: Int
@@ -120,10 +120,12 @@ final class CallInterface: @unchecked Sendable {
         cif = .allocate(capacity: 1)
         cif.initialize(to: ffi_cif())
         argumentTypes = .allocate(capacity: Swift.max(signature.arguments.count, 1))
+        var owned: [UnsafeMutableRawPointer] = []
         for (i, a) in signature.arguments.enumerated() {
-            argumentTypes[i] = makeFFIType(a)
+            argumentTypes[i] = Self.makeFFIType(a, owned: &owned)
         }
-        let resultType = makeFFIType(signature.result)
+        let resultType = Self.makeFFIType(signature.result, owned: &owned)
+        self.owned = owned
         let count = UInt32(signature.arguments.count)
         let abi = ffi_abi(rawValue: UInt32(bitPattern: signature.abi.rawValue))
         let status: ffi_status
@@ -133,19 +135,105 @@ final class CallInterface: @unchecked Sendable {
             status = ffi_prep_cif(cif, abi, count, resultType, argumentTypes)
         }
         guard status == FFI_OK else {
+            // Not fully initialized, so deinit will not run: free by hand.
+            owned.forEach { $0.deallocate() }
+            argumentTypes.deallocate()
+            cif.deallocate()
             throw HookError(.libffiRefused, point: name, "ffi_prep_cif returned \(status.name) for \(signature) with ABI \(signature.abi.rawValue)")
+        }
+        // The cif `ffi_call` uses: the same, or with one argument split (see SysVClassification).
+        splitArgument = SysVClassification.sixthRegisterOverflowArgument(of: signature)
+        rewritesArgumentArray = signature.arguments.contains { $0.size > 16 }
+        if let split = splitArgument {
+            callCIF = .allocate(capacity: 1)
+            callCIF.initialize(to: ffi_cif())
+            callArgumentTypes = .allocate(capacity: signature.arguments.count + 1)
+            var j = 0
+            for i in signature.arguments.indices {
+                if i == split {
+                    callArgumentTypes[j] = hk_ffi_scalar_type(HK_FFI_SINT64)
+                    callArgumentTypes[j + 1] = hk_ffi_scalar_type(HK_FFI_DOUBLE)
+                    j += 2
+                } else {
+                    callArgumentTypes[j] = argumentTypes[i]
+                    j += 1
+                }
+            }
+            let splitStatus: ffi_status
+            if let fixed = signature.fixedArgumentCount {
+                splitStatus = ffi_prep_cif_var(callCIF, abi, UInt32(fixed + (split < fixed ? 1 : 0)), count + 1, resultType, callArgumentTypes)
+            } else {
+                splitStatus = ffi_prep_cif(callCIF, abi, count + 1, resultType, callArgumentTypes)
+            }
+            guard splitStatus == FFI_OK else {
+                owned.forEach { $0.deallocate() }
+                argumentTypes.deallocate()
+                cif.deallocate()
+                callCIF.deallocate()
+                callArgumentTypes.deallocate()
+                throw HookError(.libffiRefused, point: name, "ffi_prep_cif returned \(splitStatus.name) for the split form of \(signature)")
+            }
+        } else {
+            callCIF = cif
+            callArgumentTypes = argumentTypes
+        }
+    }
+
+    /// The cif and argument array to hand `ffi_call`: see ``SysVClassification``.
+    let callCIF: UnsafeMutablePointer<ffi_cif>
+    private let callArgumentTypes: UnsafeMutablePointer<UnsafeMutablePointer<ffi_type>?>
+    /// The argument passed as two scalars, if any.
+    let splitArgument: Int?
+    /// Whether `ffi_call` would rewrite the argument array it is given.
+    let rewritesArgumentArray: Bool
+    /// Whether `ffi_call` needs something other than the arguments as they are.
+    var needsCallAdjustment: Bool { splitArgument != nil || rewritesArgumentArray }
+
+    /// Calls `function` with `ffi_call`, leaving `arguments` untouched and
+    /// working around libffi 3.4.4's x86-64 bugs. Allocates nothing on the heap
+    /// (the copies are stack allocations of at most 128 pointers and 16 bytes).
+    @inline(__always)
+    func call(_ function: @convention(c) () -> Void, result: UnsafeMutableRawPointer, arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+        guard needsCallAdjustment else {
+            return ffi_call(cif, function, result, arguments)
+        }
+        adjustedCall(function, result: result, arguments: arguments)
+    }
+
+    private func adjustedCall(_ function: @convention(c) () -> Void, result: UnsafeMutableRawPointer, arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+        let count = argumentSizes.count
+        withUnsafeTemporaryAllocation(of: UnsafeMutableRawPointer?.self, capacity: count + 1) { copy in
+            let base = copy.baseAddress!
+            guard let split = splitArgument else {
+                base.initialize(from: arguments, count: count)
+                return ffi_call(cif, function, result, base)
+            }
+            withUnsafeTemporaryAllocation(byteCount: 16, alignment: 16) { pair in
+                let pair = pair.baseAddress!
+                pair.initializeMemory(as: UInt8.self, repeating: 0, count: 16)
+                pair.copyMemory(from: arguments[split]!, byteCount: argumentSizes[split])
+                base.initialize(from: arguments, count: split)
+                base[split] = pair
+                base[split + 1] = pair + 8
+                (base + split + 2).initialize(from: arguments + split + 1, count: count - split - 1)
+                ffi_call(callCIF, function, result, base)
+            }
         }
     }
 
     deinit {
         for p in owned { p.deallocate() }
+        if callCIF != cif {
+            callCIF.deallocate()
+            callArgumentTypes.deallocate()
+        }
         argumentTypes.deallocate()
         cif.deallocate()
     }
 
     /// Builds the `ffi_type` of `type`. Fixed arrays inside structs become that
     /// many repeated elements, which is how libffi classifies them correctly.
-    private func makeFFIType(_ type: CType) -> UnsafeMutablePointer<ffi_type> {
+    private static func makeFFIType(_ type: CType, owned: inout [UnsafeMutableRawPointer]) -> UnsafeMutablePointer<ffi_type> {
         switch type {
         case .void: return hk_ffi_scalar_type(HK_FFI_VOID)
         case .bool, .uint8: return hk_ffi_scalar_type(HK_FFI_UINT8)
@@ -163,10 +251,10 @@ final class CallInterface: @unchecked Sendable {
             var elements: [UnsafeMutablePointer<ffi_type>] = []
             for m in members {
                 if case .array(let element, let count) = m {
-                    let e = makeFFIType(element)
+                    let e = makeFFIType(element, owned: &owned)
                     elements.append(contentsOf: repeatElement(e, count: count))
                 } else {
-                    elements.append(makeFFIType(m))
+                    elements.append(makeFFIType(m, owned: &owned))
                 }
             }
             let list = UnsafeMutablePointer<UnsafeMutablePointer<ffi_type>?>.allocate(capacity: elements.count + 1)
@@ -178,7 +266,7 @@ final class CallInterface: @unchecked Sendable {
             owned.append(UnsafeMutableRawPointer(t))
             return t
         case .array(let element, _):
-            return makeFFIType(element)  // refused earlier at the top level
+            return makeFFIType(element, owned: &owned)  // refused earlier at the top level
         case .union, .bitField:
             return hk_ffi_scalar_type(HK_FFI_VOID)  // refused earlier
         }
@@ -204,7 +292,7 @@ final class CallInterface: @unchecked Sendable {
             }
             avalues[i] = buffers[i]
         }
-        ffi_call(cif, unsafeBitCast(function, to: (@convention(c) () -> Void).self), result, avalues)
+        call(unsafeBitCast(function, to: (@convention(c) () -> Void).self), result: result, arguments: avalues)
         return CValue.load(signature.result, from: result)
     }
 }

@@ -55,6 +55,14 @@ __attribute__((noinline)) double abi_many(int32_t a0, double a1, float a2, int64
 }
 Many abi_seen_many(void) { return seen_many; }
 
+static _Thread_local double seen_sixth_x;
+static _Thread_local SID seen_sixth_m;
+__attribute__((noinline)) double abi_sixth_register(uint8_t a, uint8_t b, uint8_t c, uint8_t d, uint8_t e, double x, SID m) {
+  seen_sixth_x = x; seen_sixth_m = m; return x + m.d + (double)m.i + a + b + c + d + e;
+}
+double abi_seen_sixth_register_x(void) { return seen_sixth_x; }
+SID abi_seen_sixth_register_m(void) { return seen_sixth_m; }
+
 static _Thread_local int32_t seen_void_a;
 static _Thread_local double seen_void_b;
 static _Thread_local int void_calls;

@@ -171,6 +171,24 @@ struct ABIMatrixTests {
         #expect(record.result.value == .double(expected))
     }
 
+    /// libffi 3.4.4's x86-64 ffi_call overwrote xmm0 for this shape (upstream
+    /// d21881f5); Hook passes the struct as two scalars there.
+    @Test func structInSixthIntegerRegisterAfterADouble() throws {
+        typealias Fn = @convention(c) (UInt8, UInt8, UInt8, UInt8, UInt8, Double, SID) -> Double
+        let signature = Signature(returning: Double.self, arguments: UInt8.self, UInt8.self, UInt8.self, UInt8.self, UInt8.self, Double.self, SID.self)
+        let (hook, record) = try hook(address(of: abi_sixth_register as Fn), signature, name: "abi_sixth_register", resultType: Double.self)
+        let m = SID(i: 7, d: 42.5)
+        let result = hook.entry(as: Fn.self)(1, 2, 3, 4, 5, 2.25, m)
+        #expect(abi_seen_sixth_register_x() == 2.25)
+        #expect(CValue(abi_seen_sixth_register_m()) == CValue(m))
+        #expect(result == 2.25 + 42.5 + 7 + 15)
+        #expect(record.arguments.value == [.uint8(1), .uint8(2), .uint8(3), .uint8(4), .uint8(5), .double(2.25), CValue(m)])
+        // The dynamic caller goes through ffi_call too.
+        let dynamic = try hook.callEntry(with: [.uint8(1), .uint8(1), .uint8(1), .uint8(1), .uint8(1), .double(-1), CValue(m)])
+        #expect(dynamic == .double(-1 + 42.5 + 7 + 5))
+        #expect(abi_seen_sixth_register_x() == -1)
+    }
+
     @Test func voidResult() throws {
         typealias VoidFn = @convention(c) (Int32, Double) -> Void
         let hook = try FunctionHook(function: address(of: abi_void as VoidFn), signature: Signature(arguments: Int32.self, Double.self), name: "abi_void")

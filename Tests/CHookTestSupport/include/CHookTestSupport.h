@@ -71,6 +71,13 @@ double abi_many(int32_t a0, double a1, float a2, int64_t a3, uint8_t a4, double 
                 double a8, int32_t a9, float a10, double a11, uint64_t a12, double a13, float a14, int8_t a15);
 Many abi_seen_many(void);
 
+// MARK: libffi 3.4.4 x86-64 ffi_call bug (fixed upstream in d21881f5): a struct
+// {INTEGER, SSE} in the sixth integer register after a double overwrote xmm0.
+typedef struct { int64_t i; double d; } SID;
+double abi_sixth_register(uint8_t a, uint8_t b, uint8_t c, uint8_t d, uint8_t e, double x, SID m);
+double abi_seen_sixth_register_x(void);
+SID abi_seen_sixth_register_m(void);
+
 // MARK: void result, pointers.
 void abi_void(int32_t a, double b);
 int32_t abi_seen_void_a(void);

@@ -18,6 +18,7 @@ extension S24N: CRepresentable { public static let cType = CType.structure([S8.c
 extension S40: CRepresentable {
     public static let cType = CType.structure([.uint16, S12F.cType, .int64, .array(.uint8, count: 5), .double])
 }
+extension SID: CRepresentable { public static let cType = CType.structure([.int64, .double]) }
 extension S64: CRepresentable {
     public static let cType = CType.structure([.array(.double, count: 4), .array(.int64, count: 3), .float, .uint32])
 }
