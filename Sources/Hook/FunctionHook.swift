@@ -222,7 +222,10 @@ public final class FunctionHook: @unchecked Sendable, CustomStringConvertible {
                 point: self, hooks: hooks, arguments: arguments, result: result,
                 thread: thread, frame: frame, serial: hk_frame_serial(thread, frame))
             call.position = .before
-            for hook in hooks.before { run(hook, &call) }
+            // Index loops: `for in` over the snapshot's arrays goes through an
+            // iterator that allocates in unoptimized builds.
+            var i = 0
+            while i < hooks.before.count { run(hooks.before[i], &call); i += 1 }
             if hooks.instead.isEmpty {
                 hk_frame_set_running_original(thread, frame, slot.pointID, 1)
                 callOriginal(result, arguments)
@@ -234,7 +237,8 @@ public final class FunctionHook: @unchecked Sendable, CustomStringConvertible {
             }
             call.hasResult = true
             call.position = .after
-            for hook in hooks.after { run(hook, &call) }
+            i = 0
+            while i < hooks.after.count { run(hooks.after[i], &call); i += 1 }
         }
     }
 

@@ -1,0 +1,62 @@
+import CHookTestSupport
+import Hook
+import Testing
+
+@Suite("Allocations on the call path")
+struct AllocationTests {
+    @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
+    func mallocCounterCountsThisThread() throws {
+        let count = try #require(mallocCount {
+            let array = [Int](repeating: 1, count: Int.random(in: 100...200))
+            #expect(array.count >= 100)
+        })
+        #expect(count > 0)
+    }
+
+    @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
+    func hookedCallWithTypedBeforeAndAfterHooksAllocatesNothing() throws {
+        let hook = try makeAddHook()
+        let sum = Shared(0)
+        hook.before { call in
+            let a = try call.argument(0, as: Int32.self)
+            try call.setArgument(0, to: a &+ 1)
+        }
+        hook.after { call in
+            let r = try call.result(as: Int32.self)
+            let b = try call.argument(1, as: Int32.self)
+            try call.setResult(r &+ b)
+        }
+        hook.instead { call in try call.invokeOriginal() }
+        _ = sum
+        let f = hook.entry(as: AddFn.self)
+        _ = f(1, 1)  // first call on this thread registers its hook state
+        var total: Int32 = 0
+        let count = try #require(mallocCount {
+            for i in 0..<1_000 { total &+= f(Int32(i), 1) }
+        })
+        #expect(count == 0)
+        #expect(total != 0)
+    }
+
+    @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
+    func callsNeedingLibffiWorkaroundsAllocateNothing() throws {
+        typealias Fn = @convention(c) (UInt8, UInt8, UInt8, UInt8, UInt8, Double, SID) -> Double
+        let sixth = try FunctionHook(cFunction: abi_sixth_register as Fn,
+                                     signature: Signature(returning: Double.self, arguments: UInt8.self, UInt8.self, UInt8.self, UInt8.self, UInt8.self, Double.self, SID.self))
+        sixth.after { call in _ = try call.argument(6, as: SID.self) }
+        typealias S64Fn = @convention(c) (S64, Int32, S64) -> S64
+        let big = try FunctionHook(cFunction: abi_struct_S64 as S64Fn, signature: Signature(returning: S64.self, arguments: S64.self, Int32.self, S64.self))
+        big.after { call in _ = try call.argument(2, as: S64.self) }
+        let f = sixth.entry(as: Fn.self), g = big.entry(as: S64Fn.self)
+        let s = S64(d: (1, 2, 3, 4), i: (5, 6, 7), f: 8, u: 9)
+        _ = f(1, 2, 3, 4, 5, 6, SID(i: 1, d: 2))
+        _ = g(s, 1, s)
+        let count = try #require(mallocCount {
+            for _ in 0..<100 {
+                _ = f(1, 2, 3, 4, 5, 6, SID(i: 1, d: 2))
+                _ = g(s, 1, s)
+            }
+        })
+        #expect(count == 0)
+    }
+}

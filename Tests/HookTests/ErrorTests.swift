@@ -1,0 +1,119 @@
+import CHookTestSupport
+@testable import Hook
+import Testing
+
+@Suite("Bad input yields errors that name the hook point")
+struct ErrorTests {
+    func expectError(_ kind: HookError.Kind, containing text: String, point: String = "f", _ body: () throws -> Void) {
+        do {
+            try body()
+            Issue.record("expected \(kind)")
+        } catch let error as HookError {
+            #expect(error.kind == kind)
+            #expect(error.point == point)
+            #expect(error.description.contains("hook point '\(point)'"), "\(error)")
+            #expect(error.description.contains(text), "\(error)")
+        } catch {
+            Issue.record("expected a HookError, got \(error)")
+        }
+    }
+
+    var someFunction: UnsafeRawPointer { address(of: test_add as AddFn) }
+
+    @Test func nullFunctionPointer() {
+        expectError(.nullFunctionPointer, containing: "NULL") {
+            _ = try FunctionHook(function: nil, signature: addSignature, name: "f")
+        }
+    }
+
+    @Test func unsupportedTypes() {
+        let cases: [(CType, String)] = [
+            (.union([.int32, .float]), "union"),
+            (.structure([.int32, .bitField(.uint32, bits: 3)]), "bit-field"),
+            (.structure([]), "empty struct"),
+            (.array(.int32, count: 4), "array"),
+            (.void, "void"),
+            (.structure([.array(.int8, count: 0)]), "0 elements"),
+        ]
+        for (type, text) in cases {
+            expectError(.unsupportedType, containing: text) {
+                _ = try FunctionHook(function: someFunction, signature: Signature(returning: .int32, arguments: [.int32, type]), name: "f")
+            }
+        }
+        expectError(.unsupportedType, containing: "result") {
+            _ = try FunctionHook(function: someFunction, signature: Signature(returning: .union([.int8]), arguments: []), name: "f")
+        }
+    }
+
+    @Test func variadicClosure() {
+        expectError(.variadicClosure, containing: "variadic") {
+            _ = try FunctionHook(function: someFunction, signature: .variadic(returning: .int32, fixed: [.pointer], variadic: [.double]), name: "f")
+        }
+    }
+
+    @Test func tooManyArguments() {
+        let signature = Signature(returning: .void, arguments: Array(repeating: .int32, count: Signature.maximumArgumentCount + 1))
+        expectError(.tooManyArguments, containing: "128 arguments") {
+            _ = try FunctionHook(function: someFunction, signature: signature, name: "f")
+        }
+    }
+
+    @Test func libffiRefusesTheCif() {
+        expectError(.libffiRefused, containing: "FFI_BAD_ABI") {
+            _ = try FunctionHook(function: someFunction, signature: Signature(returning: .int32, arguments: [.int32], abi: ABI(rawValue: 99)), name: "f")
+        }
+    }
+
+    @Test func closureMemoryRefused() {
+        FunctionHook.$closureAllocationRefused.withValue(true) {
+            expectError(.closureMemoryRefused, containing: "read-write-execute") {
+                _ = try FunctionHook(function: someFunction, signature: addSignature, name: "f")
+            }
+        }
+    }
+
+    @Test func swiftClosureIsNotACFunctionPointer() {
+        let closure: (Int32, Int32) -> Int32 = { $0 + $1 }
+        expectError(.invalidValue, containing: "not a C function pointer") {
+            _ = try FunctionHook(cFunction: closure, signature: addSignature, name: "f")
+        }
+    }
+
+    @Test func wrongTypedAccessIsAnErrorNotAReinterpretation() throws {
+        let hook = try makeAddHook("f")
+        let errors = Shared<[HookError.Kind]>([])
+        hook.before { call in
+            func record(_ body: () throws -> Void) {
+                do { try body() } catch { errors.mutate { $0.append((error as? HookError)?.kind ?? .invalidValue) } }
+            }
+            record { _ = try call.argument(0, as: Double.self) }
+            record { _ = try call.argument(0, as: UInt32.self) }
+            record { _ = try call.argument(2, as: Int32.self) }
+            record { _ = try call.argument(-1, as: Int32.self) }
+            record { _ = try call.result(as: Int32.self) }
+            record { _ = try call.result(as: Int64.self) }
+            record { try call.invokeOriginal() }
+            record { try call.setArgumentValue(1, to: .double(1)) }
+        }
+        #expect(hook.entry(as: AddFn.self)(1, 2) == 3)
+        #expect(errors.value == [.typeMismatch, .typeMismatch, .argumentOutOfRange, .argumentOutOfRange, .resultUnavailable, .typeMismatch, .notInstead, .typeMismatch])
+    }
+
+    @Test func callBackUsedAfterItsCallReturnedIsExpired() throws {
+        final class Escaped: @unchecked Sendable { var call: CallBack? }
+        let hook = try makeAddHook("f")
+        let escaped = Escaped()
+        hook.before { call in escaped.call = call }
+        _ = hook.entry(as: AddFn.self)(1, 2)
+        let call = try #require(escaped.call)
+        #expect(!call.isLive)
+        #expect(call.args.isEmpty)
+        #expect(call.result == nil)
+        #expect(throws: HookError.self) { try call.argument(0, as: Int32.self) }
+        do {
+            _ = try call.argument(0, as: Int32.self)
+        } catch {
+            #expect(error.kind == .callBackExpired)
+        }
+    }
+}
