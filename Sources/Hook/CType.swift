@@ -60,6 +60,27 @@ public indirect enum CType: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// A small code per scalar type, 0 for everything else: lets typed access
+    /// compare types with one byte when the Swift type is a scalar.
+    @inlinable
+    public var _scalarCode: UInt8 {
+        switch self {
+        case .bool: 1
+        case .int8: 2
+        case .uint8: 3
+        case .int16: 4
+        case .uint16: 5
+        case .int32: 6
+        case .uint32: 7
+        case .int64: 8
+        case .uint64: 9
+        case .float: 10
+        case .double: 11
+        case .pointer: 12
+        default: 0
+        }
+    }
+
     /// Whether this is an integer type (including `bool`).
     var isInteger: Bool {
         switch self {

@@ -21,13 +21,16 @@ import CFFIShim
 /// or elsewhere, typed access throws ``HookError/Kind/callBackExpired`` and the
 /// boxed views are empty; it never reads stale memory.
 public struct CallBack {
-    unowned(unsafe) let point: FunctionHook
+    @usableFromInline unowned(unsafe) let point: FunctionHook
     unowned(unsafe) let hooks: _HookSnapshot
-    let argumentPointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>
-    let resultPointer: UnsafeMutableRawPointer
-    private let thread: UnsafeMutablePointer<hk_thread>
-    private let frame: Int32
-    private let serial: UInt64
+    @usableFromInline let argumentPointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    @usableFromInline let resultPointer: UnsafeMutableRawPointer
+    /// Scalar codes (`CType._scalarCode`) of the arguments, then of the result.
+    @usableFromInline let codes: UnsafePointer<UInt8>
+    @usableFromInline let count: Int
+    @usableFromInline let thread: UnsafeMutablePointer<hk_thread>
+    @usableFromInline let frame: Int32
+    @usableFromInline let serial: UInt64
     var insteadIndex = 0
     var originalCalled = false
 
@@ -35,7 +38,8 @@ public struct CallBack {
     public internal(set) var position: HookPosition = .before
     /// Whether ``result`` holds the call's result: after the original ran,
     /// or once an instead hook set it.
-    public internal(set) var hasResult = false
+    public var hasResult: Bool { _hasResult }
+    @usableFromInline var _hasResult = false
 
     init(point: FunctionHook, hooks: _HookSnapshot, arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
          result: UnsafeMutableRawPointer, thread: UnsafeMutablePointer<hk_thread>, frame: Int32, serial: UInt64) {
@@ -43,12 +47,15 @@ public struct CallBack {
         self.hooks = hooks
         self.argumentPointers = arguments
         self.resultPointer = result
+        self.codes = UnsafePointer(point.codes)
+        self.count = point.signature.arguments.count
         self.thread = thread
         self.frame = frame
         self.serial = serial
     }
 
     /// Whether the call is still running on this thread, so the record may be read.
+    @inlinable
     public var isLive: Bool { hk_frame_is_live(thread, frame, serial) != 0 }
 
     /// The object the hook point belongs to, if any and still alive.
@@ -58,74 +65,97 @@ public struct CallBack {
     /// The hook point's signature.
     public var signature: Signature { point.signature }
     /// The number of arguments.
-    public var argumentCount: Int { point.interface.argumentSizes.count }
+    @inlinable
+    public var argumentCount: Int { count }
 
     // MARK: Typed access
+    //
+    // The checks are inlinable so that, specialized in the caller, a scalar
+    // type check is one byte compare; aggregates and the building of errors
+    // take the out-of-line slow path.
 
-    @inline(__always)
-    private func checkLive() throws(HookError) {
-        guard hk_frame_is_live(thread, frame, serial) != 0 else {
-            throw HookError(.callBackExpired, point: point.name, "the call this CallBack records has returned, or it is read on another thread")
-        }
+    /// Whether slot `index` (arguments, then `count` for the result) holds a `T`.
+    @inlinable @inline(__always)
+    func _matches<T: CRepresentable>(_ index: Int, _ type: T.Type) -> Bool {
+        guard _isPOD(T.self) else { return false }
+        let code = T.cType._scalarCode
+        if code != 0 { return codes[index] == code }
+        return _aggregateMatches(index, T.cType, MemoryLayout<T>.size)
     }
 
-    @inline(__always)
-    private func argumentAddress<T: CRepresentable>(_ index: Int, _ type: T.Type) throws(HookError) -> UnsafeMutableRawPointer {
-        try checkLive()
-        let types = point.signature.arguments
-        guard index >= 0, index < types.count else {
-            throw HookError(.argumentOutOfRange, point: point.name, "argument \(index) of a function with \(types.count) arguments")
+    @usableFromInline
+    func _aggregateMatches(_ index: Int, _ type: CType, _ size: Int) -> Bool {
+        if index == count {
+            return type == point.signature.result && size == point.interface.resultSize
         }
-        guard _isPOD(T.self), T.cType == types[index], MemoryLayout<T>.size == point.interface.argumentSizes[index] else {
-            throw HookError(.typeMismatch, point: point.name, "argument \(index) is \(types[index]), not \(T.self) (\(T.cType), \(MemoryLayout<T>.size) bytes)")
-        }
-        return argumentPointers[index]!
+        return type == point.signature.arguments[index] && size == point.interface.argumentSizes[index]
     }
 
-    @inline(__always)
-    private func resultAddress<T: CRepresentable>(_ type: T.Type, reading: Bool) throws(HookError) -> UnsafeMutableRawPointer {
-        try checkLive()
-        let resultType = point.signature.result
-        if resultType == .void {
-            throw HookError(.resultUnavailable, point: point.name, "the function returns void")
+    /// The error for a failed typed access of argument `index`, or of the result.
+    @usableFromInline
+    func _accessError<T: CRepresentable>(_ index: Int, _ type: T.Type, result: Bool) -> HookError {
+        let name = point.name
+        if !isLive {
+            return HookError(.callBackExpired, point: name, "the call this CallBack records has returned, or it is read on another thread")
         }
-        guard _isPOD(T.self), T.cType == resultType, MemoryLayout<T>.size == point.interface.resultSize else {
-            throw HookError(.typeMismatch, point: point.name, "the result is \(resultType), not \(T.self) (\(T.cType), \(MemoryLayout<T>.size) bytes)")
+        let pod = _isPOD(T.self) ? "" : ", not a trivial type"
+        if result {
+            let resultType = point.signature.result
+            if resultType == .void {
+                return HookError(.resultUnavailable, point: name, "the function returns void")
+            }
+            if !_matches(index, T.self) {
+                return HookError(.typeMismatch, point: name, "the result is \(resultType), not \(T.self) (\(T.cType), \(MemoryLayout<T>.size) bytes\(pod))")
+            }
+            return HookError(.resultUnavailable, point: name, "the result is read in a \(position) hook before the original ran")
         }
-        if reading, !hasResult {
-            throw HookError(.resultUnavailable, point: point.name, "the result is read in a \(position) hook before the original ran")
+        guard index >= 0, index < count else {
+            return HookError(.argumentOutOfRange, point: name, "argument \(index) of a function with \(count) arguments")
         }
-        return resultPointer
+        let argumentType = point.signature.arguments[index]
+        return HookError(.typeMismatch, point: name, "argument \(index) is \(argumentType), not \(T.self) (\(T.cType), \(MemoryLayout<T>.size) bytes\(pod))")
     }
 
     /// Argument `index` as `T`.
     /// - Throws: ``HookError`` if `T` is not the argument's C type, the index is out of range, or the call has returned.
+    @inlinable
     public func argument<T: CRepresentable>(_ index: Int, as type: T.Type = T.self) throws(HookError) -> T {
-        let address = try argumentAddress(index, type)
-        return Self.load(T.self, from: address)
+        guard isLive, index >= 0, index < count, _matches(index, T.self) else {
+            throw _accessError(index, T.self, result: false)
+        }
+        return Self._load(T.self, from: argumentPointers[index].unsafelyUnwrapped)
     }
 
     /// Replaces argument `index`; the original (and later hooks) see the new value.
+    @inlinable
     public mutating func setArgument<T: CRepresentable>(_ index: Int, to value: T) throws(HookError) {
-        let address = try argumentAddress(index, T.self)
-        Self.store(value, to: address, widen: false)
+        guard isLive, index >= 0, index < count, _matches(index, T.self) else {
+            throw _accessError(index, T.self, result: false)
+        }
+        Self._store(value, to: argumentPointers[index].unsafelyUnwrapped, widen: false)
     }
 
     /// The result as `T`: in `after` hooks, or in an `instead` hook once it called the original.
+    @inlinable
     public func result<T: CRepresentable>(as type: T.Type = T.self) throws(HookError) -> T {
-        let address = try resultAddress(type, reading: true)
-        return Self.load(T.self, from: address)
+        guard isLive, _hasResult, _matches(count, T.self) else {
+            throw _accessError(count, T.self, result: true)
+        }
+        return Self._load(T.self, from: resultPointer)
     }
 
     /// Replaces the result the caller gets.
+    @inlinable
     public mutating func setResult<T: CRepresentable>(_ value: T) throws(HookError) {
-        let address = try resultAddress(T.self, reading: false)
-        Self.store(value, to: address, widen: true)
-        hasResult = true
+        guard isLive, _matches(count, T.self) else {
+            throw _accessError(count, T.self, result: true)
+        }
+        Self._store(value, to: resultPointer, widen: true)
+        _hasResult = true
     }
 
-    @inline(__always)
-    static func load<T: CRepresentable>(_ type: T.Type, from address: UnsafeRawPointer) -> T {
+    @inlinable @inline(__always)
+    static func _load<T: CRepresentable>(_ type: T.Type, from address: UnsafeRawPointer) -> T {
         if T.self == Bool.self {
             // Any non-zero byte is true; never build a Bool from another bit pattern.
             return unsafeBitCast(address.load(as: UInt8.self) != 0, to: T.self)
@@ -135,23 +165,33 @@ public struct CallBack {
 
     /// Stores `value`; with `widen`, integers narrower than a register are
     /// sign- or zero-extended to a full `ffi_arg`, as libffi requires of results.
-    @inline(__always)
-    static func store<T: CRepresentable>(_ value: T, to address: UnsafeMutableRawPointer, widen: Bool) {
-        if widen, MemoryLayout<T>.size < MemoryLayout<UInt64>.size, T.cType.isInteger {
+    @inlinable @inline(__always)
+    static func _store<T: CRepresentable>(_ value: T, to address: UnsafeMutableRawPointer, widen: Bool) {
+        let code = T.cType._scalarCode
+        if widen, code >= 1, code <= 7 {
             let wide: UInt64 = withUnsafeBytes(of: value) { bytes in
-                switch T.cType {
-                case .int8: UInt64(bitPattern: Int64(bytes.load(as: Int8.self)))
-                case .int16: UInt64(bitPattern: Int64(bytes.loadUnaligned(as: Int16.self)))
-                case .int32: UInt64(bitPattern: Int64(bytes.loadUnaligned(as: Int32.self)))
-                case .bool: bytes.load(as: UInt8.self) != 0 ? 1 : 0
-                case .uint8: UInt64(bytes.load(as: UInt8.self))
-                case .uint16: UInt64(bytes.loadUnaligned(as: UInt16.self))
+                switch code {
+                case 1: bytes.load(as: UInt8.self) != 0 ? 1 : 0
+                case 2: UInt64(bitPattern: Int64(bytes.load(as: Int8.self)))
+                case 3: UInt64(bytes.load(as: UInt8.self))
+                case 4: UInt64(bitPattern: Int64(bytes.loadUnaligned(as: Int16.self)))
+                case 5: UInt64(bytes.loadUnaligned(as: UInt16.self))
+                case 6: UInt64(bitPattern: Int64(bytes.loadUnaligned(as: Int32.self)))
                 default: UInt64(bytes.loadUnaligned(as: UInt32.self))
                 }
             }
             address.storeBytes(of: wide, as: UInt64.self)
         } else {
-            address.storeBytes(of: value, as: T.self)
+            withUnsafeBytes(of: value) { bytes in
+                address.copyMemory(from: bytes.baseAddress!, byteCount: MemoryLayout<T>.size)
+            }
+        }
+    }
+
+    @inline(__always)
+    private func checkLive() throws(HookError) {
+        guard isLive else {
+            throw HookError(.callBackExpired, point: point.name, "the call this CallBack records has returned, or it is read on another thread")
         }
     }
 
@@ -169,7 +209,7 @@ public struct CallBack {
         }
         point.runInstead(at: insteadIndex + 1, &self)
         originalCalled = true
-        hasResult = true
+        _hasResult = true
     }
 
     // MARK: Dynamic access
@@ -212,7 +252,7 @@ public struct CallBack {
         guard value.store(point.signature.result, to: resultPointer, widen: true) else {
             throw HookError(.typeMismatch, point: point.name, "the result is \(point.signature.result); \(value) does not fit it")
         }
-        hasResult = true
+        _hasResult = true
     }
 
     // MARK: Boxed views

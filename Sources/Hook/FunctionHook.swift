@@ -45,6 +45,8 @@ public final class FunctionHook: @unchecked Sendable, CustomStringConvertible {
     private let originalFunction: @convention(c) () -> Void
     private let closure: UnsafeMutablePointer<ffi_closure>
     @usableFromInline let resultBufferSize: Int
+    /// `CType._scalarCode` of each argument, then of the result (read by CallBack).
+    @usableFromInline let codes: UnsafeMutablePointer<UInt8>
     /// Whether calls of the original need libffi's bugs worked around.
     private let adjustsCalls: Bool
 
@@ -88,6 +90,9 @@ public final class FunctionHook: @unchecked Sendable, CustomStringConvertible {
         self.closure = allocated.assumingMemoryBound(to: ffi_closure.self)
         self.resultBufferSize = interface.resultBufferSize
         self.adjustsCalls = interface.needsCallAdjustment
+        self.codes = .allocate(capacity: signature.arguments.count + 1)
+        for (i, type) in signature.arguments.enumerated() { codes[i] = type._scalarCode }
+        codes[signature.arguments.count] = signature.result._scalarCode
         self.slot = _HookSlot()
         // user_data is unretained: the closure lives exactly as long as self (freed in deinit).
         let status = ffi_prep_closure_loc(
@@ -99,7 +104,7 @@ public final class FunctionHook: @unchecked Sendable, CustomStringConvertible {
             },
             Unmanaged.passUnretained(self).toOpaque(), code)
         guard status == FFI_OK else {
-            ffi_closure_free(allocated)
+            // Every stored property is set, so deinit runs and frees the closure.
             throw HookError(.libffiRefused, point: name, "ffi_prep_closure_loc returned \(status.name) for \(signature)")
         }
     }
@@ -119,6 +124,7 @@ public final class FunctionHook: @unchecked Sendable, CustomStringConvertible {
     deinit {
         // No call is in flight (see Lifetime), so the closure and cif can go.
         ffi_closure_free(closure)
+        codes.deallocate()
     }
 
     /// The entry point typed as a C function, e.g. `(@convention(c) (Int32) -> Int32).self`.
@@ -235,7 +241,7 @@ public final class FunctionHook: @unchecked Sendable, CustomStringConvertible {
                 call.position = .instead
                 runInstead(at: 0, &call)
             }
-            call.hasResult = true
+            call._hasResult = true
             call.position = .after
             i = 0
             while i < hooks.after.count { run(hooks.after[i], &call); i += 1 }

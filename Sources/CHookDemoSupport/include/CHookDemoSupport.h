@@ -10,6 +10,8 @@ int64_t demo_add(int64_t a, int64_t b);
 typedef int64_t (*demo_binary_op)(int64_t, int64_t);
 extern demo_binary_op demo_operations[1];
 int64_t demo_apply(int index, int64_t a, int64_t b);
+// Installs `op` in the table, returning what was there.
+demo_binary_op demo_set_operation(int index, demo_binary_op op);
 
 // The floor of any libffi hook design: a libffi closure for
 // int64_t (int64_t, int64_t) whose handler only calls `original` with ffi_call.
