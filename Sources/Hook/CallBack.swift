@@ -25,13 +25,10 @@ public struct CallBack {
     unowned(unsafe) let hooks: _HookSnapshot
     @usableFromInline let argumentPointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     @usableFromInline let resultPointer: UnsafeMutableRawPointer
-    /// Scalar codes (`CType._scalarCode`) of the arguments, then of the result.
-    @usableFromInline let codes: UnsafePointer<UInt8>
-    @usableFromInline let count: Int
     @usableFromInline let thread: UnsafeMutablePointer<hk_thread>
-    @usableFromInline let frame: Int32
     @usableFromInline let serial: UInt64
-    var insteadIndex = 0
+    @usableFromInline let frame: Int32
+    var insteadIndex: Int32 = 0
     var originalCalled = false
 
     /// Where the hook that holds this record runs.
@@ -41,14 +38,17 @@ public struct CallBack {
     public var hasResult: Bool { _hasResult }
     @usableFromInline var _hasResult = false
 
+    /// Scalar codes (`CType._scalarCode`) of the arguments, then of the result.
+    @inlinable var codes: UnsafeMutablePointer<UInt8> { point.codes }
+    /// The number of arguments.
+    @inlinable var count: Int { point.argumentCountValue }
+
     init(point: FunctionHook, hooks: _HookSnapshot, arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
          result: UnsafeMutableRawPointer, thread: UnsafeMutablePointer<hk_thread>, frame: Int32, serial: UInt64) {
         self.point = point
         self.hooks = hooks
         self.argumentPointers = arguments
         self.resultPointer = result
-        self.codes = UnsafePointer(point.codes)
-        self.count = point.signature.arguments.count
         self.thread = thread
         self.frame = frame
         self.serial = serial
@@ -207,7 +207,7 @@ public struct CallBack {
         guard position == .instead else {
             throw HookError(.notInstead, point: point.name, "invokeOriginal() called from a \(position) hook")
         }
-        point.runInstead(at: insteadIndex + 1, &self)
+        point.runInstead(at: Int(insteadIndex) + 1, &self)
         originalCalled = true
         _hasResult = true
     }

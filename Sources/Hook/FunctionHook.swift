@@ -47,6 +47,8 @@ public final class FunctionHook: @unchecked Sendable, CustomStringConvertible {
     @usableFromInline let resultBufferSize: Int
     /// `CType._scalarCode` of each argument, then of the result (read by CallBack).
     @usableFromInline let codes: UnsafeMutablePointer<UInt8>
+    /// The number of arguments (read by CallBack).
+    @usableFromInline let argumentCountValue: Int
     /// Whether calls of the original need libffi's bugs worked around.
     private let adjustsCalls: Bool
 
@@ -90,6 +92,7 @@ public final class FunctionHook: @unchecked Sendable, CustomStringConvertible {
         self.closure = allocated.assumingMemoryBound(to: ffi_closure.self)
         self.resultBufferSize = interface.resultBufferSize
         self.adjustsCalls = interface.needsCallAdjustment
+        self.argumentCountValue = signature.arguments.count
         self.codes = .allocate(capacity: signature.arguments.count + 1)
         for (i, type) in signature.arguments.enumerated() { codes[i] = type._scalarCode }
         codes[signature.arguments.count] = signature.result._scalarCode
@@ -265,7 +268,7 @@ public final class FunctionHook: @unchecked Sendable, CustomStringConvertible {
             return
         }
         let saved = (call.insteadIndex, call.originalCalled)
-        call.insteadIndex = index
+        call.insteadIndex = Int32(index)
         call.originalCalled = false
         do {
             try hooks.instead[index].body(&call)
