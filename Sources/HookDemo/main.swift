@@ -126,7 +126,7 @@ func overhead() throws {
     let both = nanosecondsPerCall(typed.entry(as: BinaryOp.self), iterations: iterations)
     func row(_ name: String, _ ns: Double, target: String) {
         let ratio = ns / floorNs
-        print("| \(name.padding(toLength: 52, withPad: " ", startingAt: 0)) | \(String(format: "%7.2f", ns)) | \(String(format: "%5.2fx", ratio)) | \(target.padding(toLength: 8, withPad: " ", startingAt: 0)) |")
+        print("| \(name.padding(toLength: 52, withPad: " ", startingAt: 0)) | \(String(format: "%7.2f", ns)) | \(String(format: "%4.2fx", ratio)) | \(target.padding(toLength: 8, withPad: " ", startingAt: 0)) |")
     }
     print("| case                                                 |   ns    | floor | target   |")
     print("| ---------------------------------------------------- | ------- | ----- | -------- |")
