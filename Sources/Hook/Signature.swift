@@ -53,10 +53,16 @@ public struct Signature: Hashable, Sendable, CustomStringConvertible {
         self.init(returning: .void, arguments: types)
     }
 
+    /// C-like: `int32_t (int32_t, double)`, or for a variadic call
+    /// `int32_t (void *, ...) with (double)`.
     public var description: String {
-        let args = arguments.isEmpty ? "void" : arguments.map(\.description).joined(separator: ", ")
-        let dots = fixedArgumentCount != nil ? ", ..." : ""
-        return "\(result) (\(args)\(dots))"
+        guard let fixed = fixedArgumentCount else {
+            let args = arguments.isEmpty ? "void" : arguments.map(\.description).joined(separator: ", ")
+            return "\(result) (\(args))"
+        }
+        let head = (arguments.prefix(fixed).map(\.description) + ["..."]).joined(separator: ", ")
+        let tail = arguments.dropFirst(fixed).map(\.description).joined(separator: ", ")
+        return "\(result) (\(head))" + (tail.isEmpty ? "" : " with (\(tail))")
     }
 
     /// Calls `function` with `arguments` through libffi and returns its result.
@@ -143,7 +149,8 @@ final class CallInterface: @unchecked Sendable {
         }
         // The cif `ffi_call` uses: the same, or with one argument split (see SysVClassification).
         splitArgument = SysVClassification.sixthRegisterOverflowArgument(of: signature)
-        rewritesArgumentArray = signature.arguments.contains { $0.size > 16 }
+        // Other ABIs (win64) copy more struct sizes the same way: always copy there.
+        rewritesArgumentArray = signature.abi != .default || signature.arguments.contains { $0.size > 16 }
         if let split = splitArgument {
             callCIF = .allocate(capacity: 1)
             callCIF.initialize(to: ffi_cif())

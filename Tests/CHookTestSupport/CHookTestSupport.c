@@ -73,6 +73,10 @@ int abi_void_calls(void) { return void_calls; }
 
 __attribute__((noinline)) const char *abi_pointer_offset(const char *base, const char *text) { return base + strlen(text); }
 
+__attribute__((ms_abi, noinline)) int64_t abi_ms_mix(int32_t a, double b, S24 s, int64_t c, float d) {
+  return a + (int64_t)b + s.a + (int64_t)s.b + s.c + c + (int64_t)d;
+}
+
 __attribute__((noinline)) int32_t test_add(int32_t a, int32_t b) { return a + b; }
 
 static _Thread_local int64_t counted_calls;

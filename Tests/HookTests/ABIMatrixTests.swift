@@ -1,4 +1,5 @@
 import CHookTestSupport
+import Foundation
 import Hook
 import Testing
 
@@ -166,7 +167,7 @@ struct ABIMatrixTests {
         ]
         #expect(seenByOriginal == expectedArguments)
         #expect(record.arguments.value == expectedArguments)
-        let expected = -1 + 2.5 + 3.25 + -4_000_000_000_000 + 250 + 6.125 + 7.5 + -8 + 9.0625 + 10 + 11.75 + 12.5 + 13 + 14.25 + 15.5 + -16
+        let expected: Double = -1 + 2.5 + 3.25 + -4_000_000_000_000 + 250 + 6.125 + 7.5 + -8 + 9.0625 + 10 + 11.75 + 12.5 + 13 + 14.25 + 15.5 + -16
         #expect(result == expected)
         #expect(record.result.value == .double(expected))
     }
@@ -185,8 +186,41 @@ struct ABIMatrixTests {
         #expect(record.arguments.value == [.uint8(1), .uint8(2), .uint8(3), .uint8(4), .uint8(5), .double(2.25), CValue(m)])
         // The dynamic caller goes through ffi_call too.
         let dynamic = try hook.callEntry(with: [.uint8(1), .uint8(1), .uint8(1), .uint8(1), .uint8(1), .double(-1), CValue(m)])
-        #expect(dynamic == .double(-1 + 42.5 + 7 + 5))
+        let expectedDynamic: Double = -1 + 42.5 + 7 + 5
+        #expect(dynamic == .double(expectedDynamic))
         #expect(abi_seen_sixth_register_x() == -1)
+    }
+
+    @Test func microsoftX64CallingConvention() throws {
+        let signature = Signature(returning: .int64, arguments: [.int32, .double, S24.cType, .int64, .float], abi: .win64)
+        let hook = try FunctionHook(function: address(of: abi_ms_mix as @convention(c) (Int32, Double, S24, Int64, Float) -> Int64),
+                                    signature: signature, name: "abi_ms_mix")
+        let seen = Shared<[CValue]>([])
+        hook.before { call in
+            seen.value = try (0..<call.argumentCount).map { try call.argumentValue($0) }
+            try call.setArgument(3, to: Int64(1000))
+        }
+        hook.after { call in try call.setResult(try call.result(as: Int64.self) * 2) }
+        let s24 = S24(a: 10, b: 20.5, c: 3)
+        let arguments: [CValue] = [.int32(1), .double(2.75), CValue(s24), .int64(4), .float(5.5)]
+        // Called through libffi with the same ABI (Swift cannot call ms_abi pointers directly).
+        let result = try hook.callEntry(with: arguments)
+        #expect(seen.value == arguments)
+        let expected: Int64 = (1 + 2 + 10 + 20 + 3 + 1000 + 5) * 2
+        #expect(result == .int64(expected))
+    }
+
+    @Test func variadicFunctionsCanBeCalledDynamically() throws {
+        let snprintfAddress = try #require(dlsym(UnsafeMutableRawPointer(bitPattern: 0), "snprintf"))  // RTLD_DEFAULT
+        let signature = Signature.variadic(returning: .int32, fixed: [.pointer, .uint64, .pointer], variadic: [.int32, .double])
+        var buffer = [CChar](repeating: 0, count: 64)
+        let written = try buffer.withUnsafeMutableBufferPointer { out in
+            try "%d and %.2f".withCString { format in
+                try signature.call(snprintfAddress, with: [.pointer(UnsafeRawPointer(out.baseAddress)), .uint64(64), .pointer(UnsafeRawPointer(format)), .int32(42), .double(3.14159)])
+            }
+        }
+        #expect(written == .int32(11))
+        #expect(String(cString: buffer) == "42 and 3.14")
     }
 
     @Test func voidResult() throws {

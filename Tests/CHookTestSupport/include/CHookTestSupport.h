@@ -87,6 +87,9 @@ int abi_void_calls(void);
 // Returns base + strlen(text); records both.
 const char *abi_pointer_offset(const char *base, const char *text);
 
+// MARK: the Microsoft x64 calling convention (ABI.win64).
+__attribute__((ms_abi)) int64_t abi_ms_mix(int32_t a, double b, S24 s, int64_t c, float d);
+
 // MARK: plain functions for behaviour tests.
 int32_t test_add(int32_t a, int32_t b);
 int64_t test_counter_calls(void);
