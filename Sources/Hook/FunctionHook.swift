@@ -23,6 +23,9 @@ import Glibc
 /// and frees them in `deinit`. Keep it alive for as long as ``entry`` may be
 /// called: uninstall the entry and let calls in flight return before the last
 /// reference goes. Hooks and tokens never keep it (or its target) alive.
+/// Swift may release a local as soon as its last use, so a local hook point
+/// whose entry is still called needs `withExtendedLifetime(hook) { ... }` or
+/// a stored property.
 ///
 /// ## Threads
 /// The entry may be called on any number of threads while hooks are added and

@@ -82,6 +82,7 @@ func tour() throws {
     add.before { call in _ = try call.argument(0, as: Double.self) }
     add.hookErrorHandler = { error, position in print("a \(position) hook threw: \(error)") }
     _ = hooked(1, 1)
+    withExtendedLifetime(add) {}  // `hooked` points into `add`: keep it alive until here
 }
 
 /// ns per call of `fn` over `iterations` calls made from a C loop; best of 5 runs.
@@ -122,8 +123,9 @@ func overhead() throws {
     print("Overhead: int64_t add(int64_t, int64_t), \(iterations) calls from a C loop, best of 5 (ns per call)")
     let direct = nanosecondsPerCall(demo_add, iterations: iterations)
     let floorNs = nanosecondsPerCall(floor, iterations: iterations)
-    let none = nanosecondsPerCall(bare.entry(as: BinaryOp.self), iterations: iterations)
-    let both = nanosecondsPerCall(typed.entry(as: BinaryOp.self), iterations: iterations)
+    // The hook points must outlive every call of their entries.
+    let none = withExtendedLifetime(bare) { nanosecondsPerCall(bare.entry(as: BinaryOp.self), iterations: iterations) }
+    let both = withExtendedLifetime(typed) { nanosecondsPerCall(typed.entry(as: BinaryOp.self), iterations: iterations) }
     func row(_ name: String, _ ns: Double, target: String) {
         let ratio = ns / floorNs
         print("| \(name.padding(toLength: 52, withPad: " ", startingAt: 0)) | \(String(format: "%7.2f", ns)) | \(String(format: "%4.2fx", ratio)) | \(target.padding(toLength: 8, withPad: " ", startingAt: 0)) |")

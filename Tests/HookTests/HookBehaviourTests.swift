@@ -224,12 +224,18 @@ struct ReentrancyTests {
         #expect(test_counter_calls() == calls + 2)
     }
 
-    @Test func withoutHooksSuppressesEveryHookOnThisThread() throws {
+    /// Hook points "a" and "b" whose before hooks log their names.
+    func twoLoggingHookPoints() throws -> (a: FunctionHook, b: FunctionHook, log: Shared<[String]>) {
         let a = try makeAddHook("a")
         let b = try makeAddHook("b")
-        let runs = Shared<[String]>([])
-        a.before { _ in runs.mutate { $0.append("a") } }
-        b.before { _ in runs.mutate { $0.append("b") } }
+        let log = Shared<[String]>([])
+        a.before { _ in log.mutate { $0.append("a") } }
+        b.before { _ in log.mutate { $0.append("b") } }
+        return (a, b, log)
+    }
+
+    @Test func withoutHooksSuppressesEveryHookOnThisThread() throws {
+        let (a, b, runs) = try twoLoggingHookPoints()
         let fa = a.entry(as: AddFn.self), fb = b.entry(as: AddFn.self)
         withoutHooks {
             #expect(hooksAreSuppressed)
@@ -239,14 +245,11 @@ struct ReentrancyTests {
         #expect(!hooksAreSuppressed)
         _ = fa(1, 1)
         #expect(runs.value == ["a"])
+        withExtendedLifetime((a, b)) {}
     }
 
     @Test func withoutHooksOnOneHookPointLeavesOthersRunning() throws {
-        let a = try makeAddHook("a")
-        let b = try makeAddHook("b")
-        let runs = Shared<[String]>([])
-        a.before { _ in runs.mutate { $0.append("a") } }
-        b.before { _ in runs.mutate { $0.append("b") } }
+        let (a, b, runs) = try twoLoggingHookPoints()
         let fa = a.entry(as: AddFn.self), fb = b.entry(as: AddFn.self)
         a.withoutHooks {
             _ = fa(1, 1)
@@ -254,6 +257,7 @@ struct ReentrancyTests {
         }
         _ = fa(1, 1)
         #expect(runs.value == ["b", "a"])
+        withExtendedLifetime((a, b)) {}
     }
 
     @Test func hookOfOnePointCallingAnotherHookedPointRunsItsHooks() throws {
