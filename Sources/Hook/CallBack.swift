@@ -95,9 +95,7 @@ public struct CallBack {
     @usableFromInline
     func _accessError<T: CRepresentable>(_ index: Int, _ type: T.Type, result: Bool) -> HookError {
         let name = point.name
-        if !isLive {
-            return HookError(.callBackExpired, point: name, "the call this CallBack records has returned, or it is read on another thread")
-        }
+        if !isLive { return expiredError }
         let pod = _isPOD(T.self) ? "" : ", not a trivial type"
         if result {
             let resultType = point.signature.result
@@ -109,9 +107,7 @@ public struct CallBack {
             }
             return HookError(.resultUnavailable, point: name, "the result is read in a \(position) hook before the original ran")
         }
-        guard index >= 0, index < count else {
-            return HookError(.argumentOutOfRange, point: name, "argument \(index) of a function with \(count) arguments")
-        }
+        guard index >= 0, index < count else { return outOfRangeError(index) }
         let argumentType = point.signature.arguments[index]
         return HookError(.typeMismatch, point: name, "argument \(index) is \(argumentType), not \(T.self) (\(T.cType), \(MemoryLayout<T>.size) bytes\(pod))")
     }
@@ -188,11 +184,24 @@ public struct CallBack {
         }
     }
 
+    private var expiredError: HookError {
+        HookError(.callBackExpired, point: point.name, "the call this CallBack records has returned, or it is read on another thread")
+    }
+
+    private func outOfRangeError(_ index: Int) -> HookError {
+        HookError(.argumentOutOfRange, point: point.name, "argument \(index) of a function with \(count) arguments")
+    }
+
     @inline(__always)
     private func checkLive() throws(HookError) {
-        guard isLive else {
-            throw HookError(.callBackExpired, point: point.name, "the call this CallBack records has returned, or it is read on another thread")
-        }
+        guard isLive else { throw expiredError }
+    }
+
+    /// The C type of argument `index`, once the call is live and the index valid.
+    private func checkedArgumentType(_ index: Int) throws(HookError) -> CType {
+        try checkLive()
+        guard index >= 0, index < count else { throw outOfRangeError(index) }
+        return point.signature.arguments[index]
     }
 
     // MARK: Calling the original
@@ -216,23 +225,15 @@ public struct CallBack {
 
     /// Argument `index` as a ``CValue``.
     public func argumentValue(_ index: Int) throws(HookError) -> CValue {
-        try checkLive()
-        let types = point.signature.arguments
-        guard index >= 0, index < types.count else {
-            throw HookError(.argumentOutOfRange, point: point.name, "argument \(index) of a function with \(types.count) arguments")
-        }
-        return CValue.load(types[index], from: argumentPointers[index]!)
+        let type = try checkedArgumentType(index)
+        return CValue.load(type, from: argumentPointers[index]!)
     }
 
     /// Replaces argument `index` with a ``CValue`` of its type.
     public mutating func setArgumentValue(_ index: Int, to value: CValue) throws(HookError) {
-        try checkLive()
-        let types = point.signature.arguments
-        guard index >= 0, index < types.count else {
-            throw HookError(.argumentOutOfRange, point: point.name, "argument \(index) of a function with \(types.count) arguments")
-        }
-        guard value.store(types[index], to: argumentPointers[index]!) else {
-            throw HookError(.typeMismatch, point: point.name, "argument \(index) is \(types[index]); \(value) does not fit it")
+        let type = try checkedArgumentType(index)
+        guard value.store(type, to: argumentPointers[index]!) else {
+            throw HookError(.typeMismatch, point: point.name, "argument \(index) is \(type); \(value) does not fit it")
         }
     }
 

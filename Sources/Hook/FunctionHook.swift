@@ -134,15 +134,14 @@ public final class FunctionHook: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The entry point typed as a C function, e.g. `(@convention(c) (Int32) -> Int32).self`.
-    public func entry<F>(as type: F.Type) -> F {
-        precondition(MemoryLayout<F>.size == MemoryLayout<UnsafeRawPointer>.size, "\(F.self) is not a C function pointer type")
-        return unsafeBitCast(entry, to: F.self)
-    }
+    public func entry<F>(as type: F.Type) -> F { Self.cFunction(entry, as: F.self) }
 
     /// The original typed as a C function.
-    public func original<F>(as type: F.Type) -> F {
+    public func original<F>(as type: F.Type) -> F { Self.cFunction(original, as: F.self) }
+
+    private static func cFunction<F>(_ pointer: UnsafeRawPointer, as type: F.Type) -> F {
         precondition(MemoryLayout<F>.size == MemoryLayout<UnsafeRawPointer>.size, "\(F.self) is not a C function pointer type")
-        return unsafeBitCast(original, to: F.self)
+        return unsafeBitCast(pointer, to: F.self)
     }
 
     public var description: String { "FunctionHook '\(name)': \(signature)" }

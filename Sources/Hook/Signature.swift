@@ -41,16 +41,18 @@ public struct Signature: Hashable, Sendable, CustomStringConvertible {
 
     /// A signature from Swift types: `Signature(returning: Double.self, arguments: Double.self, Int32.self)`.
     public init<R: CRepresentable, each A: CRepresentable>(returning result: R.Type, arguments: repeat (each A).Type) {
-        var types: [CType] = []
-        for a in repeat each arguments { types.append(a.cType) }
-        self.init(returning: R.cType, arguments: types)
+        self.init(returning: R.cType, arguments: Self.cTypes(repeat each arguments))
     }
 
     /// A signature returning `void`, from Swift argument types: `Signature(arguments: UnsafeRawPointer?.self)`.
     public init<each A: CRepresentable>(arguments: repeat (each A).Type) {
-        var types: [CType] = []
-        for a in repeat each arguments { types.append(a.cType) }
-        self.init(returning: .void, arguments: types)
+        self.init(returning: .void, arguments: Self.cTypes(repeat each arguments))
+    }
+
+    private static func cTypes<each A: CRepresentable>(_ types: repeat (each A).Type) -> [CType] {
+        var result: [CType] = []
+        for type in repeat each types { result.append(type.cType) }
+        return result
     }
 
     /// C-like: `int32_t (int32_t, double)`, or for a variadic call
