@@ -1,10 +1,12 @@
 import CFFIShim
+import Glibc
 
 /// The record of one call at a hook point: who, what, with which arguments, and the result.
 ///
 /// Every hook receives the `CallBack` of the call it runs in (FishBind's
-/// `IIFishCallBack`). Typed reads and writes are checked against the hook
-/// point's signature and allocate nothing:
+/// `IIFishCallBack`), whatever the kind of hook point: C function, closure,
+/// `@Hooked` property or method. Typed reads and writes are checked against
+/// the hook point's types and allocate nothing:
 ///
 /// ```swift
 /// hook.before { call in
@@ -16,35 +18,48 @@ import CFFIShim
 /// }
 /// ```
 ///
+/// For C functions a typed access goes by C type (any Swift type with the
+/// argument's ``CType`` fits); for typed hook points (closures, properties,
+/// methods) by Swift type, exactly.
+///
 /// A `CallBack` describes memory of a call in progress: it is valid inside the
 /// hook that received it, on that thread, until the call returns. Used later
 /// or elsewhere, typed access throws ``HookError/Kind/callBackExpired`` and the
 /// boxed views are empty; it never reads stale memory.
 public struct CallBack {
-    @usableFromInline unowned(unsafe) let point: FunctionHook
+    @usableFromInline unowned(unsafe) let point: HookPoint
     unowned(unsafe) let hooks: _HookSnapshot
     @usableFromInline let argumentPointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     @usableFromInline let resultPointer: UnsafeMutableRawPointer
     @usableFromInline let thread: UnsafeMutablePointer<hk_thread>
     @usableFromInline let serial: UInt64
     @usableFromInline let frame: Int32
+    /// The object of a property or method call (unretained: it is alive during its own call).
+    let callTarget: Unmanaged<AnyObject>?
+    /// Runs the original of a typed hook point (an `_OriginalBody` on the caller's stack).
+    let _original: UnsafeRawPointer?
+    /// The value a `@Hooked` property held before this set.
+    let oldValuePointer: UnsafeRawPointer?
     var insteadIndex: Int32 = 0
     var originalCalled = false
 
     /// Where the hook that holds this record runs.
     public internal(set) var position: HookPosition = .before
     /// Whether ``result`` holds the call's result: after the original ran,
-    /// or once an instead hook set it.
+    /// or once a hook set it.
     public var hasResult: Bool { _hasResult }
     @usableFromInline var _hasResult = false
+    @usableFromInline var _error: (any Error)?
+    var _vetoed = false
 
     /// Scalar codes (`CType._scalarCode`) of the arguments, then of the result.
     @inlinable var codes: UnsafeMutablePointer<UInt8> { point.codes }
     /// The number of arguments.
     @inlinable var count: Int { point.argumentCountValue }
 
-    init(point: FunctionHook, hooks: _HookSnapshot, arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
-         result: UnsafeMutableRawPointer, thread: UnsafeMutablePointer<hk_thread>, frame: Int32, serial: UInt64) {
+    init(point: HookPoint, hooks: _HookSnapshot, arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
+         result: UnsafeMutableRawPointer, thread: UnsafeMutablePointer<hk_thread>, frame: Int32, serial: UInt64,
+         target: Unmanaged<AnyObject>?, original: UnsafeRawPointer?, oldValue: UnsafeRawPointer?) {
         self.point = point
         self.hooks = hooks
         self.argumentPointers = arguments
@@ -52,74 +67,142 @@ public struct CallBack {
         self.thread = thread
         self.frame = frame
         self.serial = serial
+        self.callTarget = target
+        self._original = original
+        self.oldValuePointer = oldValue
     }
 
     /// Whether the call is still running on this thread, so the record may be read.
     @inlinable
     public var isLive: Bool { hk_frame_is_live(thread, frame, serial) != 0 }
 
-    /// The object the hook point belongs to, if any and still alive.
-    public var target: AnyObject? { point.target }
-    /// The hook point's name.
+    /// The object the hook point belongs to, if any and still alive: the
+    /// instance whose property is set or whose method is called, or the
+    /// `target` a function or closure hook point was made with.
+    public var target: AnyObject? {
+        if isLive, let callTarget { return callTarget.takeUnretainedValue() }
+        return point.target
+    }
+    /// The hook point's name: the function, closure, property or method name.
     public var selector: String { point.name }
-    /// The hook point's signature.
-    public var signature: Signature { point.signature }
+    /// The C signature (C functions only; `nil` for typed hook points).
+    public var signature: Signature? { point.shape.signature }
+    /// The hook point this call is at.
+    public var hookPoint: HookPoint { point }
     /// The number of arguments.
     @inlinable
     public var argumentCount: Int { count }
 
     // MARK: Typed access
     //
-    // The checks are inlinable so that, specialized in the caller, a scalar
-    // type check is one byte compare; aggregates and the building of errors
-    // take the out-of-line slow path.
+    // The checks are inlinable so that, specialized in the caller, a check is
+    // one compare; aggregates and the building of errors take the out-of-line
+    // slow path.
 
     /// Whether slot `index` (arguments, then `count` for the result) holds a `T`.
     @inlinable @inline(__always)
     func _matches<T: CRepresentable>(_ index: Int, _ type: T.Type) -> Bool {
-        guard _isPOD(T.self) else { return false }
+        if point.typeIDs[index] == ObjectIdentifier(T.self) { return true }
+        guard point.isCFunction, _isPOD(T.self) else { return false }
         let code = T.cType._scalarCode
         if code != 0 { return codes[index] == code }
         return _aggregateMatches(index, T.cType, MemoryLayout<T>.size)
     }
 
+    /// Whether slot `index` holds exactly a `T` (typed hook points).
+    @inlinable @inline(__always)
+    func _matchesExactly<T>(_ index: Int, _ type: T.Type) -> Bool {
+        point.typeIDs[index] == ObjectIdentifier(T.self)
+    }
+
     @usableFromInline
     func _aggregateMatches(_ index: Int, _ type: CType, _ size: Int) -> Bool {
-        if index == count {
-            return type == point.signature.result && size == point.interface.resultSize
+        point.shape.types.withUnsafeBufferPointer { slots in
+            guard let cType = slots[index].cType else { return false }
+            return size == slots[index].cSize && type == cType
         }
-        return type == point.signature.arguments[index] && size == point.interface.argumentSizes[index]
     }
 
     /// The error for a failed typed access of argument `index`, or of the result.
     @usableFromInline
-    func _accessError<T: CRepresentable>(_ index: Int, _ type: T.Type, result: Bool) -> HookError {
+    func _accessError<T>(_ index: Int, _ type: T.Type, result: Bool) -> HookError {
         let name = point.name
         if !isLive { return expiredError }
-        let pod = _isPOD(T.self) ? "" : ", not a trivial type"
+        let shape = point.shape
+        let wanted: String
+        if let c = T.self as? any CRepresentable.Type, shape.isCFunction {
+            wanted = "\(T.self) (\(c.cType), \(MemoryLayout<T>.size) bytes\(_isPOD(T.self) ? "" : ", not a trivial type"))"
+        } else {
+            wanted = "\(T.self)"
+        }
         if result {
-            let resultType = point.signature.result
-            if resultType == .void {
-                return HookError(.resultUnavailable, point: name, "the function returns void")
+            if shape.resultIsVoid {
+                return HookError(.resultUnavailable, point: name, "the \(shape.kind) returns Void")
             }
-            if !_matches(index, T.self) {
-                return HookError(.typeMismatch, point: name, "the result is \(resultType), not \(T.self) (\(T.cType), \(MemoryLayout<T>.size) bytes\(pod))")
+            if !_matchesAny(count, T.self) {
+                return HookError(.typeMismatch, point: name, "the result is \(shape.result.name), not \(wanted)")
             }
             return HookError(.resultUnavailable, point: name, "the result is read in a \(position) hook before the original ran")
         }
         guard index >= 0, index < count else { return outOfRangeError(index) }
-        let argumentType = point.signature.arguments[index]
-        return HookError(.typeMismatch, point: name, "argument \(index) is \(argumentType), not \(T.self) (\(T.cType), \(MemoryLayout<T>.size) bytes\(pod))")
+        return HookError(.typeMismatch, point: name, "argument \(index) is \(shape.types[index].name), not \(wanted)")
+    }
+
+    /// `_matches` for a type that is only known at run time to be C-representable.
+    func _matchesAny<T>(_ index: Int, _ type: T.Type) -> Bool {
+        if _matchesExactly(index, T.self) { return true }
+        guard let c = T.self as? any CRepresentable.Type else { return false }
+        func open<C: CRepresentable>(_ c: C.Type) -> Bool { _matches(index, C.self) }
+        return open(c)
     }
 
     /// Argument `index` as `T`.
-    /// - Throws: ``HookError`` if `T` is not the argument's C type, the index is out of range, or the call has returned.
+    /// - Throws: ``HookError`` if `T` is not the argument's type, the index is out of range, or the call has returned.
     @inlinable
     public func argument<T: CRepresentable>(_ index: Int, as type: T.Type = T.self) throws(HookError) -> T {
         guard isLive, index >= 0, index < count, _matches(index, T.self) else {
             throw _accessError(index, T.self, result: false)
         }
         return Self._load(T.self, from: argumentPointers[index].unsafelyUnwrapped)
+    }
+
+    /// Argument `index` as `T`, for any Swift type (typed hook points).
+    @inlinable
+    public func argument<T>(_ index: Int, as type: T.Type = T.self) throws(HookError) -> T {
+        guard isLive, index >= 0, index < count, _matchesExactly(index, T.self) else {
+            return try _argumentByCType(index, T.self)
+        }
+        return argumentPointers[index].unsafelyUnwrapped.assumingMemoryBound(to: T.self).pointee
+    }
+
+    // The generic entry points met a type that is C-representable at run time:
+    // go the C way (a C function's argument read as Int32, say).
+    @usableFromInline
+    func _argumentByCType<T>(_ index: Int, _ type: T.Type) throws(HookError) -> T {
+        guard let c = T.self as? any CRepresentable.Type else { throw _accessError(index, T.self, result: false) }
+        func open<C: CRepresentable>(_ c: C.Type) throws(HookError) -> T { try argument(index, as: C.self) as! T }
+        return try open(c)
+    }
+
+    @usableFromInline
+    mutating func _setArgumentByCType<T>(_ index: Int, _ value: T) throws(HookError) {
+        guard let c = T.self as? any CRepresentable.Type else { throw _accessError(index, T.self, result: false) }
+        func open<C: CRepresentable>(_ c: C.Type) throws(HookError) { try setArgument(index, to: value as! C) }
+        try open(c)
+    }
+
+    @usableFromInline
+    func _resultByCType<T>(_ type: T.Type) throws(HookError) -> T {
+        guard let c = T.self as? any CRepresentable.Type else { throw _accessError(count, T.self, result: true) }
+        func open<C: CRepresentable>(_ c: C.Type) throws(HookError) -> T { try result(as: C.self) as! T }
+        return try open(c)
+    }
+
+    @usableFromInline
+    mutating func _setResultByCType<T>(_ value: T) throws(HookError) {
+        guard let c = T.self as? any CRepresentable.Type else { throw _accessError(count, T.self, result: true) }
+        func open<C: CRepresentable>(_ c: C.Type) throws(HookError) { try setResult(value as! C) }
+        try open(c)
     }
 
     /// Replaces argument `index`; the original (and later hooks) see the new value.
@@ -131,6 +214,15 @@ public struct CallBack {
         Self._store(value, to: argumentPointers[index].unsafelyUnwrapped, widen: false)
     }
 
+    /// Replaces argument `index`, for any Swift type (typed hook points).
+    @inlinable
+    public mutating func setArgument<T>(_ index: Int, to value: T) throws(HookError) {
+        guard isLive, index >= 0, index < count, _matchesExactly(index, T.self) else {
+            return try _setArgumentByCType(index, value)
+        }
+        argumentPointers[index].unsafelyUnwrapped.assumingMemoryBound(to: T.self).pointee = value
+    }
+
     /// The result as `T`: in `after` hooks, or in an `instead` hook once it called the original.
     @inlinable
     public func result<T: CRepresentable>(as type: T.Type = T.self) throws(HookError) -> T {
@@ -140,13 +232,45 @@ public struct CallBack {
         return Self._load(T.self, from: resultPointer)
     }
 
-    /// Replaces the result the caller gets.
+    /// The result as `T`, for any Swift type (typed hook points).
+    @inlinable
+    public func result<T>(as type: T.Type = T.self) throws(HookError) -> T {
+        guard isLive, _hasResult, _matchesExactly(count, T.self) else {
+            return try _resultByCType(T.self)
+        }
+        return resultPointer.assumingMemoryBound(to: T.self).pointee
+    }
+
+    /// Replaces the result the caller gets (and clears an error the original threw).
     @inlinable
     public mutating func setResult<T: CRepresentable>(_ value: T) throws(HookError) {
         guard isLive, _matches(count, T.self) else {
             throw _accessError(count, T.self, result: true)
         }
-        Self._store(value, to: resultPointer, widen: true)
+        if point.isCFunction {
+            Self._store(value, to: resultPointer, widen: true)
+            _hasResult = true
+        } else {
+            _storeResult(value)
+        }
+        _error = nil
+    }
+
+    /// Replaces the result, for any Swift type (typed hook points).
+    @inlinable
+    public mutating func setResult<T>(_ value: T) throws(HookError) {
+        guard isLive, _matchesExactly(count, T.self) else {
+            return try _setResultByCType(value)
+        }
+        _storeResult(value)
+        _error = nil
+    }
+
+    /// Stores a typed hook point's result: initializes it the first time, assigns later.
+    @inlinable @inline(__always)
+    mutating func _storeResult<T>(_ value: T) {
+        let slot = resultPointer.assumingMemoryBound(to: T.self)
+        if _hasResult { slot.pointee = value } else { slot.initialize(to: value) }
         _hasResult = true
     }
 
@@ -189,7 +313,7 @@ public struct CallBack {
     }
 
     private func outOfRangeError(_ index: Int) -> HookError {
-        HookError(.argumentOutOfRange, point: point.name, "argument \(index) of a function with \(count) arguments")
+        HookError(.argumentOutOfRange, point: point.name, "argument \(index) of a \(point.shape.kind) with \(count) arguments")
     }
 
     @inline(__always)
@@ -201,7 +325,56 @@ public struct CallBack {
     private func checkedArgumentType(_ index: Int) throws(HookError) -> CType {
         try checkLive()
         guard index >= 0, index < count else { throw outOfRangeError(index) }
-        return point.signature.arguments[index]
+        guard let type = point.shape.types[index].cType else {
+            throw HookError(.typeMismatch, point: point.name, "argument \(index) is \(point.shape.types[index].name), which has no C value")
+        }
+        return type
+    }
+
+    // MARK: Arguments as a tuple
+
+    /// All arguments as one tuple, e.g. `call.arguments(as: (String, Int).self)`
+    /// (typed hook points; a single argument is its own type, no arguments `()`).
+    public func arguments<T>(as type: T.Type = T.self) throws(HookError) -> T {
+        try checkLive()
+        guard let tupled = point as? any _TupleArguments, tupled._tupleID == ObjectIdentifier(T.self) else {
+            let names = point.shape.types.dropLast().map(\.name).joined(separator: ", ")
+            throw HookError(.typeMismatch, point: point.name, "the arguments are (\(names)), not \(T.self)")
+        }
+        return withUnsafeTemporaryAllocation(of: T.self, capacity: 1) { buffer in
+            tupled._copyArguments(argumentPointers, to: UnsafeMutableRawPointer(buffer.baseAddress!))
+            return buffer.baseAddress!.move()
+        }
+    }
+
+    /// Replaces all arguments with the elements of `tuple` (typed hook points).
+    public mutating func setArguments<T>(_ tuple: T) throws(HookError) {
+        try checkLive()
+        guard let tupled = point as? any _TupleArguments, tupled._tupleID == ObjectIdentifier(T.self) else {
+            let names = point.shape.types.dropLast().map(\.name).joined(separator: ", ")
+            throw HookError(.typeMismatch, point: point.name, "the arguments are (\(names)), not \(T.self)")
+        }
+        withUnsafePointer(to: tuple) { tupled._assignArguments(argumentPointers, from: UnsafeRawPointer($0)) }
+    }
+
+    // MARK: Property sets
+
+    /// The value the property held before this set (`@Hooked` properties).
+    public func oldValue<T>(as type: T.Type = T.self) throws(HookError) -> T {
+        try checkLive()
+        guard let oldValuePointer else {
+            throw HookError(.invalidValue, point: point.name, "only a property set has an old value; this is a \(point.shape.kind)")
+        }
+        guard _matchesExactly(0, T.self) else {
+            throw HookError(.typeMismatch, point: point.name, "the property is \(point.shape.types[0].name), not \(T.self)")
+        }
+        return oldValuePointer.assumingMemoryBound(to: T.self).pointee
+    }
+
+    /// The old value boxed (`nil` except in a live property set).
+    public var oldValue: Any? {
+        guard isLive, let oldValuePointer, let box = point.shape.types[0].box else { return nil }
+        return box(oldValuePointer)
     }
 
     // MARK: Calling the original
@@ -210,15 +383,49 @@ public struct CallBack {
     /// arguments, and makes its result this call's result.
     ///
     /// Only an `instead` hook may call it, any number of times; change
-    /// arguments with ``setArgument(_:to:)`` between calls.
+    /// arguments with ``setArgument(_:to:)`` between calls. If a throwing
+    /// original throws, the error is recorded (``error``) and the call will
+    /// throw it unless a hook sets a result.
     public mutating func invokeOriginal() throws(HookError) {
         try checkLive()
         guard position == .instead else {
             throw HookError(.notInstead, point: point.name, "invokeOriginal() called from a \(position) hook")
         }
-        point.runInstead(at: Int(insteadIndex) + 1, &self)
+        _error = nil
+        point._runInstead(at: Int(insteadIndex) + 1, &self)
         originalCalled = true
-        _hasResult = true
+    }
+
+    /// Vetoes the call from a `before` hook: the original and the instead
+    /// hooks do not run; later before hooks and the after hooks still do.
+    /// A vetoed property set keeps the old value. A call that returns a value
+    /// needs one: set it first with ``setResult(_:)`` (C functions return zero).
+    public mutating func veto() throws(HookError) {
+        try checkLive()
+        guard position == .before else {
+            throw HookError(.invalidValue, point: point.name, "veto() called from a \(position) hook; only a before hook can veto")
+        }
+        guard point.isCFunction || _hasResult || point.shape.resultIsVoid else {
+            throw HookError(.resultUnavailable, point: point.name, "veto() of a call that returns \(point.shape.result.name) needs a result: call setResult(_:) first")
+        }
+        if point.isCFunction, !_hasResult { memset(resultPointer, 0, point.shape.resultBufferSize) }
+        _vetoed = true
+    }
+
+    /// Whether a before hook vetoed the call.
+    public var isVetoed: Bool { _vetoed }
+
+    /// The error the original threw (throwing closures and methods), or that a hook set.
+    public var error: (any Error)? { _error }
+
+    /// Makes the call throw `error` (throwing closures and methods): after the
+    /// remaining hooks run, the caller gets the error instead of a result.
+    public mutating func setError(_ error: any Error) throws(HookError) {
+        try checkLive()
+        guard point.shape.canThrow else {
+            throw HookError(.invalidValue, point: point.name, "the \(point.shape.kind) cannot throw; \(error) cannot be its outcome")
+        }
+        _error = error
     }
 
     // MARK: Dynamic access
@@ -240,18 +447,24 @@ public struct CallBack {
     /// The result as a ``CValue`` (`.void` for void functions).
     public func resultValue() throws(HookError) -> CValue {
         try checkLive()
-        if point.signature.result == .void { return .void }
+        if point.shape.resultIsVoid { return .void }
+        guard let type = point.shape.result.cType else {
+            throw HookError(.typeMismatch, point: point.name, "the result is \(point.shape.result.name), which has no C value")
+        }
         guard hasResult else {
             throw HookError(.resultUnavailable, point: point.name, "the result is read in a \(position) hook before the original ran")
         }
-        return CValue.load(point.signature.result, from: resultPointer)
+        return CValue.load(type, from: resultPointer)
     }
 
-    /// Replaces the result with a ``CValue`` of the result type.
+    /// Replaces the result with a ``CValue`` of the result type (C functions).
     public mutating func setResultValue(_ value: CValue) throws(HookError) {
         try checkLive()
-        guard value.store(point.signature.result, to: resultPointer, widen: true) else {
-            throw HookError(.typeMismatch, point: point.name, "the result is \(point.signature.result); \(value) does not fit it")
+        guard point.isCFunction, let type = point.shape.result.cType else {
+            throw HookError(.typeMismatch, point: point.name, "setResultValue needs a C function; use setResult(_:) with a \(point.shape.result.name)")
+        }
+        guard value.store(type, to: resultPointer, widen: true) else {
+            throw HookError(.typeMismatch, point: point.name, "the result is \(type); \(value) does not fit it")
         }
         _hasResult = true
     }
@@ -261,30 +474,47 @@ public struct CallBack {
     /// The arguments boxed as Swift values (built only when asked for; empty once the call returned).
     public var args: [Any] {
         guard isLive else { return [] }
-        return point.signature.arguments.indices.map { i in
-            CValue.load(point.signature.arguments[i], from: argumentPointers[i]!).boxed
-        }
+        return (0..<count).map { boxed($0) }
     }
 
     /// The result boxed as a Swift value; `nil` for void, before the original
     /// ran, or once the call returned.
     public var result: Any? {
-        guard isLive, hasResult, point.signature.result != .void else { return nil }
-        return CValue.load(point.signature.result, from: resultPointer).boxed
+        guard isLive, hasResult, !point.shape.resultIsVoid else { return nil }
+        return boxed(count)
+    }
+
+    private func boxed(_ index: Int) -> Any {
+        let slot = point.shape.types[index]
+        let address = index == count ? UnsafeRawPointer(resultPointer) : UnsafeRawPointer(argumentPointers[index]!)
+        if let box = slot.box { return box(address) }
+        return CValue.load(slot.cType!, from: address).boxed
+    }
+
+    fileprivate func text(_ index: Int) -> String {
+        if point.isCFunction { return CValue.load(point.shape.types[index].cType!, from: index == count ? resultPointer : argumentPointers[index]!).description }
+        return String(reflecting: boxed(index))
     }
 }
 
 extension CallBack: CustomStringConvertible {
-    /// `name(arg, ...) -> result`, e.g. `add(3, 4) -> 7`.
+    /// `name(arg, ...) -> result`, e.g. `add(3, 4) -> 7` or `greet("Ada") -> "Hello, Ada"`.
     public var description: String {
         guard isLive else { return "\(selector)(<expired>)" }
-        let arguments = point.signature.arguments.indices
-            .map { (try? argumentValue($0))?.description ?? "?" }
-            .joined(separator: ", ")
+        let arguments = (0..<count).map(text).joined(separator: ", ")
         var text = "\(selector)(\(arguments))"
-        if point.signature.result != .void {
-            text += hasResult ? " -> \((try? resultValue())?.description ?? "?")" : " -> ?"
+        if _error != nil {
+            text += " throws \(_error!)"
+        } else if !point.shape.resultIsVoid {
+            text += hasResult ? " -> \(self.text(count))" : " -> ?"
         }
         return text
     }
+}
+
+/// A typed hook point that can move its arguments as one tuple.
+protocol _TupleArguments {
+    var _tupleID: ObjectIdentifier { get }
+    func _copyArguments(_ pointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>, to tuple: UnsafeMutableRawPointer)
+    func _assignArguments(_ pointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>, from tuple: UnsafeRawPointer)
 }

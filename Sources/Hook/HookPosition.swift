@@ -14,4 +14,4 @@ public enum HookPosition: String, Sendable, Hashable, CaseIterable {
 /// A hook may throw; the error goes to the hook point's error handler and the
 /// call goes on (a throwing `instead` hook that never reached the original
 /// falls back to it).
-public typealias HookBody = @Sendable (inout CallBack) throws -> Void
+public typealias HookBody = (inout CallBack) throws -> Void

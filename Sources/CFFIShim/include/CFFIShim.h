@@ -53,6 +53,10 @@ typedef struct hk_thread {
   // > 0 inside withoutHooks { }: every hook point runs its original only.
   int suppressed;
   uint64_t next_serial;
+  // While a key path is resolved to its hook point on this thread, where the
+  // hooked setter or getter that the access reaches records its hook point
+  // (see `PropertyHook.of`). NULL otherwise.
+  void *probe;
   struct hk_thread *next;
   struct hk_thread *prev;
 } hk_thread;
@@ -123,6 +127,13 @@ static inline void hk_frame_set_running_original(hk_thread *t, int index, uintpt
 static inline int hk_thread_is_suppressed(hk_thread *t) { return t->suppressed > 0; }
 static inline void hk_thread_suppress(hk_thread *t) { t->suppressed++; }
 static inline void hk_thread_unsuppress(hk_thread *t) { t->suppressed--; }
+
+// The pending key-path probe of the calling thread, or NULL.
+static inline void *hk_thread_probe(void) {
+  hk_thread *t = hk_current_thread;
+  return t ? t->probe : 0;
+}
+static inline void hk_thread_set_probe(hk_thread *t, void *probe) { t->probe = probe; }
 
 // Whether frame `index` with `serial` is still running on the calling thread.
 static inline int hk_frame_is_live(const hk_thread *t, int index, uint64_t serial) {

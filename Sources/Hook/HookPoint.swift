@@ -1,0 +1,354 @@
+import CFFIShim
+import Glibc
+import Synchronization
+
+/// Anything whose calls can be intercepted: a C function (``FunctionHook``),
+/// a Swift closure (``ClosureHook``, ``ThrowingClosureHook``), a `@Hooked`
+/// property of one object (``PropertyHook``) or a hookable method of one
+/// object (``MethodHook``).
+///
+/// Every kind has the same hooks: `before` (sees and may replace the
+/// arguments, or ``CallBack/veto()`` the call), `instead` (replaces the call,
+/// may ``CallBack/invokeOriginal()``), `after` (sees and may replace the
+/// result), each receiving the ``CallBack`` of the call; the same tokens, owners,
+/// reentrancy guard and ``withoutHooks(_:)``.
+///
+/// ## Threads
+/// Calls may run on any number of threads while hooks are added and removed:
+/// the call path takes no lock and allocates nothing. Hooks run on the thread
+/// that makes the call, so state they share needs its own synchronization.
+///
+/// ## How hooks stay valid while calls are in flight
+/// 1. A caller announces the hook point in its thread's frame stack
+///    (`hk_thread_enter`, a seq_cst store), then loads the snapshot (seq_cst).
+/// 2. A writer swaps in a new snapshot (seq_cst exchange), keeps the old one,
+///    then asks `hk_point_is_active_anywhere` whether any thread is inside a
+///    frame of this hook point.
+/// 3. By the total order of seq_cst operations, a caller that loaded the old
+///    snapshot announced itself before the exchange, so the writer sees it. If
+///    no thread is inside, nothing can hold a retired snapshot and they are
+///    released; otherwise they wait for a later write or for `deinit`.
+public class HookPoint: @unchecked Sendable, CustomStringConvertible {
+    // MARK: What the calls look like (read by CallBack)
+
+    /// The number of arguments.
+    @usableFromInline let argumentCountValue: Int
+    /// `CType._scalarCode` of each argument, then of the result (C functions).
+    @usableFromInline let codes: UnsafeMutablePointer<UInt8>
+    /// The Swift type of each argument, then of the result (typed hook points);
+    /// `nil` entries for C functions, whose typed access goes by C type.
+    @usableFromInline let typeIDs: UnsafeMutablePointer<ObjectIdentifier?>
+    /// Whether arguments and result are C memory described by a ``Signature``.
+    @usableFromInline let isCFunction: Bool
+    let shape: _CallShape
+
+    // MARK: Identity
+
+    private let fixedName: String?
+    private weak var fixedTarget: AnyObject?
+    private let late = Mutex(_LateIdentity())
+
+    // MARK: Hooks
+
+    /// The current snapshot, as the bit pattern of a +1 `Unmanaged`, or 0.
+    /// Bit 0 set forces calls onto the slow path (while a key path is probed).
+    @usableFromInline let current = Atomic<Int>(0)
+    private let state = Mutex(_HookState())
+
+    init(name: String?, shape: _CallShape, target: AnyObject?) {
+        self.fixedName = name
+        self.fixedTarget = target
+        self.shape = shape
+        self.isCFunction = shape.isCFunction
+        let count = shape.argumentCount
+        self.argumentCountValue = count
+        self.codes = .allocate(capacity: count + 1)
+        self.typeIDs = .allocate(capacity: count + 1)
+        for i in 0...count {
+            codes[i] = shape.types[i].cType?._scalarCode ?? 0xFF
+            typeIDs[i] = shape.types[i].id
+        }
+    }
+
+    deinit {
+        // No call is in flight any more (each kind's contract), so the snapshot can go.
+        let bits = current.load(ordering: .acquiring) & ~1
+        if bits != 0 {
+            Unmanaged<_HookSnapshot>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
+        }
+        codes.deallocate()
+        typeIDs.deallocate()
+    }
+
+    /// The hook point's name: the `selector` of its CallBacks and the subject of its errors.
+    public var name: String {
+        if let fixedName { return fixedName }
+        if let name = late.withLock({ $0.name }) { return name }
+        // A property or method: its name is the label of its storage in the object.
+        if let object = target, let name = _KeyPathResolver.name(of: self, in: object) {
+            noteIdentity(target: nil, name: name)
+            return name
+        }
+        return "<\(shape.kind) of an object not yet seen>"
+    }
+
+    /// The object the hook point belongs to, if any and still alive (held weakly).
+    public var target: AnyObject? {
+        if let fixedTarget { return fixedTarget }
+        return late.withLock { $0.target }
+    }
+
+    /// Records the object and name of a property or method hook point, once they are known.
+    func noteIdentity(target: AnyObject?, name: String?) {
+        nonisolated(unsafe) let target = target
+        late.withLock { late in
+            if late.target == nil, let target { late.target = target }
+            if late.name == nil, let name { late.name = name }
+        }
+    }
+
+    public var description: String { "\(shape.kind) '\(name)'" }
+
+    /// The identity frames of this hook point carry in the thread state.
+    @usableFromInline
+    var pointID: UInt { UInt(bitPattern: ObjectIdentifier(self)) }
+
+    // MARK: Adding and removing hooks
+
+    /// Adds a hook at `position`. Hooks of one position run in the order added.
+    ///
+    /// - Parameter owner: If given, the hook is tied to it: it stops running
+    ///   when `owner` deinitializes and is detached (at once if `owner` is a
+    ///   ``HookOwner``, otherwise at the next call or change of this hook point).
+    ///   The owner is held weakly.
+    /// - Returns: A token whose `remove()` detaches the hook.
+    @discardableResult
+    public func add(_ position: HookPosition, owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken {
+        var id: UInt64 = 0
+        update { state in
+            id = state.nextID
+            state.nextID += 1
+            state.lists.append(_HookEntry(id: id, body: body, owner: owner.map(_HookOwner.init)), at: position)
+        }
+        let token = HookToken(point: self, id: id)
+        if let bag = (owner as? HookOwner)?.hookBag { bag.insert(token) }
+        return token
+    }
+
+    /// Adds a hook that runs before the original; it may read and replace
+    /// arguments, or veto the call.
+    @discardableResult
+    public func before(owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken { add(.before, owner: owner, body) }
+
+    /// Adds a hook that runs in place of the original. It may call
+    /// ``CallBack/invokeOriginal()`` (with changed arguments, any number of
+    /// times) and set the result. Several instead hooks nest: the first added
+    /// runs first, and its `invokeOriginal()` runs the next one.
+    @discardableResult
+    public func instead(owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken { add(.instead, owner: owner, body) }
+
+    /// Adds a hook that runs after the original; it sees and may replace the result.
+    @discardableResult
+    public func after(owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken { add(.after, owner: owner, body) }
+
+    /// Adds a hook tied to `owner` that receives it: the hook never captures
+    /// the owner, so it cannot keep it alive, and stops with it.
+    ///
+    /// ```swift
+    /// point.add(.after, owner: view) { view, call in view.refresh() }
+    /// ```
+    @discardableResult
+    public func add<Owner: AnyObject>(_ position: HookPosition, owner: Owner, _ body: @escaping (Owner, inout CallBack) throws -> Void) -> HookToken {
+        let box = _HookOwner(owner)
+        return add(position, owner: owner) { call in
+            guard let owner = box.object as? Owner else { return }
+            try body(owner, &call)
+        }
+    }
+
+    /// Detaches every hook.
+    public func removeAllHooks() { update { $0.lists = _HookLists() } }
+
+    /// The number of hooks attached (hooks of owners that are gone included
+    /// until they are detached).
+    public var hookCount: Int { state.withLock { $0.lists.count } }
+
+    /// Receives errors thrown by hooks (by default they are written to standard error).
+    public var hookErrorHandler: (@Sendable (any Error, HookPosition) -> Void)? {
+        get { state.withLock { $0.errorHandler } }
+        set { state.withLock { $0.errorHandler = newValue } }
+    }
+
+    /// Runs `body` with this hook point's hooks suppressed on the calling
+    /// thread: calls made inside run the original only.
+    public func withoutHooks<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        let thread = hk_thread_self()!
+        let frame = hk_thread_push(thread, pointID)
+        if frame < 0 { hk_thread_suppress(thread) }
+        defer { frame < 0 ? hk_thread_unsuppress(thread) : hk_thread_leave(thread) }
+        return try body()
+    }
+
+    func remove(id: UInt64) { update { _ = $0.lists.remove(id: id) } }
+
+    /// Applies `change`, publishes a new snapshot, and frees old snapshots
+    /// when no call can be using them. Freed hooks are released outside the
+    /// lock, since releasing a closure may run arbitrary deinit code.
+    private func update(_ change: (inout _HookState) -> Void) {
+        let released: [_HookSnapshot] = state.withLock { state in
+            change(&state)
+            _ = state.lists.removeOrphans()
+            var newBits = 0
+            if !state.lists.isEmpty {
+                newBits = Int(bitPattern: Unmanaged.passRetained(_HookSnapshot(state.lists)).toOpaque())
+            }
+            if state.probes > 0 { newBits |= 1 }
+            let oldBits = current.exchange(newBits, ordering: .sequentiallyConsistent) & ~1
+            if oldBits != 0 {
+                state.retired.append(Unmanaged<_HookSnapshot>.fromOpaque(UnsafeRawPointer(bitPattern: oldBits)!).takeRetainedValue())
+            }
+            guard !state.retired.isEmpty, hk_point_is_active_anywhere(pointID) == 0 else { return [] }
+            defer { state.retired = [] }
+            return state.retired
+        }
+        _ = released
+    }
+
+    /// While probing, calls take the slow path even with no hook attached.
+    func setProbing(_ on: Bool) { update { $0.probes += on ? 1 : -1 } }
+
+    // MARK: The call path
+
+    /// Whether calls must take the slow path: a hook is attached (a racy
+    /// hint; a hook added meanwhile sees the next call).
+    @inlinable @inline(__always)
+    public var hasHooks: Bool { current.load(ordering: .relaxed) != 0 }
+
+    /// Loads the snapshot. Call only inside a frame of this hook point.
+    @inline(__always)
+    private func loadSnapshot() -> Unmanaged<_HookSnapshot>? {
+        let bits = current.load(ordering: .sequentiallyConsistent) & ~1
+        guard bits != 0 else { return nil }
+        return Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)
+    }
+
+    /// Runs the hooks of one call whose arguments and result live at
+    /// `arguments` and `result`.
+    ///
+    /// - Returns: `nil` when the call must run the original only (hooks
+    ///   suppressed, a hook of this point running on this thread, or no hook).
+    @usableFromInline
+    final func _dispatch(_ arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>, _ result: UnsafeMutableRawPointer,
+                         target: Unmanaged<AnyObject>?, original: UnsafeRawPointer?, oldValue: UnsafeRawPointer?) -> _Outcome? {
+        let thread = hk_thread_self()!
+        let frame = hk_thread_enter(thread, pointID)
+        guard frame >= 0 else { return nil }
+        defer { hk_thread_leave(thread) }
+        guard let snapshot = loadSnapshot() else { return nil }
+        return snapshot._withUnsafeGuaranteedRef { hooks in
+            var call = CallBack(
+                point: self, hooks: hooks, arguments: arguments, result: result,
+                thread: thread, frame: frame, serial: hk_frame_serial(thread, frame),
+                target: target, original: original, oldValue: oldValue)
+            call.position = .before
+            // Index loops: `for in` over the snapshot's arrays goes through an
+            // iterator that allocates in unoptimized builds.
+            var i = 0
+            while i < hooks.before.count { run(hooks.before[i], &call); i += 1 }
+            if !call._vetoed {
+                if hooks.instead.isEmpty {
+                    hk_frame_set_running_original(thread, frame, pointID, 1)
+                    _invokeOriginal(&call)
+                    hk_frame_set_running_original(thread, frame, pointID, 0)
+                } else {
+                    if isCFunction { memset(result, 0, shape.resultBufferSize) }
+                    call.position = .instead
+                    _runInstead(at: 0, &call)
+                }
+            }
+            if isCFunction { call._hasResult = true }
+            call.position = .after
+            i = 0
+            while i < hooks.after.count { run(hooks.after[i], &call); i += 1 }
+            return _Outcome(hasResult: call._hasResult, error: call._error, vetoed: call._vetoed)
+        }
+    }
+
+    @inline(__always)
+    private func run(_ hook: _HookEntry, _ call: inout CallBack) {
+        if let owner = hook.owner, owner.object == nil { return detachOrphans() }
+        do {
+            try hook.body(&call)
+        } catch {
+            report(error, at: call.position)
+        }
+    }
+
+    /// Detaches hooks whose owner is gone (they are already skipped).
+    private func detachOrphans() { update { _ in } }
+
+    /// Runs instead hook `index`, or the original past the last one.
+    final func _runInstead(at index: Int, _ call: inout CallBack) {
+        let hooks = call.hooks
+        guard index < hooks.instead.count else { return _invokeOriginal(&call) }
+        let hook = hooks.instead[index]
+        if let owner = hook.owner, owner.object == nil {
+            detachOrphans()
+            return _runInstead(at: index + 1, &call)
+        }
+        let saved = (call.insteadIndex, call.originalCalled)
+        call.insteadIndex = Int32(index)
+        call.originalCalled = false
+        do {
+            try hook.body(&call)
+        } catch {
+            report(error, at: .instead)
+            if !call.originalCalled { _runInstead(at: index + 1, &call) }
+        }
+        call.insteadIndex = saved.0
+        call.originalCalled = saved.1
+    }
+
+    /// Runs the original implementation with the call's current arguments and
+    /// stores its result (or error) in the call. Typed hook points pass it as
+    /// a closure (`original` of ``_dispatch``); C functions override it.
+    func _invokeOriginal(_ call: inout CallBack) {
+        call._original.unsafelyUnwrapped.assumingMemoryBound(to: _OriginalBody.self).pointee(&call)
+    }
+
+    /// Reports an error thrown by a hook: to the handler, or to standard error.
+    final func report(_ error: any Error, at position: HookPosition) {
+        if let handler = hookErrorHandler {
+            handler(error, position)
+        } else {
+            FileHandleStandardError.write("Hook: a \(position) hook of '\(name)' threw: \(error)\n")
+        }
+    }
+}
+
+/// How a typed hook point runs its original inside a call: a closure the
+/// call path keeps on the stack.
+@usableFromInline typealias _OriginalBody = (inout CallBack) -> Void
+
+/// What the caller of ``HookPoint/_dispatch(_:_:target:original:oldValue:)`` learns.
+@usableFromInline
+struct _Outcome {
+    @usableFromInline var hasResult: Bool
+    @usableFromInline var error: (any Error)?
+    @usableFromInline var vetoed: Bool
+}
+
+/// The mutable side of a hook point, behind its lock.
+struct _HookState {
+    var lists = _HookLists()
+    var nextID: UInt64 = 1
+    var retired: [_HookSnapshot] = []
+    var errorHandler: (@Sendable (any Error, HookPosition) -> Void)?
+    var probes = 0
+}
+
+/// Name and object of a property or method hook point, learnt after it is made.
+struct _LateIdentity: @unchecked Sendable {
+    weak var target: AnyObject?
+    var name: String?
+}

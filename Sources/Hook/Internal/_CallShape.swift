@@ -1,0 +1,59 @@
+/// What the calls of a hook point look like: the types of its arguments and
+/// result, as C types and as Swift types, built once when the point is made.
+struct _CallShape: Sendable {
+    /// One argument, or the result.
+    struct Slot: @unchecked Sendable {
+        /// The C type, if the value has one (always, for C functions).
+        var cType: CType?
+        /// The Swift type (typed hook points only).
+        var id: ObjectIdentifier?
+        /// The C size of `cType`.
+        var cSize = 0
+        /// The type's name, for messages.
+        var name: String
+        /// Loads the value as `Any` (typed hook points only).
+        var box: ((UnsafeRawPointer) -> Any)?
+    }
+
+    /// "function", "closure", "property" or "method", for descriptions.
+    var kind: String
+    /// The arguments, then the result.
+    var types: [Slot]
+    var isCFunction: Bool
+    /// Whether the original may throw (throwing closures and methods).
+    var canThrow: Bool
+    /// The C signature (C functions only).
+    var signature: Signature?
+    /// Bytes a C result occupies in libffi's buffer.
+    var resultBufferSize = 0
+
+    var argumentCount: Int { types.count - 1 }
+    var result: Slot { types[types.count - 1] }
+    var resultIsVoid: Bool { isCFunction ? signature?.result == .void : result.id == ObjectIdentifier(Void.self) }
+
+    /// The shape of a C function.
+    init(signature: Signature, resultBufferSize: Int) {
+        kind = "function"
+        types = (signature.arguments + [signature.result]).map { Slot(cType: $0, id: nil, cSize: $0.layout.size, name: $0.description, box: nil) }
+        isCFunction = true
+        canThrow = false
+        self.signature = signature
+        self.resultBufferSize = resultBufferSize
+    }
+
+    /// The shape of a typed hook point over `(repeat each A) -> R`.
+    init<each A, R>(kind: String, arguments: repeat (each A).Type, result: R.Type, canThrow: Bool) {
+        self.kind = kind
+        types = []
+        isCFunction = false
+        self.canThrow = canThrow
+        for type in repeat each arguments { types.append(Self.slot(type)) }
+        types.append(Self.slot(R.self))
+    }
+
+    static func slot<T>(_ type: T.Type) -> Slot {
+        let cType = (T.self as? any CRepresentable.Type)?.cType
+        return Slot(cType: cType, id: ObjectIdentifier(T.self), cSize: cType?.layout.size ?? 0, name: "\(T.self)",
+             box: { $0.assumingMemoryBound(to: T.self).pointee })
+    }
+}

@@ -1,0 +1,157 @@
+import CFFIShim
+
+// The typed call path: closures, methods. It is inlinable so that it is
+// specialized for the concrete argument and result types in the caller's
+// module: the arguments are laid out in one stack buffer, their addresses
+// handed to the shared hook runner, and the original is called straight from
+// that buffer. No heap allocation, no boxing.
+
+/// Calls `original` with `args` through the hooks of `point`.
+@inlinable
+func _typedCall<each A, R>(
+    _ point: HookPoint, target: Unmanaged<AnyObject>?,
+    _ original: (repeat each A) throws -> R, _ args: repeat each A
+) throws -> R {
+    var size = 0
+    var alignment = 1
+    repeat _TypedLayout.reserve((each A).self, &size, &alignment)
+    let count = point.argumentCountValue
+    return try withUnsafeTemporaryAllocation(byteCount: Swift.max(size, 1), alignment: alignment) { storage in
+        try withUnsafeTemporaryAllocation(of: UnsafeMutableRawPointer?.self, capacity: Swift.max(count, 1)) { pointers in
+            let slots = pointers.baseAddress!
+            var offset = 0
+            var index = 0
+            repeat _TypedLayout.place(each args, storage.baseAddress!, slots, &offset, &index)
+            defer {
+                var i = 0
+                repeat _TypedLayout.destroy((each A).self, slots, &i)
+            }
+            return try withUnsafeTemporaryAllocation(of: R.self, capacity: 1) { resultBuffer in
+                let result = resultBuffer.baseAddress!
+                let outcome = _withOriginal({ call in
+                    var i = 0
+                    do {
+                        let value = try original(repeat _TypedLayout.load((each A).self, slots, &i))
+                        call._storeResult(value)
+                    } catch {
+                        call._error = error
+                    }
+                }) { body in
+                    point._dispatch(slots, UnsafeMutableRawPointer(result), target: target, original: body, oldValue: nil)
+                }
+                if let outcome {
+                    if let error = outcome.error {
+                        if outcome.hasResult { result.deinitialize(count: 1) }
+                        throw error
+                    }
+                    if outcome.hasResult { return result.move() }
+                    if R.self == Void.self { return unsafeBitCast((), to: R.self) }
+                    point._reportMissingResult()
+                }
+                // Original only (suppressed, reentrant), or no result was made.
+                var i = 0
+                return try original(repeat _TypedLayout.load((each A).self, slots, &i))
+            }
+        }
+    }
+}
+
+/// Runs `run` with the address of `original`, a closure that stays on the stack.
+@inlinable @inline(__always)
+func _withOriginal<X>(_ original: (inout CallBack) -> Void, _ run: (UnsafeRawPointer) -> X) -> X {
+    withoutActuallyEscaping(original) { escapable in
+        withUnsafePointer(to: escapable) { run(UnsafeRawPointer($0)) }
+    }
+}
+
+/// Placing a pack of values in raw memory, one at a time.
+@usableFromInline
+enum _TypedLayout {
+    @inlinable @inline(__always)
+    static func reserve<T>(_ type: T.Type, _ size: inout Int, _ alignment: inout Int) {
+        let a = MemoryLayout<T>.alignment
+        size = (size + a - 1) & ~(a - 1) + MemoryLayout<T>.size
+        alignment = Swift.max(alignment, a)
+    }
+
+    @inlinable @inline(__always)
+    static func place<T>(_ value: T, _ base: UnsafeMutableRawPointer, _ slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
+                         _ offset: inout Int, _ index: inout Int) {
+        let a = MemoryLayout<T>.alignment
+        offset = (offset + a - 1) & ~(a - 1)
+        let address = base + offset
+        address.initializeMemory(as: T.self, to: value)
+        slots[index] = address
+        offset += MemoryLayout<T>.size
+        index += 1
+    }
+
+    @inlinable @inline(__always)
+    static func load<T>(_ type: T.Type, _ slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>, _ index: inout Int) -> T {
+        defer { index += 1 }
+        return slots[index].unsafelyUnwrapped.assumingMemoryBound(to: T.self).pointee
+    }
+
+    @inlinable @inline(__always)
+    static func assign<T>(_ value: T, _ slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>, _ index: inout Int) {
+        slots[index].unsafelyUnwrapped.assumingMemoryBound(to: T.self).pointee = value
+        index += 1
+    }
+
+    @inlinable @inline(__always)
+    static func destroy<T>(_ type: T.Type, _ slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>, _ index: inout Int) {
+        slots[index].unsafelyUnwrapped.assumingMemoryBound(to: T.self).deinitialize(count: 1)
+        index += 1
+    }
+
+    /// Reads a C argument (libffi's memory) as `T`, which has `T`'s C layout.
+    static func loadC<T>(_ type: T.Type, _ slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>, _ index: inout Int) -> T {
+        defer { index += 1 }
+        let address = UnsafeRawPointer(slots[index].unsafelyUnwrapped)
+        if T.self == Bool.self { return unsafeBitCast(address.load(as: UInt8.self) != 0, to: T.self) }
+        return address.loadUnaligned(as: T.self)
+    }
+
+    /// Writes a C result into libffi's buffer, widening narrow integers to a full `ffi_arg`.
+    static func storeC<T>(_ value: T, to result: UnsafeMutableRawPointer, code: UInt8) {
+        guard MemoryLayout<T>.size > 0 else { return }
+        withUnsafeBytes(of: value) { bytes in
+            guard code >= 1, code <= 7 else {
+                return result.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+            }
+            let wide: UInt64 = switch code {
+            case 1: bytes.load(as: UInt8.self) != 0 ? 1 : 0
+            case 2: UInt64(bitPattern: Int64(bytes.load(as: Int8.self)))
+            case 3: UInt64(bytes.load(as: UInt8.self))
+            case 4: UInt64(bitPattern: Int64(bytes.loadUnaligned(as: Int16.self)))
+            case 5: UInt64(bytes.loadUnaligned(as: UInt16.self))
+            case 6: UInt64(bitPattern: Int64(bytes.loadUnaligned(as: Int32.self)))
+            default: UInt64(bytes.loadUnaligned(as: UInt32.self))
+            }
+            result.storeBytes(of: wide, as: UInt64.self)
+        }
+    }
+
+    /// Copies the arguments at `slots` into a tuple `(repeat each A)` at `tuple`.
+    static func copyTuple<each A>(_ types: repeat (each A).Type, slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>, to tuple: UnsafeMutableRawPointer) {
+        var i = 0
+        let value = (repeat load((each A).self, slots, &i))
+        tuple.initializeMemory(as: (repeat each A).self, to: value)
+    }
+
+    /// Assigns the elements of the tuple `(repeat each A)` at `tuple` to the arguments at `slots`.
+    static func assignTuple<each A>(_ types: repeat (each A).Type, slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>, from tuple: UnsafeRawPointer) {
+        let value = tuple.assumingMemoryBound(to: (repeat each A).self).pointee
+        var i = 0
+        repeat assign(each value, slots, &i)
+    }
+}
+
+extension HookPoint {
+    /// An instead hook neither ran the original nor set a result, and a typed
+    /// call needs one: the original runs, and the handler hears of it.
+    @usableFromInline
+    func _reportMissingResult() {
+        report(HookError(.resultUnavailable, point: name, "no instead hook ran the original or set a result of type \(shape.result.name); the original ran"), at: .instead)
+    }
+}
