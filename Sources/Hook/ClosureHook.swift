@@ -98,17 +98,20 @@ public final class ClosureHook<each A, R>: HookPoint, _TupleArguments, @unchecke
     }
 
     private func cSignature(abi: ABI) throws(HookError) -> Signature {
-        var arguments: [CType] = []
+        var types: [CType] = []
         for (i, slot) in shape.types.enumerated() {
+            if i == shape.argumentCount, shape.resultIsVoid {
+                types.append(.void)
+                break
+            }
             guard let c = slot.cType else {
                 let what = i == shape.argumentCount ? "the result" : "argument \(i)"
                 throw HookError(.unsupportedType, point: name, "\(what) is \(slot.name), which is not CRepresentable; a C function pointer needs C types")
             }
-            arguments.append(c)
+            types.append(c)
         }
-        let result = shape.resultIsVoid ? CType.void : arguments.removeLast()
-        if shape.resultIsVoid { arguments.removeLast() }
-        return Signature(returning: result, arguments: arguments, abi: abi)
+        let result = types.removeLast()
+        return Signature(returning: result, arguments: types, abi: abi)
     }
 
     var _tupleID: ObjectIdentifier { ObjectIdentifier((repeat each A).self) }

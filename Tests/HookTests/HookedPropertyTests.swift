@@ -1,0 +1,163 @@
+import Hook
+import Testing
+
+class Person {
+    @Hooked var name = ""
+    @Hooked var age = 0
+    var plain = 0
+    var computed: Int {
+        get { plain }
+        set { plain = newValue }
+    }
+}
+
+final class Employee: Person {
+    @Hooked var title = "none"
+}
+
+final class Account {
+    private(set) var balance = 0
+    @HookableMethod(Account.depositBody) var deposit
+    @HookableMethod(Account.describeBody) var describe
+    private func depositBody(_ amount: Int) -> Int {
+        balance += amount
+        return balance
+    }
+    private func describeBody() -> String { "balance \(balance)" }
+}
+
+@Suite("@Hooked properties")
+struct HookedPropertyTests {
+    @Test func hooksSeeTargetSelectorOldAndNewValues() throws {
+        let ada = Person()
+        ada.name = "first"
+        var seen: [String] = []
+        let point = try PropertyHook.of(ada, \.name)
+        point.after { call in
+            let target = try #require(call.target as? Person)
+            seen.append("\(call.selector): \(try call.oldValue(as: String.self)) -> \(try call.argument(0, as: String.self)) stored \(target.name) \(call.oldValue!) \(call.args)")
+        }
+        ada.name = "Ada"
+        #expect(seen == [#"name: first -> Ada stored Ada first ["Ada"]"#])
+        #expect(point.name == "name")
+        #expect(point.target === ada)
+        #expect(ada.name == "Ada")
+    }
+
+    @Test func hooksArePerInstance() throws {
+        let a = Person(), b = Person()
+        var count = 0
+        try PropertyHook.of(a, \.age).after { _ in count += 1 }
+        a.age = 1
+        b.age = 2
+        b.age = 3
+        #expect(count == 1)
+        #expect(a.$age !== b.$age)
+        #expect(try PropertyHook.of(b, \.age) === b.$age)
+        #expect(try PropertyHook.of(a, \.age) === a.$age)
+    }
+
+    @Test func beforeHooksReplaceOrVetoTheNewValue() throws {
+        let p = Person()
+        p.$age.before { call in
+            let new = try call.argument(0, as: Int.self)
+            if new < 0 { try call.veto() }
+            if new > 150 { try call.setArgument(0, to: 150) }
+        }
+        var afterSaw: [String] = []
+        p.$age.after { call in afterSaw.append("\(call.args[0]) vetoed=\(call.isVetoed)") }
+        p.age = 30
+        p.age = -1
+        #expect(p.age == 30)
+        p.age = 400
+        #expect(p.age == 150)
+        #expect(afterSaw == ["30 vetoed=false", "-1 vetoed=true", "150 vetoed=false"])
+    }
+
+    @Test func insteadHooksDecideWhetherTheValueIsStored() throws {
+        let p = Person()
+        p.$name.instead { call in
+            try call.setArgument(0, to: try call.argument(0, as: String.self).lowercased())
+            try call.invokeOriginal()
+        }
+        p.name = "LOUD"
+        #expect(p.name == "loud")
+        p.$name.removeAllHooks()
+        p.$name.instead { _ in }  // never stores
+        p.name = "ignored"
+        #expect(p.name == "loud")
+    }
+
+    @Test func aHookSettingTheSamePropertyDoesNotRecurse() throws {
+        let p = Person()
+        var runs = 0
+        p.$name.after { call in
+            runs += 1
+            let target = call.target as! Person
+            target.name = try call.argument(0, as: String.self) + "!"  // stored without hooks
+        }
+        p.name = "hi"
+        #expect(p.name == "hi!")
+        #expect(runs == 1)
+    }
+
+    @Test func keyPathsResolveInSubclassesAndRejectOtherProperties() throws {
+        let e = Employee()
+        let title = try PropertyHook.of(e, \.title)
+        let name = try PropertyHook.of(e, \.name)
+        #expect(title !== name)
+        #expect(title.name == "title")
+        #expect(name.name == "name")
+        var seen: [String] = []
+        title.after { call in seen.append("\(call.selector)=\(call.args[0])") }
+        name.after { call in seen.append("\(call.selector)=\(call.args[0])") }
+        e.title = "CTO"
+        e.name = "Grace"
+        #expect(seen == ["title=CTO", "name=Grace"])
+        // A second object of the class resolves by the remembered name.
+        let other = Employee()
+        #expect(try PropertyHook.of(other, \.title) === other.$title)
+        #expect(throws: HookError.self) { _ = try PropertyHook.of(e, \.plain) }
+        #expect(throws: HookError.self) { _ = try PropertyHook.of(e, \.computed) }
+        #expect(e.plain == 0)
+    }
+
+    @Test func theNameIsFoundAtTheFirstHookedSetWithoutALookup() throws {
+        let p = Person()
+        var selectors: [String] = []
+        p.$age.after { call in selectors.append(call.selector) }
+        p.age = 3
+        #expect(selectors == ["age"])
+    }
+}
+
+@Suite("Hookable methods")
+struct HookableMethodTests {
+    @Test func methodsRunThroughPerInstanceHookPoints() throws {
+        let account = Account(), other = Account()
+        var seen: [String] = []
+        let deposit = try MethodHook.of(account, \.deposit)
+        #expect(deposit === account.$deposit)
+        deposit.before { call in
+            if try call.argument(0, as: Int.self) < 0 { try call.setArgument(0, to: 0) }
+        }
+        deposit.after { call in
+            seen.append("\((call.target as! Account).balance) \(call)")
+        }
+        #expect(account.deposit(10) == 10)
+        #expect(account.deposit(-5) == 10)
+        #expect(other.deposit(-5) == -5)
+        #expect(seen == ["10 deposit(10) -> 10", "10 deposit(0) -> 10"])
+        #expect(deposit.name == "deposit")
+    }
+
+    @Test func insteadHooksReplaceAMethodAndKeyPathsAreChecked() throws {
+        let account = Account()
+        account.$describe.instead { call in try call.setResult("hidden") }
+        #expect(account.describe() == "hidden")
+        _ = account.deposit(1)
+        account.$describe.removeAllHooks()
+        #expect(account.describe() == "balance 1")
+        #expect(try MethodHook.of(account, \.describe) === account.$describe)
+    }
+}
