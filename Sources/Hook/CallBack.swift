@@ -36,7 +36,7 @@ public struct CallBack {
     @usableFromInline let frame: Int32
     /// The object of a property or method call (unretained: it is alive during its own call).
     let callTarget: Unmanaged<AnyObject>?
-    /// Runs the original of a typed hook point (an `_OriginalBody` on the caller's stack).
+    /// Runs the original of a typed hook point (an `any _OriginalInvoker` on the caller's stack).
     let _original: UnsafeRawPointer?
     /// The value a `@Hooked` property held before this set.
     let oldValuePointer: UnsafeRawPointer?

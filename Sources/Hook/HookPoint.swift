@@ -310,10 +310,10 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Runs the original implementation with the call's current arguments and
-    /// stores its result (or error) in the call. Typed hook points pass it as
-    /// a closure (`original` of ``_dispatch``); C functions override it.
+    /// stores its result (or error) in the call. Typed hook points pass an
+    /// `_OriginalInvoker` (`original` of ``_dispatch``); C functions override it.
     func _invokeOriginal(_ call: inout CallBack) {
-        call._original.unsafelyUnwrapped.assumingMemoryBound(to: _OriginalBody.self).pointee(&call)
+        call._original.unsafelyUnwrapped.assumingMemoryBound(to: (any _OriginalInvoker).self).pointee.invoke(&call)
     }
 
     /// Reports an error thrown by a hook: to the handler, or to standard error.
@@ -325,10 +325,6 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         }
     }
 }
-
-/// How a typed hook point runs its original inside a call: a closure the
-/// call path keeps on the stack.
-@usableFromInline typealias _OriginalBody = (inout CallBack) -> Void
 
 /// What the caller of ``HookPoint/_dispatch(_:_:target:original:oldValue:)`` learns.
 @usableFromInline

@@ -83,7 +83,8 @@ public final class MethodHook<each A, R>: HookPoint, _TupleArguments, @unchecked
     @usableFromInline
     func _arrive(_ object: AnyObject) -> Bool {
         if !identified.load(ordering: .relaxed) {
-            noteIdentity(target: object, name: nil)
+            // Once: the name is the label of this hook point's storage in the object.
+            noteIdentity(target: object, name: _KeyPathResolver.name(of: self, in: object))
             identified.store(true, ordering: .relaxed)
         }
         return _KeyPathResolver.answerProbe(self, object)

@@ -25,10 +25,11 @@ import Synchronization
 /// hooks run once the value is stored; an `instead` hook stores it by calling
 /// ``CallBack/invokeOriginal()`` (or not).
 ///
-/// Each instance has its own hook point (made with the instance, one small
-/// object per property): hooking one object's property leaves every other
-/// object alone. Reading the property is a plain load; a set with no hook
-/// attached is one atomic load more than a plain store and allocates nothing.
+/// Each instance has its own hook point, made with the instance (one small
+/// object per property, which also holds the value): hooking one object's
+/// property leaves every other object alone. Reading the property is two
+/// plain loads (the hook point, its value); a set with no hook attached adds
+/// one relaxed atomic load to the store and allocates nothing.
 ///
 /// A hook that sets the same property of the same object is not re-entered:
 /// that set is stored without hooks.
@@ -40,12 +41,12 @@ import Synchronization
 /// synchronization a plain `var` would.
 @propertyWrapper
 public struct Hooked<Value> {
-    @usableFromInline var value: Value
+    /// The per-instance hook point, which also stores the value: a set then
+    /// only reads the object's storage, never writes through a key path.
     @usableFromInline let point: PropertyHook<Value>
 
     public init(wrappedValue: Value) {
-        self.value = wrappedValue
-        self.point = PropertyHook()
+        self.point = PropertyHook(wrappedValue)
     }
 
     @available(*, unavailable, message: "@Hooked is only for properties of classes")
@@ -63,13 +64,13 @@ public struct Hooked<Value> {
         wrapped wrapped: ReferenceWritableKeyPath<Object, Value>,
         storage storage: ReferenceWritableKeyPath<Object, Hooked<Value>>
     ) -> Value {
-        get { object[keyPath: storage].value }
+        get { object[keyPath: storage].point.value }
         set {
             let point = object[keyPath: storage].point
             if _fastPath(!point.hasHooks) {
-                object[keyPath: storage].value = newValue
+                point.value = newValue
             } else {
-                point._set(newValue, on: object, storage: storage)
+                point._set(newValue, on: object)
             }
         }
     }
@@ -81,8 +82,11 @@ public struct Hooked<Value> {
 /// from the projection `object.$property`. It holds its object weakly.
 public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     private let identified = Atomic<Bool>(false)
+    /// The property's value (read and written by the object's accessors).
+    @usableFromInline var value: Value
 
-    init() {
+    init(_ value: Value) {
+        self.value = value
         super.init(name: nil, shape: _CallShape(kind: "property", arguments: Value.self, result: Void.self, canThrow: false), target: nil)
     }
 
@@ -112,28 +116,26 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
 
     /// The slow path of a set: hooks attached, or a key path probe.
     @inlinable
-    func _set<Object: AnyObject>(_ newValue: Value, on object: Object, storage: ReferenceWritableKeyPath<Object, Hooked<Value>>) {
+    func _set(_ newValue: Value, on object: AnyObject) {
         if _arrive(object) { return }
         var new = newValue
-        let old = object[keyPath: storage].value
+        let old = value
         let outcome = withUnsafePointer(to: old) { oldPointer in
             withUnsafeMutablePointer(to: &new) { newPointer in
                 var slot: UnsafeMutableRawPointer? = UnsafeMutableRawPointer(newPointer)
                 return withUnsafeMutablePointer(to: &slot) { slots in
-                    var nothing: Void = ()
-                    return withUnsafeMutablePointer(to: &nothing) { result in
-                        _withOriginal({ call in
-                            object[keyPath: storage].value = slots.pointee.unsafelyUnwrapped.assumingMemoryBound(to: Value.self).pointee
-                            call._hasResult = true
-                        }) { original in
+                    let invoker: any _OriginalInvoker = _StoreInvoker(point: self, slots: slots)
+                    return withUnsafePointer(to: invoker) { invoker in
+                        var nothing: Void = ()
+                        return withUnsafeMutablePointer(to: &nothing) { result in
                             _dispatch(slots, UnsafeMutableRawPointer(result), target: .passUnretained(object),
-                                      original: original, oldValue: UnsafeRawPointer(oldPointer))
+                                      original: UnsafeRawPointer(invoker), oldValue: UnsafeRawPointer(oldPointer))
                         }
                     }
                 }
             }
         }
-        if outcome == nil { object[keyPath: storage].value = new }
+        if outcome == nil { value = new }
     }
 
     /// Notes the object at the first hooked set, and answers a key path probe.
@@ -141,9 +143,29 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     @usableFromInline
     func _arrive(_ object: AnyObject) -> Bool {
         if !identified.load(ordering: .relaxed) {
-            noteIdentity(target: object, name: nil)
+            // Once: the name is the label of this hook point's storage in the object.
+            noteIdentity(target: object, name: _KeyPathResolver.name(of: self, in: object))
             identified.store(true, ordering: .relaxed)
         }
         return _KeyPathResolver.answerProbe(self, object)
+    }
+}
+
+/// The original of a property set: store the (possibly replaced) new value.
+@usableFromInline
+struct _StoreInvoker<Value>: _OriginalInvoker {
+    @usableFromInline unowned(unsafe) let point: PropertyHook<Value>
+    @usableFromInline let slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+
+    @inlinable
+    init(point: PropertyHook<Value>, slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+        self.point = point
+        self.slots = slots
+    }
+
+    @inlinable
+    func invoke(_ call: inout CallBack) {
+        point.value = slots.pointee.unsafelyUnwrapped.assumingMemoryBound(to: Value.self).pointee
+        call._hasResult = true
     }
 }

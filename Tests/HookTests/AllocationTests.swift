@@ -59,4 +59,44 @@ struct AllocationTests {
         })
         #expect(count == 0)
     }
+
+    @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
+    func typedClosureCallWithOneTypedAfterHookAllocatesNothing() throws {
+        let point = ClosureHook(name: "add") { (a: Int, b: Int) in a &+ b }
+        point.after { call in try call.setResult(try call.result(as: Int.self) &+ 1) }
+        let f = point.function
+        var total = f(1, 1)
+        let count = try #require(mallocCount {
+            for i in 0..<1_000 { total &+= f(i, 1) }
+        })
+        #expect(count == 0)
+        #expect(total == 3 + (0..<1_000).reduce(0) { $0 + $1 + 2 })
+    }
+
+    @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
+    func hookedPropertySetWithNoHooksAllocatesNothing() throws {
+        let person = Person()
+        person.$name.after { _ in }.remove()  // the point has been used and is empty again
+        let names = ["a", "b"]
+        person.age = 1  // the first access instantiates the storage key paths
+        person.name = names[0]
+        let count = try #require(mallocCount {
+            for i in 0..<1_000 { person.age = i; person.name = names[i & 1] }
+        })
+        #expect(count == 0)
+        #expect(person.age == 999)
+    }
+
+    @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
+    func hookedPropertySetWithOneTypedAfterHookAllocatesNothing() throws {
+        let person = Person()
+        var sum = 0
+        person.$age.after { call in sum &+= try call.argument(0, as: Int.self) }
+        person.age = 1
+        let count = try #require(mallocCount {
+            for i in 0..<1_000 { person.age = i }
+        })
+        #expect(count == 0)
+        #expect(sum == 1 + (0..<1_000).reduce(0, +))
+    }
 }

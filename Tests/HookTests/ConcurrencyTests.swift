@@ -24,6 +24,12 @@ func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
     group.wait()
 }
 
+/// A model shared by threads: writers take `lock`, as they would for any stored property.
+final class Gauge: @unchecked Sendable {
+    @Hooked var level = 0
+    let lock = Mutex(())
+}
+
 @Suite("Concurrency")
 struct ConcurrencyTests {
     @Test func eightThreadsCallWhileHooksAreAddedAndRemoved() throws {
@@ -79,5 +85,51 @@ struct ConcurrencyTests {
             }
         }
         #expect(made.value.load(ordering: .relaxed) == 8 * 200)
+    }
+
+    @Test func eightThreadsSetAHookedPropertyAndCallATypedHookWhileHooksComeAndGo() throws {
+        let gauge = Gauge()
+        let level = try PropertyHook.of(gauge, \.level)
+        let scale = ClosureHook(name: "scale") { (x: Int, factor: Int) in x * factor }
+        let sets = Counter(), calls = Counter(), wrong = Counter()
+        level.after { call in
+            sets.increment()
+            if try call.argument(0, as: Int.self) < 0 { wrong.increment() }
+        }
+        scale.after { call in
+            calls.increment()
+            let (x, factor) = try call.arguments(as: (Int, Int).self)
+            if try call.result(as: Int.self) != x * factor { wrong.increment() }
+        }
+        let threads = 8, rounds = 5_000
+        let done = Atomic<Int>(0)
+        let churn = Counter()
+        onThreads(threads + 2) { index in
+            if index >= threads {
+                // Two churn threads add and remove hooks on both points until the others finish.
+                while done.load(ordering: .acquiring) < threads {
+                    let a = level.before { call in try call.setArgument(0, to: abs(try call.argument(0, as: Int.self))) }
+                    let b = scale.instead { call in try call.invokeOriginal() }
+                    let c = level.after(owner: Observer()) { _ in }  // its owner dies at once
+                    a.remove()
+                    b.remove()
+                    c.remove()
+                    churn.increment()
+                }
+                return
+            }
+            let f = scale.function
+            for i in 0..<rounds {
+                gauge.lock.withLock { _ in gauge.level = i }
+                if f(i, index) != i * index { wrong.increment() }
+            }
+            done.add(1, ordering: .releasing)
+        }
+        #expect(sets.value.load(ordering: .relaxed) == threads * rounds)
+        #expect(calls.value.load(ordering: .relaxed) == threads * rounds)
+        #expect(wrong.value.load(ordering: .relaxed) == 0)
+        #expect(churn.value.load(ordering: .relaxed) > 0)
+        #expect(level.hookCount == 1)
+        #expect(scale.hookCount == 1)
     }
 }

@@ -10,7 +10,7 @@ import CFFIShim
 @inlinable
 func _typedCall<each A, R>(
     _ point: HookPoint, target: Unmanaged<AnyObject>?,
-    _ original: (repeat each A) throws -> R, _ args: repeat each A
+    _ original: @escaping (repeat each A) throws -> R, _ args: repeat each A
 ) throws -> R {
     var size = 0
     var alignment = 1
@@ -28,16 +28,9 @@ func _typedCall<each A, R>(
             }
             return try withUnsafeTemporaryAllocation(of: R.self, capacity: 1) { resultBuffer in
                 let result = resultBuffer.baseAddress!
-                let outcome = _withOriginal({ call in
-                    var i = 0
-                    do {
-                        let value = try original(repeat _TypedLayout.load((each A).self, slots, &i))
-                        call._storeResult(value)
-                    } catch {
-                        call._error = error
-                    }
-                }) { body in
-                    point._dispatch(slots, UnsafeMutableRawPointer(result), target: target, original: body, oldValue: nil)
+                let invoker: any _OriginalInvoker = _ClosureInvoker(original: original, slots: slots)
+                let outcome = withUnsafePointer(to: invoker) { invoker in
+                    point._dispatch(slots, UnsafeMutableRawPointer(result), target: target, original: UnsafeRawPointer(invoker), oldValue: nil)
                 }
                 if let outcome {
                     if let error = outcome.error {
@@ -56,11 +49,36 @@ func _typedCall<each A, R>(
     }
 }
 
-/// Runs `run` with the address of `original`, a closure that stays on the stack.
-@inlinable @inline(__always)
-func _withOriginal<X>(_ original: (inout CallBack) -> Void, _ run: (UnsafeRawPointer) -> X) -> X {
-    withoutActuallyEscaping(original) { escapable in
-        withUnsafePointer(to: escapable) { run(UnsafeRawPointer($0)) }
+/// How a typed hook point runs its original inside a call. The call path
+/// keeps one in an existential on its stack (three words fit inline, so
+/// nothing is allocated) and hands its address to the shared hook runner.
+@usableFromInline
+protocol _OriginalInvoker {
+    /// Runs the original with the call's current arguments; stores its result or error in `call`.
+    func invoke(_ call: inout CallBack)
+}
+
+/// Runs a closure with the arguments at `slots`.
+@usableFromInline
+struct _ClosureInvoker<each A, R>: _OriginalInvoker {
+    @usableFromInline let original: (repeat each A) throws -> R
+    @usableFromInline let slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+
+    @inlinable
+    init(original: @escaping (repeat each A) throws -> R, slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+        self.original = original
+        self.slots = slots
+    }
+
+    @inlinable
+    func invoke(_ call: inout CallBack) {
+        var i = 0
+        do {
+            let value = try original(repeat _TypedLayout.load((each A).self, slots, &i))
+            call._storeResult(value)
+        } catch {
+            call._error = error
+        }
     }
 }
 

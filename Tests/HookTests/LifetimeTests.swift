@@ -1,0 +1,114 @@
+import Hook
+import Testing
+
+final class Observer {}
+
+final class BaggedObserver: HookOwner {
+    let hookBag = HookBag()
+}
+
+@Suite("Owners and lifetimes")
+struct LifetimeTests {
+    @Test func hooksTiedToAnOwnerStopWhenItDeinitializes() throws {
+        let point = ClosureHook { (x: Int) in x }
+        var runs = 0
+        var owner: Observer? = Observer()
+        weak var weakOwner = owner
+        point.after(owner: owner) { _ in runs += 1 }
+        #expect(point(1) == 1)
+        #expect(runs == 1)
+        owner = nil
+        #expect(weakOwner == nil)  // the hook does not keep its owner alive
+        #expect(point(1) == 1)
+        #expect(runs == 1)  // and no longer runs
+        #expect(point.hookCount == 0)  // it was detached at that call
+    }
+
+    @Test func hooksReceivingTheirOwnerNeverCaptureIt() throws {
+        final class Screen {
+            var shown: [String] = []
+        }
+        let person = Person()
+        var screen: Screen? = Screen()
+        weak var weakScreen = screen
+        person.$name.add(.after, owner: screen!) { screen, call in
+            screen.shown.append(try call.argument(0, as: String.self))
+        }
+        person.name = "a"
+        #expect(screen?.shown == ["a"])
+        screen = nil
+        #expect(weakScreen == nil)
+        person.name = "b"
+        #expect(person.$name.hookCount == 0)
+    }
+
+    @Test func aHookOwnerWithABagRemovesItsHooksAtOnce() throws {
+        let point = ClosureHook { (x: Int) in x }
+        final class Captured {}
+        weak var weakCaptured: Captured?
+        var owner: BaggedObserver? = BaggedObserver()
+        do {
+            let captured = Captured()
+            weakCaptured = captured
+            point.after(owner: owner) { _ in _ = captured }
+            point.before(owner: owner) { _ in }
+        }
+        #expect(owner!.hookBag.count == 2)
+        #expect(point.hookCount == 2)
+        owner = nil
+        // No call needed: the bag removed the hooks, releasing what they captured.
+        #expect(point.hookCount == 0)
+        #expect(weakCaptured == nil)
+    }
+
+    @Test func hookPointsNeverKeepTheirTargetsAlive() throws {
+        var person: Person? = Person()
+        weak var weakPerson = person
+        let point = person!.$name
+        var account: Account? = Account()
+        weak var weakAccount = account
+        let method = try MethodHook.of(account!, \.deposit)
+        var target: Observer? = Observer()
+        weak var weakTarget = target
+        let closure = ClosureHook(name: "c", target: target) { (x: Int) in x }
+        let function = try makeAddHook("with-target", target: target)
+        point.after { call in _ = call.target }
+        method.after { call in _ = call.target }
+        person!.name = "x"
+        _ = account!.deposit(1)
+        person = nil
+        account = nil
+        target = nil
+        #expect(weakPerson == nil)
+        #expect(weakAccount == nil)
+        #expect(weakTarget == nil)
+        // The hook points outlive their targets without harm.
+        #expect(point.target == nil)
+        #expect(method.target == nil)
+        #expect(closure.target == nil)
+        #expect(function.target == nil)
+        point.after { _ in }
+        #expect(point.name == "name")
+        var seen: AnyObject? = Observer()
+        closure.after { call in seen = call.target }
+        #expect(closure(4) == 4)
+        #expect(seen == nil)
+    }
+
+    @Test func droppedTokensKeepHooksAndTokensDoNotKeepPoints() throws {
+        var runs = 0
+        weak var weakPoint: ClosureHook<Int, Int>?
+        let token: HookToken
+        do {
+            let point = ClosureHook { (x: Int) in x }
+            weakPoint = point
+            _ = point.after { _ in runs += 1 }  // token dropped
+            #expect(point(1) == 1)
+            token = point.before { _ in }
+        }
+        #expect(runs == 1)
+        #expect(weakPoint == nil)
+        token.remove()  // the point is gone: nothing to do
+        #expect(!token.isActive)
+    }
+}
