@@ -88,3 +88,27 @@ const char *hk_symbol_name(const void *address) {
   if (dladdr(address, &info) && info.dli_sname && info.dli_saddr == address) return info.dli_sname;
   return 0;
 }
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define HK_TSAN 1
+void __tsan_acquire(void *address);
+void __tsan_release(void *address);
+#endif
+#endif
+
+void hk_tsan_acquire(void *address) {
+#ifdef HK_TSAN
+  __tsan_acquire(address);
+#else
+  (void)address;
+#endif
+}
+
+void hk_tsan_release(void *address) {
+#ifdef HK_TSAN
+  __tsan_release(address);
+#else
+  (void)address;
+#endif
+}

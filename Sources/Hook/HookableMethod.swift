@@ -87,7 +87,7 @@ public final class MethodHook<each A, R>: HookPoint, _TupleArguments, @unchecked
             noteIdentity(target: object, name: _KeyPathResolver.name(of: self, in: object))
             identified.store(true, ordering: .relaxed)
         }
-        return _KeyPathResolver.answerProbe(self, object)
+        return _KeyPathResolver.answerProbe(self)
     }
 
     var _tupleID: ObjectIdentifier { ObjectIdentifier((repeat each A).self) }

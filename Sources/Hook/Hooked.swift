@@ -41,38 +41,43 @@ import Synchronization
 /// synchronization a plain `var` would.
 @propertyWrapper
 public struct Hooked<Value> {
-    /// The per-instance hook point, which also stores the value: a set then
-    /// only reads the object's storage, never writes through a key path.
-    @usableFromInline let point: PropertyHook<Value>
+    /// The per-instance hook point, which also stores the value, so that the
+    /// accessors are plain inlinable code: no key path, no enclosing-instance
+    /// subscript on the hot path.
+    @usableFromInline let owned: PropertyHook<Value>
+    /// The same object, for the accessors: reaching it unowned costs no
+    /// reference counting (`owned` keeps it alive as long as the property).
+    @usableFromInline unowned(unsafe) let point: PropertyHook<Value>
 
     public init(wrappedValue: Value) {
-        self.point = PropertyHook(wrappedValue)
+        self.owned = PropertyHook(wrappedValue)
+        self.point = owned
     }
-
-    @available(*, unavailable, message: "@Hooked is only for properties of classes")
-    public var wrappedValue: Value {
-        get { fatalError("unavailable") }
-        set { fatalError("unavailable") }
-    }
-
-    /// The property's hook point: `object.$name`.
-    public var projectedValue: PropertyHook<Value> { point }
 
     @inlinable
-    public static subscript<Object: AnyObject>(
-        _enclosingInstance object: Object,
-        wrapped wrapped: ReferenceWritableKeyPath<Object, Value>,
-        storage storage: ReferenceWritableKeyPath<Object, Hooked<Value>>
-    ) -> Value {
-        get { object[keyPath: storage].point.value }
-        set {
-            let point = object[keyPath: storage].point
+    public var wrappedValue: Value {
+        get { point.value }
+        nonmutating set {
             if _fastPath(!point.hasHooks) {
                 point.value = newValue
             } else {
-                point._set(newValue, on: object)
+                point._set(newValue)
             }
         }
+    }
+
+    @available(*, unavailable, message: "$property of @Hooked is only for properties of classes")
+    public var projectedValue: PropertyHook<Value> { fatalError("unavailable") }
+
+    /// The property's hook point: `object.$name`.
+    public static subscript<Object: AnyObject>(
+        _enclosingInstance object: Object,
+        projected projected: KeyPath<Object, PropertyHook<Value>>,
+        storage storage: KeyPath<Object, Hooked<Value>>
+    ) -> PropertyHook<Value> {
+        let point = object[keyPath: storage].owned
+        point._noteObject(object)
+        return point
     }
 }
 
@@ -81,9 +86,10 @@ public struct Hooked<Value> {
 /// Get it with ``of(_:_:)`` from the object and the property's key path, or
 /// from the projection `object.$property`. It holds its object weakly.
 public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
-    private let identified = Atomic<Bool>(false)
+    /// The object, unretained, once known (0 before): a set runs on its live object.
+    private let objectBits = Atomic<Int>(0)
     /// The property's value (read and written by the object's accessors).
-    @usableFromInline var value: Value
+    @exclusivity(unchecked) @usableFromInline var value: Value
 
     init(_ value: Value) {
         self.value = value
@@ -108,6 +114,7 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
             defer { for candidate in candidates { candidate.setProbing(false) } }
             object[keyPath: keyPath] = object[keyPath: keyPath]
         }
+        point?._noteObject(object)
         guard let point else {
             throw HookError(.invalidValue, point: "\(Object.self).\(keyPath)", "the key path does not name a @Hooked property of type \(Value.self) of \(Object.self)")
         }
@@ -116,8 +123,8 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
 
     /// The slow path of a set: hooks attached, or a key path probe.
     @inlinable
-    func _set(_ newValue: Value, on object: AnyObject) {
-        if _arrive(object) { return }
+    func _set(_ newValue: Value) {
+        if _KeyPathResolver.answerProbe(self) { return }
         var new = newValue
         let old = value
         let outcome = withUnsafePointer(to: old) { oldPointer in
@@ -128,7 +135,7 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
                     return withUnsafePointer(to: invoker) { invoker in
                         var nothing: Void = ()
                         return withUnsafeMutablePointer(to: &nothing) { result in
-                            _dispatch(slots, UnsafeMutableRawPointer(result), target: .passUnretained(object),
+                            _dispatch(slots, UnsafeMutableRawPointer(result), target: _object,
                                       original: UnsafeRawPointer(invoker), oldValue: UnsafeRawPointer(oldPointer))
                         }
                     }
@@ -138,16 +145,19 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
         if outcome == nil { value = new }
     }
 
-    /// Notes the object at the first hooked set, and answers a key path probe.
-    /// Returns whether this set was a probe (and must not store).
+    /// The object this property belongs to, unretained (alive while its property is set).
     @usableFromInline
-    func _arrive(_ object: AnyObject) -> Bool {
-        if !identified.load(ordering: .relaxed) {
-            // Once: the name is the label of this hook point's storage in the object.
-            noteIdentity(target: object, name: _KeyPathResolver.name(of: self, in: object))
-            identified.store(true, ordering: .relaxed)
-        }
-        return _KeyPathResolver.answerProbe(self, object)
+    var _object: Unmanaged<AnyObject>? {
+        let bits = objectBits.load(ordering: .acquiring)
+        return bits == 0 ? nil : Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)
+    }
+
+    /// Learns the object (and the property's name) when the hook point is
+    /// reached from it: by ``of(_:_:)`` or the `$property` projection.
+    func _noteObject(_ object: AnyObject) {
+        guard objectBits.load(ordering: .acquiring) == 0 else { return }
+        noteIdentity(target: object, name: _KeyPathResolver.name(of: self, in: object))
+        objectBits.store(Int(bitPattern: Unmanaged.passUnretained(object).toOpaque()), ordering: .releasing)
     }
 }
 

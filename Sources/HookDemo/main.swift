@@ -83,6 +83,124 @@ func tour() throws {
     add.hookErrorHandler = { error, position in print("a \(position) hook threw: \(error)") }
     _ = hooked(1, 1)
     withExtendedLifetime(add) {}  // `hooked` points into `add`: keep it alive until here
+
+    try swiftTour()
+}
+
+/// Classes for the Swift half of the tour.
+final class Person: CustomStringConvertible {
+    @Hooked var name = "nobody"
+    @Hooked var age = 0
+    var description: String { "Person(\(name))" }
+}
+
+final class Account {
+    private(set) var balance = 0
+    @HookableMethod(Account.depositBody) var deposit
+    private func depositBody(_ amount: Int) -> Int {
+        balance += amount
+        return balance
+    }
+}
+
+final class Screen: HookOwner {
+    let hookBag = HookBag()
+    let label: String
+    init(_ label: String) { self.label = label }
+    deinit { print("\(label) deinitialized; its hooks went with it") }
+}
+
+func swiftTour() throws {
+    section("A typed hook over a Swift closure: (String, Int) -> String")
+    let greet = ClosureHook(name: "greet") { (name: String, times: Int) in
+        String(repeating: "Hello, \(name)! ", count: times)
+    }
+    greet.before { call in
+        let (name, times) = try call.arguments(as: (String, Int).self)
+        print("before  \(call)   args as a tuple: \((name, times))")
+        try call.setArgument(0, to: name.capitalized)
+    }
+    greet.after { call in
+        print("after   \(call)")
+        try call.setResult(try call.result(as: String.self).uppercased())
+    }
+    let function: (String, Int) -> String = greet.function  // the original's type
+    print("greet(\"ada\", 2) = \(function("ada", 2))")
+
+    section("A throwing closure: the hooks see the error, and may replace it")
+    let parse = ThrowingClosureHook(name: "parse") { (text: String) throws -> Int in
+        guard let n = Int(text) else { throw CocoaError(.formatting) }
+        return n
+    }
+    parse.after { call in
+        if let error = call.error {
+            print("after   \(call.selector)(\(call.args[0])) threw \(type(of: error)); result replaced by -1")
+            try call.setResult(-1)
+        }
+    }
+    print("parse(\"42\") = \(try parse("42")), parse(\"forty-two\") = \(try parse("forty-two"))")
+
+    section("A capturing Swift closure as a C function pointer: qsort")
+    var comparisons = 0
+    let descending = true  // captured: qsort's comparator has no context argument
+    let compare = ClosureHook(name: "compare") { (a: UnsafeRawPointer?, b: UnsafeRawPointer?) -> Int32 in
+        let x = a!.load(as: Int32.self), y = b!.load(as: Int32.self)
+        let order: Int32 = x < y ? -1 : (x > y ? 1 : 0)
+        return descending ? -order : order
+    }
+    compare.after { _ in comparisons += 1 }
+    let comparator = try compare.cFunction(as: (@convention(c) (UnsafeRawPointer?, UnsafeRawPointer?) -> Int32).self)
+    var numbers: [Int32] = [5, 1, 4, 2, 3]
+    withExtendedLifetime(compare) {  // the pointer is valid while `compare` lives
+        numbers.withUnsafeMutableBufferPointer { qsort($0.baseAddress!, $0.count, 4, comparator) }
+    }
+    print("qsort with a hooked Swift comparator: \(numbers), \(comparisons) comparisons counted by a hook")
+
+    section("@Hooked properties: each set of each instance is a hook point")
+    let ada = Person(), bob = Person()
+    let name = try PropertyHook.of(ada, \.name)  // by key path (or ada.$name)
+    name.before { call in
+        let new = try call.argument(0, as: String.self)
+        if new.isEmpty {
+            print("before  veto: an empty name")
+            try call.veto()
+        }
+    }
+    name.after { call in
+        let old = try call.oldValue(as: String.self)
+        if call.isVetoed {
+            print("after   target: \(call.target!), selector: \(call.selector), vetoed: stays \(old)")
+        } else {
+            print("after   target: \(call.target!), selector: \(call.selector), \(old) -> \(call.args[0])")
+        }
+    }
+    ada.name = "Ada"
+    ada.name = ""
+    bob.name = "Bob"  // another instance: not hooked
+    print("ada.name = \(ada.name), bob.name = \(bob.name)")
+
+    section("A hookable method: one line at its declaration")
+    let account = Account()
+    let deposit = try MethodHook.of(account, \.deposit)
+    deposit.before { call in
+        if try call.argument(0, as: Int.self) < 0 {
+            print("before  \(call): negative deposit set to 0")
+            try call.setArgument(0, to: 0)
+        }
+    }
+    deposit.after { call in print("after   \(call), target balance \((call.target as! Account).balance)") }
+    _ = account.deposit(100)
+    _ = account.deposit(-5)
+
+    section("Owners: hooks that end with an object")
+    var screen: Screen? = Screen("screen")
+    ada.$age.add(.after, owner: screen!) { screen, call in
+        print("\(screen.label) shows age \(call.args[0])")
+    }
+    ada.age = 36
+    screen = nil
+    ada.age = 37
+    print("hooks on ada.age now: \(ada.$age.hookCount)")
 }
 
 /// ns per call of `fn` over `iterations` calls made from a C loop; best of 5 runs.
@@ -136,6 +254,66 @@ func overhead() throws {
     row("bare libffi closure + ffi_call (the floor, in C)", floorNs, target: "1.00x")
     row("FunctionHook, no hooks", none, target: "<= 1.10x")
     row("FunctionHook, before + after reading typed arguments", both, target: "<= 1.50x")
+    try swiftOverhead(iterations: Int(iterations))
+}
+
+@inline(never) func callLoop(_ f: (Int, Int) -> Int, _ n: Int) -> Int {
+    var sum = 0
+    for i in 0..<n { sum &+= f(i, 1) }
+    return sum
+}
+
+final class PlainModel { var value = 0 }
+final class HookedModel { @Hooked var value = 0 }
+@inline(never) func setPlain(_ m: PlainModel, _ v: Int) { m.value = v }
+@inline(never) func setHooked(_ m: HookedModel, _ v: Int) { m.value = v }
+@inline(never) func setLoop<M>(_ m: M, _ n: Int, _ set: (M, Int) -> Void) { for i in 0..<n { set(m, i) } }
+
+/// ns per iteration of `body(n)`; best of 5 runs.
+func nanoseconds(_ n: Int, _ body: (Int) -> Void) -> Double {
+    var best = Double.infinity
+    for _ in 0..<5 {
+        let elapsed = ContinuousClock().measure { body(n) }
+        let (seconds, attoseconds) = elapsed.components
+        best = min(best, (Double(seconds) * 1e9 + Double(attoseconds) / 1e9) / Double(n))
+    }
+    return best
+}
+
+func swiftOverhead(iterations n: Int) throws {
+    func row(_ name: String, _ ns: Double, _ base: Double, target: String) {
+        let delta = ns - base
+        print("| \(name.padding(toLength: 52, withPad: " ", startingAt: 0)) | \(String(format: "%7.2f", ns)) | \(String(format: "%+6.2f", delta)) | \(target.padding(toLength: 9, withPad: " ", startingAt: 0)) |")
+    }
+    print("\nOverhead in Swift: \(n) calls or sets, best of 5 (ns per call; delta to the plain case)")
+    print("| case                                                 |   ns    | delta  | target    |")
+    print("| ---------------------------------------------------- | ------- | ------ | --------- |")
+    let plain: (Int, Int) -> Int = { $0 &+ $1 }
+    let bare = ClosureHook(name: "add") { (a: Int, b: Int) in a &+ b }
+    let hooked = ClosureHook(name: "add") { (a: Int, b: Int) in a &+ b }
+    hooked.after { call in
+        if try call.result(as: Int.self) == -1 { print("unreachable") }
+    }
+    let expected = callLoop(plain, n)
+    let plainNs = nanoseconds(n) { precondition(callLoop(plain, $0) == expected) }
+    let bareFunction = bare.function, hookedFunction = hooked.function
+    let bareNs = nanoseconds(n) { precondition(callLoop(bareFunction, $0) == expected) }
+    let afterNs = nanoseconds(n) { precondition(callLoop(hookedFunction, $0) == expected) }
+    row("plain closure (Int, Int) -> Int", plainNs, plainNs, target: "")
+    row("ClosureHook, no hooks", bareNs, plainNs, target: "")
+    row("ClosureHook, one after hook reading the result", afterNs, plainNs, target: "<= +5 ns")
+
+    let plainModel = PlainModel(), hookedModel = HookedModel(), afterModel = HookedModel()
+    try PropertyHook.of(afterModel, \.value).after { call in
+        if try call.argument(0, as: Int.self) == -1 { print("unreachable") }
+    }
+    let storeNs = nanoseconds(n) { setLoop(plainModel, $0, setPlain) }
+    let hookedNs = nanoseconds(n) { setLoop(hookedModel, $0, setHooked) }
+    let hookedAfterNs = nanoseconds(n) { setLoop(afterModel, $0, setHooked) }
+    precondition(plainModel.value == n - 1 && hookedModel.value == n - 1 && afterModel.value == n - 1)
+    row("plain stored property set", storeNs, storeNs, target: "")
+    row("@Hooked set, no hooks", hookedNs, storeNs, target: "<= +2 ns")
+    row("@Hooked set, one after hook reading the new value", hookedAfterNs, storeNs, target: "")
 }
 
 do {

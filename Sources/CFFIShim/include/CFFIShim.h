@@ -146,6 +146,13 @@ static inline int hk_frame_is_live(const hk_thread *t, int index, uint64_t seria
 // snapshot (seq_cst); if this returns 0, no thread can still be reading an older one.
 int hk_point_is_active_anywhere(uintptr_t point);
 
+// Tell ThreadSanitizer about synchronization it cannot see: Swift's
+// Synchronization.Mutex locks with atomics and futex calls made inside the
+// (uninstrumented) standard library. No-ops unless this target is built with
+// -fsanitize=thread.
+void hk_tsan_acquire(void *address);
+void hk_tsan_release(void *address);
+
 // Number of threads with registered hook state (for tests and diagnostics).
 int hk_registered_thread_count(void);
 

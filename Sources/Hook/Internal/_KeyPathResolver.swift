@@ -7,7 +7,7 @@ protocol _HookPointStorage {
 }
 
 extension Hooked: _HookPointStorage {
-    var _hookPoint: HookPoint { point }
+    var _hookPoint: HookPoint { owned }
 }
 
 /// Finds the hook point behind a key path, and the name of a property or
@@ -21,10 +21,10 @@ extension Hooked: _HookPointStorage {
 /// read by reflection, then name it ("_title" holds it: "title"), and the
 /// name is remembered for the class and key path so that later lookups need
 /// no access at all.
+@usableFromInline
 enum _KeyPathResolver {
     final class Probe {
         var found: HookPoint?
-        weak var object: AnyObject?
     }
 
     struct Key: Hashable, @unchecked Sendable {
@@ -67,7 +67,7 @@ enum _KeyPathResolver {
         let all = candidates(of: object).filter { $0.point is P }
         guard !all.isEmpty else { return nil }
         let key = Key(type: ObjectIdentifier(Object.self), keyPath: keyPath)
-        if let label = labels.withLock({ $0[key] }) {
+        if let label = labels.withVisibleLock({ $0[key] }) {
             guard let entry = all.first(where: { $0.label == label }) else { return nil }
             entry.point.noteIdentity(target: object, name: displayName(label))
             return entry.point as? P
@@ -78,25 +78,24 @@ enum _KeyPathResolver {
         hk_thread_set_probe(thread, Unmanaged.passUnretained(probe).toOpaque())
         access(all.map(\.point))
         hk_thread_set_probe(thread, previous)
-        guard let found = probe.found, probe.object === object,
+        // Only this object's own hook points were candidates, so a find is one of them.
+        guard let found = probe.found,
               let entry = all.first(where: { $0.point === found }) else {
-            labels.withLock { $0[key] = "" }
+            labels.withVisibleLock { $0[key] = "" }
             return nil
         }
-        labels.withLock { $0[key] = entry.label }
+        labels.withVisibleLock { $0[key] = entry.label }
         found.noteIdentity(target: object, name: displayName(entry.label))
         return found as? P
     }
 
     /// Called by a hooked setter or method getter: if a probe is pending on
     /// this thread, records `point` and returns true (the access must do nothing else).
-    static func answerProbe(_ point: HookPoint, _ object: AnyObject) -> Bool {
+    @usableFromInline
+    static func answerProbe(_ point: HookPoint) -> Bool {
         guard let raw = hk_thread_probe() else { return false }
         let probe = Unmanaged<Probe>.fromOpaque(raw).takeUnretainedValue()
-        if probe.found == nil {
-            probe.found = point
-            probe.object = object
-        }
+        if probe.found == nil { probe.found = point }
         return true
     }
 }
