@@ -2,7 +2,10 @@
 #include "CFFIShim.h"
 #include <dlfcn.h>
 #include <pthread.h>
+#include <linux/membarrier.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 ffi_type *hk_ffi_scalar_type(hk_ffi_scalar kind) {
   switch (kind) {
@@ -47,9 +50,25 @@ static void thread_exited(void *value) {
 
 static void make_exit_key(void) { pthread_key_create(&exit_key, thread_exited); }
 
+int hk_asymmetric_fence = 0;
+static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
+
+// Registers for expedited private membarrier (Linux 4.14+). If the kernel or a
+// seccomp filter refuses, announcements stay seq_cst stores.
+static void register_membarrier(void) {
+  if (getenv("HOOK_NO_MEMBARRIER")) return;
+  long supported = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  if (supported < 0 || !(supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED)) return;
+  if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0) return;
+  __atomic_store_n(&hk_asymmetric_fence, 1, __ATOMIC_SEQ_CST);
+}
+
 hk_thread *hk_thread_register(void) {
   if (hk_current_thread) return hk_current_thread;
   pthread_once(&exit_key_once, make_exit_key);
+  // Before this thread can announce a frame: the choice of fence is made once,
+  // before any thread uses the plain-store announcement.
+  pthread_once(&membarrier_once, register_membarrier);
   hk_thread *t = (hk_thread *)calloc(1, sizeof(hk_thread));
   if (!t) abort(); // a few hundred bytes once per thread; nothing sensible to do without them
   pthread_mutex_lock(&registry_lock);
@@ -65,6 +84,9 @@ hk_thread *hk_thread_register(void) {
 
 int hk_point_is_active_anywhere(uintptr_t point) {
   int found = 0;
+  // The heavy half of the asymmetric fence: every thread's store buffer is
+  // drained, so an announcement made before a snapshot load is now visible.
+  if (hk_asymmetric_fence) syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   pthread_mutex_lock(&registry_lock);
   for (hk_thread *t = registry_head; t && !found; t = t->next) {
     int d = atomic_load_explicit(&t->depth, memory_order_seq_cst);

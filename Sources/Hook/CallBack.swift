@@ -28,7 +28,8 @@ import Glibc
 /// boxed views are empty; it never reads stale memory.
 public struct CallBack {
     @usableFromInline unowned(unsafe) let point: HookPoint
-    unowned(unsafe) let hooks: _HookSnapshot
+    /// The hooks of this call (unretained: the frame keeps the snapshot valid).
+    @usableFromInline let hooks: Unmanaged<_HookSnapshot>
     @usableFromInline let argumentPointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     @usableFromInline let resultPointer: UnsafeMutableRawPointer
     @usableFromInline let thread: UnsafeMutablePointer<hk_thread>
@@ -37,7 +38,7 @@ public struct CallBack {
     /// The object of a property or method call (unretained: it is alive during its own call).
     let callTarget: Unmanaged<AnyObject>?
     /// Runs the original of a typed hook point (an `any _OriginalInvoker` on the caller's stack).
-    let _original: UnsafeRawPointer?
+    var _original: UnsafeRawPointer?
     /// The value a `@Hooked` property held before this set.
     let oldValuePointer: UnsafeRawPointer?
     var insteadIndex: Int32 = 0
@@ -51,13 +52,15 @@ public struct CallBack {
     @usableFromInline var _hasResult = false
     @usableFromInline var _error: (any Error)?
     var _vetoed = false
+    /// Set by `_begin`: no veto and no instead hook, so the caller runs the original itself.
+    @usableFromInline var _runsPlainOriginal = false
 
     /// Scalar codes (`CType._scalarCode`) of the arguments, then of the result.
     @inlinable var codes: UnsafeMutablePointer<UInt8> { point.codes }
     /// The number of arguments.
     @inlinable var count: Int { point.argumentCountValue }
 
-    init(point: HookPoint, hooks: _HookSnapshot, arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
+    init(point: HookPoint, hooks: Unmanaged<_HookSnapshot>, arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
          result: UnsafeMutableRawPointer, thread: UnsafeMutablePointer<hk_thread>, frame: Int32, serial: UInt64,
          target: Unmanaged<AnyObject>?, original: UnsafeRawPointer?, oldValue: UnsafeRawPointer?) {
         self.point = point
@@ -70,6 +73,13 @@ public struct CallBack {
         self.callTarget = target
         self._original = original
         self.oldValuePointer = oldValue
+    }
+
+    /// Tags the frame while the caller runs the original itself, so that a
+    /// recursive original is hooked again.
+    @inlinable
+    func _markRunningOriginal(_ running: Bool) {
+        hk_frame_set_running_original(thread, frame, point.pointID, running ? 1 : 0)
     }
 
     /// Whether the call is still running on this thread, so the record may be read.

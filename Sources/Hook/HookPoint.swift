@@ -233,54 +233,89 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Runs the hooks of one call whose arguments and result live at
-    /// `arguments` and `result`.
+    /// `arguments` and `result`, the original through `original` (an
+    /// `_OriginalInvoker`) or ``_invokeOriginal(_:)``.
     ///
     /// - Returns: `nil` when the call must run the original only (hooks
     ///   suppressed, a hook of this point running on this thread, or no hook).
     @usableFromInline
     final func _dispatch(_ arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>, _ result: UnsafeMutableRawPointer,
                          target: Unmanaged<AnyObject>?, original: UnsafeRawPointer?, oldValue: UnsafeRawPointer?) -> _Outcome? {
+        guard var call = _begin(arguments, result, target: target, oldValue: oldValue) else { return nil }
+        if call._runsPlainOriginal {
+            call._markRunningOriginal(true)
+            _invokeOriginal(&call)
+            call._markRunningOriginal(false)
+        } else {
+            _runInsteadHooks(&call, original: original)
+        }
+        return _end(&call)
+    }
+
+    // The three phases of a hooked call. Typed hook points call them from
+    // code specialized in the caller's module, so that the original runs
+    // there, directly, when no instead hook is attached.
+
+    /// Enters this hook point's frame on the calling thread, loads the hooks
+    /// and runs the before hooks. `nil`: run the original only.
+    /// Every non-nil result must be finished with ``_end(_:)``.
+    @usableFromInline
+    final func _begin(_ arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>, _ result: UnsafeMutableRawPointer,
+                      target: Unmanaged<AnyObject>?, oldValue: UnsafeRawPointer?) -> CallBack? {
         let thread = hk_thread_self()!
         let frame = hk_thread_enter(thread, pointID)
         guard frame >= 0 else { return nil }
-        defer { hk_thread_leave(thread) }
-        guard let snapshot = loadSnapshot() else { return nil }
-        return snapshot._withUnsafeGuaranteedRef { hooks in
-            var call = CallBack(
-                point: self, hooks: hooks, arguments: arguments, result: result,
-                thread: thread, frame: frame, serial: hk_frame_serial(thread, frame),
-                target: target, original: original, oldValue: oldValue)
-            call.position = .before
+        guard let snapshot = loadSnapshot() else {
+            hk_thread_leave(thread)
+            return nil
+        }
+        var call = CallBack(
+            point: self, hooks: snapshot, arguments: arguments, result: result,
+            thread: thread, frame: frame, serial: hk_frame_serial(thread, frame),
+            target: target, original: nil, oldValue: oldValue)
+        call.position = .before
+        snapshot._withUnsafeGuaranteedRef { hooks in
             // Index loops: `for in` over the snapshot's arrays goes through an
             // iterator that allocates in unoptimized builds.
             var i = 0
             while i < hooks.before.count { run(hooks.before[i], &call); i += 1 }
-            if !call._vetoed {
-                if hooks.instead.isEmpty {
-                    hk_frame_set_running_original(thread, frame, pointID, 1)
-                    _invokeOriginal(&call)
-                    hk_frame_set_running_original(thread, frame, pointID, 0)
-                } else {
-                    if isCFunction { memset(result, 0, shape.resultBufferSize) }
-                    call.position = .instead
-                    _runInstead(at: 0, &call)
-                }
-            }
-            if isCFunction { call._hasResult = true }
-            call.position = .after
-            i = 0
-            while i < hooks.after.count { run(hooks.after[i], &call); i += 1 }
-            return _Outcome(hasResult: call._hasResult, error: call._error, vetoed: call._vetoed)
+            call._runsPlainOriginal = !call._vetoed && hooks.instead.isEmpty
         }
+        return call
+    }
+
+    /// Runs the instead hooks (unless vetoed); `original` is an `_OriginalInvoker` for `invokeOriginal()`.
+    @usableFromInline
+    final func _runInsteadHooks(_ call: inout CallBack, original: UnsafeRawPointer?) {
+        guard !call._vetoed else { return }
+        call._original = original
+        if isCFunction { memset(call.resultPointer, 0, shape.resultBufferSize) }
+        call.position = .instead
+        _runInstead(at: 0, &call)
+    }
+
+    /// Runs the after hooks and leaves the frame.
+    @usableFromInline
+    final func _end(_ call: inout CallBack) -> _Outcome {
+        if isCFunction { call._hasResult = true }
+        call.position = .after
+        call.hooks._withUnsafeGuaranteedRef { hooks in
+            var i = 0
+            while i < hooks.after.count { run(hooks.after[i], &call); i += 1 }
+        }
+        hk_thread_leave(call.thread)
+        return _Outcome(hasResult: call._hasResult, error: call._error, vetoed: call._vetoed)
     }
 
     @inline(__always)
-    private func run(_ hook: _HookEntry, _ call: inout CallBack) {
-        if let owner = hook.owner, owner.object == nil { return detachOrphans() }
-        do {
-            try hook.body(&call)
-        } catch {
-            report(error, at: call.position)
+    private func run(_ entry: Unmanaged<_HookEntry>, _ call: inout CallBack) {
+        entry._withUnsafeGuaranteedRef { hook in
+            if let owner = hook.owner, owner.object == nil { return detachOrphans() }
+            do {
+                try hook.body(&call)
+            } catch {
+                report(error, at: call.position)
+            }
         }
     }
 
@@ -289,24 +324,25 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
 
     /// Runs instead hook `index`, or the original past the last one.
     final func _runInstead(at index: Int, _ call: inout CallBack) {
-        let hooks = call.hooks
-        guard index < hooks.instead.count else { return _invokeOriginal(&call) }
-        let hook = hooks.instead[index]
-        if let owner = hook.owner, owner.object == nil {
-            detachOrphans()
-            return _runInstead(at: index + 1, &call)
+        let count = call.hooks._withUnsafeGuaranteedRef { $0.instead.count }
+        guard index < count else { return _invokeOriginal(&call) }
+        call.hooks._withUnsafeGuaranteedRef { $0.instead[index] }._withUnsafeGuaranteedRef { hook in
+            if let owner = hook.owner, owner.object == nil {
+                detachOrphans()
+                return _runInstead(at: index + 1, &call)
+            }
+            let saved = (call.insteadIndex, call.originalCalled)
+            call.insteadIndex = Int32(index)
+            call.originalCalled = false
+            do {
+                try hook.body(&call)
+            } catch {
+                report(error, at: .instead)
+                if !call.originalCalled { _runInstead(at: index + 1, &call) }
+            }
+            call.insteadIndex = saved.0
+            call.originalCalled = saved.1
         }
-        let saved = (call.insteadIndex, call.originalCalled)
-        call.insteadIndex = Int32(index)
-        call.originalCalled = false
-        do {
-            try hook.body(&call)
-        } catch {
-            report(error, at: .instead)
-            if !call.originalCalled { _runInstead(at: index + 1, &call) }
-        }
-        call.insteadIndex = saved.0
-        call.originalCalled = saved.1
     }
 
     /// Runs the original implementation with the call's current arguments and

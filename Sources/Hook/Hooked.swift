@@ -127,22 +127,28 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
         if _KeyPathResolver.answerProbe(self) { return }
         var new = newValue
         let old = value
-        let outcome = withUnsafePointer(to: old) { oldPointer in
+        let stored = withUnsafePointer(to: old) { oldPointer in
             withUnsafeMutablePointer(to: &new) { newPointer in
                 var slot: UnsafeMutableRawPointer? = UnsafeMutableRawPointer(newPointer)
                 return withUnsafeMutablePointer(to: &slot) { slots in
-                    let invoker: any _OriginalInvoker = _StoreInvoker(point: self, slots: slots)
-                    return withUnsafePointer(to: invoker) { invoker in
-                        var nothing: Void = ()
-                        return withUnsafeMutablePointer(to: &nothing) { result in
-                            _dispatch(slots, UnsafeMutableRawPointer(result), target: _object,
-                                      original: UnsafeRawPointer(invoker), oldValue: UnsafeRawPointer(oldPointer))
+                    var nothing: Void = ()
+                    return withUnsafeMutablePointer(to: &nothing) { result in
+                        guard var call = _begin(slots, UnsafeMutableRawPointer(result), target: _object,
+                                                oldValue: UnsafeRawPointer(oldPointer)) else { return false }
+                        if call._runsPlainOriginal {
+                            value = newPointer.pointee
+                            call._hasResult = true
+                        } else {
+                            let invoker: any _OriginalInvoker = _StoreInvoker(point: self, slots: slots)
+                            withUnsafePointer(to: invoker) { _runInsteadHooks(&call, original: UnsafeRawPointer($0)) }
                         }
+                        _ = _end(&call)
+                        return true
                     }
                 }
             }
         }
-        if outcome == nil { value = new }
+        if !stored { value = new }
     }
 
     /// The object this property belongs to, unretained (alive while its property is set).

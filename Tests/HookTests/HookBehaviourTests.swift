@@ -194,14 +194,16 @@ struct TokenTests {
         #expect(runs.value == 1)
     }
 
-    @Test func removingAfterTheHookPointIsGoneDoesNothing() throws {
+    @Test func aTokenKeepsItsHookPointUntilItGoes() throws {
         var hook: FunctionHook? = try makeAddHook()
         weak let weakHook = hook
-        let token = hook!.after { _ in }
+        var token: HookToken? = hook!.after { _ in }
         hook = nil
-        #expect(weakHook == nil)  // the token did not keep it alive
-        token.remove()
-        #expect(!token.isActive)
+        #expect(weakHook != nil)  // the token still reaches it
+        token!.remove()
+        #expect(weakHook?.hookCount == 0)
+        token = nil
+        #expect(weakHook == nil)
     }
 }
 

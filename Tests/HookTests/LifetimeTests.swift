@@ -95,20 +95,26 @@ struct LifetimeTests {
         #expect(seen == nil)
     }
 
-    @Test func droppedTokensKeepHooksAndTokensDoNotKeepPoints() throws {
+    @Test func droppedTokensKeepHooksAndTokensKeepTheirPoint() throws {
         var runs = 0
         weak var weakPoint: ClosureHook<Int, Int>?
-        let token: HookToken
+        var token: HookToken?
+        var function: ((Int) -> Int)?
         do {
             let point = ClosureHook { (x: Int) in x }
             weakPoint = point
-            _ = point.after { _ in runs += 1 }  // token dropped
-            #expect(point(1) == 1)
+            _ = point.after { _ in runs += 1 }  // token dropped: the hook stays
             token = point.before { _ in }
+            function = point.function
         }
+        #expect(function!(1) == 1)
         #expect(runs == 1)
+        function = nil
+        #expect(weakPoint != nil)  // the token still reaches its point
+        #expect(weakPoint?.hookCount == 2)
+        token!.remove()
+        #expect(weakPoint?.hookCount == 1)
+        token = nil
         #expect(weakPoint == nil)
-        token.remove()  // the point is gone: nothing to do
-        #expect(!token.isActive)
     }
 }

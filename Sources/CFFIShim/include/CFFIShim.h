@@ -75,11 +75,30 @@ static inline hk_thread *hk_thread_self(void) {
   return t ? t : hk_thread_register();
 }
 
+// 1 once this process registered for expedited membarrier(2): then a frame is
+// announced with a plain store, and a writer that needs the announcement to be
+// visible issues the heavy half of the fence (see hk_point_is_active_anywhere).
+// 0: every announcement is a seq_cst store (an xchg on x86-64).
+extern int hk_asymmetric_fence;
+
+// Publishes frame depth `depth` so that it is ordered before any later load of
+// the hook snapshot, as seen by a writer that runs hk_point_is_active_anywhere.
+static inline void hk_thread_publish_depth(hk_thread *t, int depth) {
+  if (hk_asymmetric_fence) {
+    atomic_store_explicit(&t->depth, depth, memory_order_relaxed);
+    // The light half: the compiler keeps the store before the snapshot load;
+    // the CPU's store buffer is drained by the writer's membarrier.
+    atomic_signal_fence(memory_order_seq_cst);
+  } else {
+    atomic_store_explicit(&t->depth, depth, memory_order_seq_cst);
+  }
+}
+
 // Marks `point` active on this thread. Returns the frame index, or -1 when the
 // call must run the original only: hooks are suppressed, the point is already
 // active on this thread (reentrancy), or the depth limit is reached.
-// The seq_cst store orders the announcement before any later load of the hook
-// snapshot, which is what lets writers on other threads see it.
+// The announcement is ordered before any later load of the hook snapshot,
+// which is what lets writers on other threads see it.
 static inline int hk_thread_enter(hk_thread *t, uintptr_t point) {
   if (t->suppressed > 0) return -1;
   int d = atomic_load_explicit(&t->depth, memory_order_relaxed);
@@ -90,7 +109,7 @@ static inline int hk_thread_enter(hk_thread *t, uintptr_t point) {
   if (d >= HK_MAX_DEPTH) return -1;
   atomic_store_explicit(&t->active[d], point, memory_order_relaxed);
   t->serial[d] = ++t->next_serial;
-  atomic_store_explicit(&t->depth, d + 1, memory_order_seq_cst);
+  hk_thread_publish_depth(t, d + 1);
   return d;
 }
 
@@ -101,7 +120,7 @@ static inline int hk_thread_push(hk_thread *t, uintptr_t point) {
   if (d >= HK_MAX_DEPTH) return -1;
   atomic_store_explicit(&t->active[d], point, memory_order_relaxed);
   t->serial[d] = ++t->next_serial;
-  atomic_store_explicit(&t->depth, d + 1, memory_order_seq_cst);
+  hk_thread_publish_depth(t, d + 1);
   return d;
 }
 
@@ -144,6 +163,8 @@ static inline int hk_frame_is_live(const hk_thread *t, int index, uint64_t seria
 
 // Whether any thread is inside a frame of `point` (tagged or not). Call after publishing a new
 // snapshot (seq_cst); if this returns 0, no thread can still be reading an older one.
+// With the asymmetric fence it first runs membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED),
+// a full barrier on every thread of the process, so plain announcements are visible.
 int hk_point_is_active_anywhere(uintptr_t point);
 
 // Tell ThreadSanitizer about synchronization it cannot see: Swift's

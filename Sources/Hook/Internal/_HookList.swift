@@ -7,11 +7,20 @@ final class _HookOwner: @unchecked Sendable {
 }
 
 /// One hook attached to a hook point.
-struct _HookEntry: @unchecked Sendable {
+///
+/// A class, so that the call path can reach it through an unretained
+/// reference and call its body borrowed: no reference counting per hook run.
+final class _HookEntry: @unchecked Sendable {
     let id: UInt64
     let body: HookBody
     /// `nil` for hooks not tied to an owner.
     let owner: _HookOwner?
+
+    init(id: UInt64, body: @escaping HookBody, owner: _HookOwner?) {
+        self.id = id
+        self.body = body
+        self.owner = owner
+    }
 }
 
 /// The hooks of a hook point by position.
@@ -54,14 +63,18 @@ struct _HookLists: Sendable {
 /// The call path reaches a snapshot through an atomic word and never retains
 /// it; a snapshot that has been replaced is freed only once no thread is inside
 /// a call of its hook point (see `HookPoint`).
-final class _HookSnapshot: Sendable {
-    let before: ContiguousArray<_HookEntry>
-    let instead: ContiguousArray<_HookEntry>
-    let after: ContiguousArray<_HookEntry>
+@usableFromInline
+final class _HookSnapshot: @unchecked Sendable {
+    // Unretained entries (trivial to copy); `lists` holds them.
+    let before: ContiguousArray<Unmanaged<_HookEntry>>
+    let instead: ContiguousArray<Unmanaged<_HookEntry>>
+    let after: ContiguousArray<Unmanaged<_HookEntry>>
+    private let lists: _HookLists
 
     init(_ lists: _HookLists) {
-        before = ContiguousArray(lists.before)
-        instead = ContiguousArray(lists.instead)
-        after = ContiguousArray(lists.after)
+        self.lists = lists
+        before = ContiguousArray(lists.before.map { Unmanaged.passUnretained($0) })
+        instead = ContiguousArray(lists.instead.map { Unmanaged.passUnretained($0) })
+        after = ContiguousArray(lists.after.map { Unmanaged.passUnretained($0) })
     }
 }

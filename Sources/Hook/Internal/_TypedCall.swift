@@ -28,9 +28,24 @@ func _typedCall<each A, R>(
             }
             return try withUnsafeTemporaryAllocation(of: R.self, capacity: 1) { resultBuffer in
                 let result = resultBuffer.baseAddress!
-                let invoker: any _OriginalInvoker = _ClosureInvoker(original: original, slots: slots)
-                let outcome = withUnsafePointer(to: invoker) { invoker in
-                    point._dispatch(slots, UnsafeMutableRawPointer(result), target: target, original: UnsafeRawPointer(invoker), oldValue: nil)
+                var outcome: _Outcome?
+                if var call = point._begin(slots, UnsafeMutableRawPointer(result), target: target, oldValue: nil) {
+                    if call._runsPlainOriginal {
+                        // The common case: the original runs here, specialized.
+                        call._markRunningOriginal(true)
+                        var i = 0
+                        do {
+                            let value = try original(repeat _TypedLayout.load((each A).self, slots, &i))
+                            call._storeResult(value)
+                        } catch {
+                            call._error = error
+                        }
+                        call._markRunningOriginal(false)
+                    } else {
+                        let invoker: any _OriginalInvoker = _ClosureInvoker(original: original, slots: slots)
+                        withUnsafePointer(to: invoker) { point._runInsteadHooks(&call, original: UnsafeRawPointer($0)) }
+                    }
+                    outcome = point._end(&call)
                 }
                 if let outcome {
                     if let error = outcome.error {
