@@ -85,7 +85,7 @@ public final class ClosureHook<each A, R>: HookPoint, _TupleArguments, @unchecke
 
     /// The hooked closure as an untyped C function pointer (see ``cFunction(as:abi:)``).
     public func cFunctionPointer(abi: ABI = .default) throws(HookError) -> UnsafeRawPointer {
-        try trampoline.withVisibleLock { (existing: inout _FFIClosure?) throws(HookError) -> UnsafeRawPointer in
+        try trampoline.withVisibleLock(self, slot: 2) { (existing: inout _FFIClosure?) throws(HookError) -> UnsafeRawPointer in
             if let existing, existing.interface.signature.abi == abi { return existing.entry }
             let made = try _FFIClosure(try cSignature(abi: abi), name: name) { [unowned(unsafe) self] result, arguments in
                 var i = 0

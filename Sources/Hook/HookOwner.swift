@@ -25,12 +25,12 @@ public final class HookBag: Sendable {
     public init() {}
 
     deinit {
-        for token in tokens.withVisibleLock({ $0 }) { token.remove() }
+        for token in tokens.withVisibleLock(self, { $0 }) { token.remove() }
     }
 
     /// Adds a token; its hook is removed when the bag goes, or by ``removeAll()``.
     public func insert(_ token: HookToken) {
-        tokens.withVisibleLock { tokens in
+        tokens.withVisibleLock(self) { tokens in
             tokens.removeAll { !$0.isActive }
             tokens.append(token)
         }
@@ -38,11 +38,11 @@ public final class HookBag: Sendable {
 
     /// Removes every hook in the bag now.
     public func removeAll() {
-        for token in tokens.withVisibleLock({ let all = $0; $0 = []; return all }) { token.remove() }
+        for token in tokens.withVisibleLock(self, { let all = $0; $0 = []; return all }) { token.remove() }
     }
 
     /// The number of tokens whose hooks are still attached.
-    public var count: Int { tokens.withVisibleLock { $0.filter(\.isActive).count } }
+    public var count: Int { tokens.withVisibleLock(self) { $0.filter(\.isActive).count } }
 }
 
 extension HookToken {

@@ -83,7 +83,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// The hook point's name: the `selector` of its CallBacks and the subject of its errors.
     public var name: String {
         if let fixedName { return fixedName }
-        if let name = late.withVisibleLock({ $0.name }) { return name }
+        if let name = late.withVisibleLock(self, slot: 1, { $0.name }) { return name }
         // A property or method: its name is the label of its storage in the object.
         if let object = target, let name = _KeyPathResolver.name(of: self, in: object) {
             noteIdentity(target: nil, name: name)
@@ -95,13 +95,13 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// The object the hook point belongs to, if any and still alive (held weakly).
     public var target: AnyObject? {
         if let fixedTarget { return fixedTarget }
-        return late.withVisibleLock { $0.target }
+        return late.withVisibleLock(self, slot: 1) { $0.target }
     }
 
     /// Records the object and name of a property or method hook point, once they are known.
     func noteIdentity(target: AnyObject?, name: String?) {
         nonisolated(unsafe) let target = target
-        late.withVisibleLock { late in
+        late.withVisibleLock(self, slot: 1) { late in
             if late.target == nil, let target { late.target = target }
             if late.name == nil, let name { late.name = name }
         }
@@ -171,12 +171,12 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
 
     /// The number of hooks attached (hooks of owners that are gone included
     /// until they are detached).
-    public var hookCount: Int { state.withVisibleLock { $0.lists.count } }
+    public var hookCount: Int { state.withVisibleLock(self) { $0.lists.count } }
 
     /// Receives errors thrown by hooks (by default they are written to standard error).
     public var hookErrorHandler: (@Sendable (any Error, HookPosition) -> Void)? {
-        get { state.withVisibleLock { $0.errorHandler } }
-        set { state.withVisibleLock { $0.errorHandler = newValue } }
+        get { state.withVisibleLock(self) { $0.errorHandler } }
+        set { state.withVisibleLock(self) { $0.errorHandler = newValue } }
     }
 
     /// Runs `body` with this hook point's hooks suppressed on the calling
@@ -195,7 +195,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// when no call can be using them. Freed hooks are released outside the
     /// lock, since releasing a closure may run arbitrary deinit code.
     private func update(_ change: (inout _HookState) -> Void) {
-        let released: [_HookSnapshot] = state.withVisibleLock { state in
+        let released: [_HookSnapshot] = state.withVisibleLock(self) { state in
             change(&state)
             _ = state.lists.removeOrphans()
             var newBits = 0

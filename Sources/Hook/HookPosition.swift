@@ -11,6 +11,10 @@ public enum HookPosition: String, Sendable, Hashable, CaseIterable {
 
 /// The closure type of every hook: it receives the call's record, which it may change.
 ///
+/// Hooks run on the thread that makes the call. They are not required to be
+/// `@Sendable`, so that they can capture the (usually non-Sendable) objects
+/// they observe; state shared with other threads needs its own synchronization.
+///
 /// A hook may throw; the error goes to the hook point's error handler and the
 /// call goes on (a throwing `instead` hook that never reached the original
 /// falls back to it).

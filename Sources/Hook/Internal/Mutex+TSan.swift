@@ -6,12 +6,16 @@ extension Mutex where Value: ~Copyable {
     /// ThreadSanitizer, which does not see `Mutex`'s own synchronization on
     /// Linux (it happens inside the uninstrumented standard library) and would
     /// report the state it protects as racy.
+    ///
+    /// - Parameter owner: The object that holds this mutex; its address (plus
+    ///   `slot`, for a second mutex of the same object) names the lock to TSan.
     @inline(__always)
     borrowing func withVisibleLock<Result: ~Copyable, E: Error>(
+        _ owner: AnyObject, slot: Int = 0,
         _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
-        try withLock { (value: inout sending Value) throws(E) -> sending Result in
-            let address = withUnsafeMutablePointer(to: &value) { UnsafeMutableRawPointer($0) }
+        let address = Unmanaged.passUnretained(owner).toOpaque() + slot
+        return try withLock { (value: inout sending Value) throws(E) -> sending Result in
             hk_tsan_acquire(address)
             defer { hk_tsan_release(address) }
             return try body(&value)

@@ -34,6 +34,9 @@ enum _KeyPathResolver {
 
     /// Storage label ("_title") per class and key path; "" for a key path that names no hook point.
     private static let labels = Mutex<[Key: String]>([:])
+    /// Names `labels`' lock to ThreadSanitizer.
+    private static let lockTag = LockTag()
+    final class LockTag: Sendable {}
 
     /// The hook points `object` stores, with their storage labels.
     static func candidates(of object: AnyObject) -> [(label: String, point: HookPoint)] {
@@ -67,7 +70,7 @@ enum _KeyPathResolver {
         let all = candidates(of: object).filter { $0.point is P }
         guard !all.isEmpty else { return nil }
         let key = Key(type: ObjectIdentifier(Object.self), keyPath: keyPath)
-        if let label = labels.withVisibleLock({ $0[key] }) {
+        if let label = labels.withVisibleLock(lockTag, { $0[key] }) {
             guard let entry = all.first(where: { $0.label == label }) else { return nil }
             entry.point.noteIdentity(target: object, name: displayName(label))
             return entry.point as? P
@@ -81,10 +84,10 @@ enum _KeyPathResolver {
         // Only this object's own hook points were candidates, so a find is one of them.
         guard let found = probe.found,
               let entry = all.first(where: { $0.point === found }) else {
-            labels.withVisibleLock { $0[key] = "" }
+            labels.withVisibleLock(lockTag) { $0[key] = "" }
             return nil
         }
-        labels.withVisibleLock { $0[key] = entry.label }
+        labels.withVisibleLock(lockTag) { $0[key] = entry.label }
         found.noteIdentity(target: object, name: displayName(entry.label))
         return found as? P
     }
