@@ -298,24 +298,26 @@ public struct CallBack {
     @inlinable @inline(__always)
     static func _store<T: CRepresentable>(_ value: T, to address: UnsafeMutableRawPointer, widen: Bool) {
         let code = T.cType._scalarCode
-        if widen, code >= 1, code <= 7 {
-            let wide: UInt64 = withUnsafeBytes(of: value) { bytes in
-                switch code {
-                case 1: bytes.load(as: UInt8.self) != 0 ? 1 : 0
-                case 2: UInt64(bitPattern: Int64(bytes.load(as: Int8.self)))
-                case 3: UInt64(bytes.load(as: UInt8.self))
-                case 4: UInt64(bitPattern: Int64(bytes.loadUnaligned(as: Int16.self)))
-                case 5: UInt64(bytes.loadUnaligned(as: UInt16.self))
-                case 6: UInt64(bitPattern: Int64(bytes.loadUnaligned(as: Int32.self)))
-                default: UInt64(bytes.loadUnaligned(as: UInt32.self))
-                }
-            }
-            address.storeBytes(of: wide, as: UInt64.self)
-        } else {
-            withUnsafeBytes(of: value) { bytes in
-                address.copyMemory(from: bytes.baseAddress!, byteCount: MemoryLayout<T>.size)
-            }
+        withUnsafeBytes(of: value) { _storeBytes($0, code: widen ? code : 0, to: address) }
+    }
+
+    /// Copies a C value's bytes to `address`; for integer codes 1...7 (narrower
+    /// than a register) the value is sign- or zero-extended to a full `ffi_arg`.
+    @inlinable @inline(__always)
+    static func _storeBytes(_ bytes: UnsafeRawBufferPointer, code: UInt8, to address: UnsafeMutableRawPointer) {
+        guard code >= 1, code <= 7 else {
+            return address.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
         }
+        let wide: UInt64 = switch code {
+        case 1: bytes.load(as: UInt8.self) != 0 ? 1 : 0
+        case 2: UInt64(bitPattern: Int64(bytes.load(as: Int8.self)))
+        case 3: UInt64(bytes.load(as: UInt8.self))
+        case 4: UInt64(bitPattern: Int64(bytes.loadUnaligned(as: Int16.self)))
+        case 5: UInt64(bytes.loadUnaligned(as: UInt16.self))
+        case 6: UInt64(bitPattern: Int64(bytes.loadUnaligned(as: Int32.self)))
+        default: UInt64(bytes.loadUnaligned(as: UInt32.self))
+        }
+        address.storeBytes(of: wide, as: UInt64.self)
     }
 
     private var expiredError: HookError {

@@ -144,9 +144,17 @@ public final class FunctionHook: HookPoint, @unchecked Sendable {
     /// The closure's handler: runs on every call of ``entry``.
     private func handleCall(result: UnsafeMutableRawPointer, arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
         // No hooks: straight through (a racy read; a hook added meanwhile sees the next call).
-        guard hasHooks, _dispatch(arguments, result, target: nil, original: nil, oldValue: nil) != nil else {
+        guard hasHooks, var call = _begin(arguments, result, target: nil, oldValue: nil) else {
             return callOriginal(result, arguments)
         }
+        if call._runsPlainOriginal {
+            call._markRunningOriginal(true)
+            callOriginal(result, arguments)
+            call._markRunningOriginal(false)
+        } else {
+            _runInsteadHooks(&call, original: nil)  // invokeOriginal() reaches _invokeOriginal below
+        }
+        _ = _end(&call)
     }
 
     override func _invokeOriginal(_ call: inout CallBack) {

@@ -20,12 +20,14 @@ import Synchronization
 ///
 /// ## How hooks stay valid while calls are in flight
 /// 1. A caller announces the hook point in its thread's frame stack
-///    (`hk_thread_enter`, a seq_cst store), then loads the snapshot (seq_cst).
+///    (`hk_thread_enter`: a plain store plus the light half of an asymmetric
+///    fence, or a seq_cst store where membarrier(2) is unavailable), then
+///    loads the snapshot.
 /// 2. A writer swaps in a new snapshot (seq_cst exchange), keeps the old one,
-///    then asks `hk_point_is_active_anywhere` whether any thread is inside a
-///    frame of this hook point.
-/// 3. By the total order of seq_cst operations, a caller that loaded the old
-///    snapshot announced itself before the exchange, so the writer sees it. If
+///    then asks `hk_point_is_active_anywhere` (which first runs the heavy half,
+///    `membarrier`) whether any thread is inside a frame of this hook point.
+/// 3. By the fence, a caller that loaded the old snapshot announced itself
+///    before the exchange, so the writer sees it. If
 ///    no thread is inside, nothing can hold a retired snapshot and they are
 ///    released; otherwise they wait for a later write or for `deinit`.
 public class HookPoint: @unchecked Sendable, CustomStringConvertible {
@@ -232,26 +234,6 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         return Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)
     }
 
-    /// Runs the hooks of one call whose arguments and result live at
-    /// `arguments` and `result`, the original through `original` (an
-    /// `_OriginalInvoker`) or ``_invokeOriginal(_:)``.
-    ///
-    /// - Returns: `nil` when the call must run the original only (hooks
-    ///   suppressed, a hook of this point running on this thread, or no hook).
-    @usableFromInline
-    final func _dispatch(_ arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>, _ result: UnsafeMutableRawPointer,
-                         target: Unmanaged<AnyObject>?, original: UnsafeRawPointer?, oldValue: UnsafeRawPointer?) -> _Outcome? {
-        guard var call = _begin(arguments, result, target: target, oldValue: oldValue) else { return nil }
-        if call._runsPlainOriginal {
-            call._markRunningOriginal(true)
-            _invokeOriginal(&call)
-            call._markRunningOriginal(false)
-        } else {
-            _runInsteadHooks(&call, original: original)
-        }
-        return _end(&call)
-    }
-
     // The three phases of a hooked call. Typed hook points call them from
     // code specialized in the caller's module, so that the original runs
     // there, directly, when no instead hook is attached.
@@ -304,7 +286,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
             while i < hooks.after.count { run(hooks.after[i], &call); i += 1 }
         }
         hk_thread_leave(call.thread)
-        return _Outcome(hasResult: call._hasResult, error: call._error, vetoed: call._vetoed)
+        return _Outcome(hasResult: call._hasResult, error: call._error)
     }
 
     @inline(__always)
@@ -347,7 +329,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
 
     /// Runs the original implementation with the call's current arguments and
     /// stores its result (or error) in the call. Typed hook points pass an
-    /// `_OriginalInvoker` (`original` of ``_dispatch``); C functions override it.
+    /// `_OriginalInvoker` to ``_runInsteadHooks(_:original:)``; C functions override it.
     func _invokeOriginal(_ call: inout CallBack) {
         call._original.unsafelyUnwrapped.assumingMemoryBound(to: (any _OriginalInvoker).self).pointee.invoke(&call)
     }
@@ -362,12 +344,11 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     }
 }
 
-/// What the caller of ``HookPoint/_dispatch(_:_:target:original:oldValue:)`` learns.
+/// What the caller of ``HookPoint/_end(_:)`` learns.
 @usableFromInline
 struct _Outcome {
     @usableFromInline var hasResult: Bool
     @usableFromInline var error: (any Error)?
-    @usableFromInline var vetoed: Bool
 }
 
 /// The mutable side of a hook point, behind its lock.

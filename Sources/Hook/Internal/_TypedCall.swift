@@ -30,20 +30,15 @@ func _typedCall<each A, R>(
                 let result = resultBuffer.baseAddress!
                 var outcome: _Outcome?
                 if var call = point._begin(slots, UnsafeMutableRawPointer(result), target: target, oldValue: nil) {
+                    let invoker = _ClosureInvoker(original: original, slots: slots)
                     if call._runsPlainOriginal {
-                        // The common case: the original runs here, specialized.
+                        // The common case: the original runs here, specialized (no existential).
                         call._markRunningOriginal(true)
-                        var i = 0
-                        do {
-                            let value = try original(repeat _TypedLayout.load((each A).self, slots, &i))
-                            call._storeResult(value)
-                        } catch {
-                            call._error = error
-                        }
+                        invoker.invoke(&call)
                         call._markRunningOriginal(false)
                     } else {
-                        let invoker: any _OriginalInvoker = _ClosureInvoker(original: original, slots: slots)
-                        withUnsafePointer(to: invoker) { point._runInsteadHooks(&call, original: UnsafeRawPointer($0)) }
+                        let erased: any _OriginalInvoker = invoker
+                        withUnsafePointer(to: erased) { point._runInsteadHooks(&call, original: UnsafeRawPointer($0)) }
                     }
                     outcome = point._end(&call)
                 }
@@ -148,21 +143,7 @@ enum _TypedLayout {
     /// Writes a C result into libffi's buffer, widening narrow integers to a full `ffi_arg`.
     static func storeC<T>(_ value: T, to result: UnsafeMutableRawPointer, code: UInt8) {
         guard MemoryLayout<T>.size > 0 else { return }
-        withUnsafeBytes(of: value) { bytes in
-            guard code >= 1, code <= 7 else {
-                return result.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-            }
-            let wide: UInt64 = switch code {
-            case 1: bytes.load(as: UInt8.self) != 0 ? 1 : 0
-            case 2: UInt64(bitPattern: Int64(bytes.load(as: Int8.self)))
-            case 3: UInt64(bytes.load(as: UInt8.self))
-            case 4: UInt64(bitPattern: Int64(bytes.loadUnaligned(as: Int16.self)))
-            case 5: UInt64(bytes.loadUnaligned(as: UInt16.self))
-            case 6: UInt64(bitPattern: Int64(bytes.loadUnaligned(as: Int32.self)))
-            default: UInt64(bytes.loadUnaligned(as: UInt32.self))
-            }
-            result.storeBytes(of: wide, as: UInt64.self)
-        }
+        withUnsafeBytes(of: value) { CallBack._storeBytes($0, code: code, to: result) }
     }
 
     /// Copies the arguments at `slots` into a tuple `(repeat each A)` at `tuple`.
