@@ -5,6 +5,7 @@ let package = Package(
     name: "Hook",
     products: [
         .library(name: "Hook", targets: ["Hook"]),
+        .library(name: "HookBind", targets: ["HookBind"]),
         .executable(name: "hook-demo", targets: ["HookDemo"]),
     ],
     targets: [
@@ -17,6 +18,11 @@ let package = Package(
             name: "Hook",
             dependencies: ["CFFIShim"]
         ),
+        // Bindings made of hook points: Fish, Binding, Transformer.
+        .target(
+            name: "HookBind",
+            dependencies: ["Hook"]
+        ),
         // C functions the demo hooks, and the bare libffi floor it measures against.
         .target(
             name: "CHookDemoSupport",
@@ -24,7 +30,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "HookDemo",
-            dependencies: ["Hook", "CHookDemoSupport"]
+            dependencies: ["Hook", "HookBind", "CHookDemoSupport"]
         ),
         // Real C functions whose ABI the tests exercise, and a malloc counter.
         .target(
@@ -34,6 +40,10 @@ let package = Package(
         .testTarget(
             name: "HookTests",
             dependencies: ["Hook", "CFFIShim", "CHookTestSupport"]
+        ),
+        .testTarget(
+            name: "HookBindTests",
+            dependencies: ["Hook", "HookBind", "CHookTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -57,6 +57,9 @@ typedef struct hk_thread {
   // hooked setter or getter that the access reaches records its hook point
   // (see `PropertyHook.of`). NULL otherwise.
   void *probe;
+  // The change a binding (HookBind) is delivering on this thread, or NULL:
+  // opaque here, owned by the outermost delivery's stack frame.
+  void *binding_change;
   struct hk_thread *next;
   struct hk_thread *prev;
 } hk_thread;
@@ -153,6 +156,13 @@ static inline void *hk_thread_probe(void) {
   return t ? t->probe : 0;
 }
 static inline void hk_thread_set_probe(hk_thread *t, void *probe) { t->probe = probe; }
+
+// The binding change being delivered on the calling thread, or NULL.
+static inline void *hk_thread_binding_change(void) {
+  hk_thread *t = hk_current_thread;
+  return t ? t->binding_change : 0;
+}
+static inline void hk_thread_set_binding_change(void *change) { hk_thread_self()->binding_change = change; }
 
 // Whether frame `index` with `serial` is still running on the calling thread.
 static inline int hk_frame_is_live(const hk_thread *t, int index, uint64_t serial) {

@@ -1,0 +1,75 @@
+@_spi(HookBind) import Hook
+
+/// The change a thread is delivering: the bindings that have delivered it so
+/// far (the reentrancy flag). It lives on the stack of the outermost
+/// delivery, which also holds the bindings' lock; the thread state points at
+/// it while it runs.
+struct _Change {
+    private var ids: UnsafeMutablePointer<ObjectIdentifier>
+    private var count = 0
+    private var capacity: Int
+    private var onHeap = false
+
+    /// How many bindings one change records without allocating.
+    static let inlineCapacity = 16
+
+    /// Serializes changes of all bindings, so that a store and its delivery
+    /// are one step for every other thread. One lock, taken only by a
+    /// thread's outermost delivery, so chains and cycles of bindings cannot
+    /// deadlock among themselves.
+    static let lock = _VisibleLock()
+
+    private init(_ buffer: UnsafeMutableBufferPointer<ObjectIdentifier>) {
+        ids = buffer.baseAddress!
+        capacity = buffer.count
+    }
+
+    private func contains(_ id: ObjectIdentifier) -> Bool {
+        var i = 0
+        while i < count {
+            if ids[i] == id { return true }
+            i += 1
+        }
+        return false
+    }
+
+    private mutating func insert(_ id: ObjectIdentifier) {
+        if count == capacity {
+            let bigger = UnsafeMutablePointer<ObjectIdentifier>.allocate(capacity: capacity * 2)
+            bigger.initialize(from: ids, count: count)
+            if onHeap { ids.deallocate() }
+            ids = bigger
+            capacity *= 2
+            onHeap = true
+        }
+        ids[count] = id
+        count += 1
+    }
+
+    /// Runs `body` as `binding`'s part of the current change on this thread.
+    /// `body(true)`: deliver; `body(false)`: this binding already delivered
+    /// this change (the write was caused by a delivery): do not deliver again.
+    static func run(_ binding: ObjectIdentifier, _ body: (Bool) throws -> Void) throws {
+        if let raw = _BindingThread.change {
+            let change = raw.assumingMemoryBound(to: _Change.self)
+            if change.pointee.contains(binding) { return try body(false) }
+            change.pointee.insert(binding)
+            return try body(true)
+        }
+        try lock.withLock { () throws -> Void in
+            try withUnsafeTemporaryAllocation(of: ObjectIdentifier.self, capacity: inlineCapacity) { buffer in
+                var change = _Change(buffer)
+                defer { if change.onHeap { change.ids.deallocate() } }
+                change.insert(binding)
+                try withUnsafeMutablePointer(to: &change) { pointer in
+                    _BindingThread.change = UnsafeMutableRawPointer(pointer)
+                    defer { _BindingThread.change = nil }
+                    try body(true)
+                }
+            }
+        }
+    }
+
+    /// Whether the calling thread is delivering a change.
+    static var isDelivering: Bool { _BindingThread.change != nil }
+}

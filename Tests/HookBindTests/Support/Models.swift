@@ -1,0 +1,91 @@
+import CHookTestSupport
+import Foundation
+import Hook
+
+// The FishBind seed's objects.
+
+final class TestA {
+    /// FishBind's TestA declares `name` with `setter=setUserName:, getter=userName`.
+    @Hooked var name = ""
+    var userName: String {
+        get { name }
+        set { name = newValue }
+    }
+}
+
+final class TestB {
+    @Hooked var bName = ""
+}
+
+final class TestD {
+    private(set) var DK_Name = ""
+    /// FishBind binds TestD by its setter selector, `setDK_Name:`.
+    @HookableMethod(TestD.storeDKName) var setDK_Name
+    private func storeDKName(_ name: String) { DK_Name = name }
+}
+
+/// The seed's view controller: its appearance methods log "1" and "3".
+final class SeedViewController {
+    var log: [String] = []
+    @HookableMethod(SeedViewController.willAppear) var viewWillAppear
+    @HookableMethod(SeedViewController.didAppear) var viewDidAppear
+    private func willAppear(_ animated: Bool) { log.append("1") }
+    private func didAppear(_ animated: Bool) { log.append("3") }
+}
+
+// Other models.
+
+final class Holder {
+    @Hooked var value = 0
+    var plain = 0
+}
+
+final class Label {
+    @Hooked var text = ""
+}
+
+final class Model {
+    @Hooked var price = 0.0
+}
+
+final class Wallet {
+    private(set) var balance = 0
+    @HookableMethod(Wallet.depositBody) var deposit
+    @HookableMethod(Wallet.moveBody) var move
+    private func depositBody(_ amount: Int) -> Int { balance += amount; return balance }
+    private func moveBody(_ from: Int, _ to: Int) {}
+}
+
+/// A value shared by closures that may run on several threads.
+final class Shared<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+    func mutate(_ body: (inout Value) -> Void) { lock.withLock { body(&stored) } }
+}
+
+/// Runs `body(i)` on `count` threads at once and waits for them.
+func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    let group = DispatchGroup()
+    for i in 0..<count {
+        group.enter()
+        let thread = Thread {
+            body(i)
+            group.leave()
+        }
+        thread.start()
+    }
+    group.wait()
+}
+
+/// The mallocs `body` makes on this thread; nil where a sanitizer owns malloc.
+func mallocCount(_ body: () throws -> Void) rethrows -> UInt64? {
+    guard hk_test_malloc_counting_available() else { return nil }
+    let before = hk_test_malloc_count()
+    try body()
+    return hk_test_malloc_count() - before
+}
