@@ -194,35 +194,45 @@ final class _BindingCore: @unchecked Sendable {
     /// the first error is thrown at the end (to the poster's hook error handler).
     func deliver(from index: Int, _ call: CallBack) throws {
         let poster = fishes[index]
-        var firstError: (any Error)?
-        var delivered = false
-        func each(_ wire: UnsafeRawPointer?) {
-            delivered = true
-            var r = 0
-            while r < fishes.count {
-                defer { r += 1 }
-                let receiver = fishes[r]
-                guard r != index, receiver.receives else { continue }
-                do {
-                    if let callback = receiver.callback {
-                        try callback(call)
-                    } else if let wire {
-                        try _Step.run(receiver.receiveSteps, wire) { receiver.endpoint.receive($0) }
-                    }
-                } catch {
-                    if firstError == nil { firstError = error }
-                }
-            }
-        }
+        var outcome = _Delivery()
         do {
             try poster.endpoint.withPostedValue(call) { value in
-                try _Step.run(poster.postSteps, value) { each($0) }
+                try _Step.run(poster.postSteps, value) { wire in deliver(from: index, call, wire, &outcome) }
             }
         } catch {
-            if firstError == nil { firstError = error }
+            outcome.note(error)
         }
         // No value (none posted, or a transformer failed): callbacks still hear of the call.
-        if !delivered { each(nil) }
-        if let firstError { throw firstError }
+        if !outcome.delivered { deliver(from: index, call, nil, &outcome) }
+        if let error = outcome.firstError { throw error }
+    }
+
+    /// One pass over the receivers (a method, not a local function: a local
+    /// function capturing `outcome` would box it on the heap in debug builds).
+    private func deliver(from index: Int, _ call: CallBack, _ wire: UnsafeRawPointer?, _ outcome: inout _Delivery) {
+        outcome.delivered = true
+        var r = 0
+        while r < fishes.count {
+            defer { r += 1 }
+            let receiver = fishes[r]
+            guard r != index, receiver.receives else { continue }
+            do {
+                if let callback = receiver.callback {
+                    try callback(call)
+                } else if let wire {
+                    try _Step.run(receiver.receiveSteps, wire) { receiver.endpoint.receive($0) }
+                }
+            } catch {
+                outcome.note(error)
+            }
+        }
+    }
+}
+
+struct _Delivery {
+    var delivered = false
+    var firstError: (any Error)?
+    mutating func note(_ error: any Error) {
+        if firstError == nil { firstError = error }
     }
 }

@@ -1,0 +1,120 @@
+import Foundation
+import Hook
+import HookBind
+import Testing
+
+/// Every bad group is refused with an error naming what was wrong, and leaves its objects unhooked.
+@Suite("Bad input")
+struct BindErrorTests {
+    func refusal(_ fishes: [Fish]) -> BindError? {
+        do {
+            try Binding.bind(fishes)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func propertiesOfDifferentTypesNeedATransformer() throws {
+        let label = Label(), holder = Holder()
+        let error = try #require(refusal([.both(label, \.text), .both(holder, \.value)]))
+        #expect(error.kind == .typeMismatch)
+        #expect(error.message == "both Label.text sends String but both Holder.value receives Int; add a Transformer<String, Int> to one of them")
+        #expect(label.$text.hookCount == 0 && holder.$value.hookCount == 0)
+    }
+
+    @Test func aTransformerOfTheWrongTypeIsNamed() throws {
+        let label = Label(), model = Model()
+        let error = try #require(refusal([
+            .post(label, \.text).transformed(by: Transformer<Int, Double>(forward: { Double($0) })),
+            .observer(model, \.price),
+        ]))
+        #expect(error.kind == .typeMismatch)
+        #expect(error.message == "post Label.text sends String but its transformer takes Int")
+        let wrongEnd = try #require(refusal([
+            .post(model, \.price),
+            .observer(label, \.text).transformed(by: Transformer<Double, Int>(forward: { Int($0) })),
+        ]))
+        #expect(wrongEnd.message == "observer Label.text is set with String but its transformers give Int")
+    }
+
+    @Test func emptyGroup() {
+        #expect(refusal([])?.kind == .emptyGroup)
+    }
+
+    @Test func noPoster() throws {
+        let a = Holder(), b = Holder()
+        let error = try #require(refusal([.observer(a, \.value), .observer(b, \.value)]))
+        #expect(error.kind == .noPoster)
+        #expect(error.message.contains("observer Holder.value, observer Holder.value"))
+    }
+
+    @Test func noReceiver() throws {
+        let a = Holder(), b = Holder()
+        #expect(refusal([.post(a, \.value)])?.kind == .noReceiver)
+        #expect(refusal([.post(a, \.value), .post(b, \.value)])?.kind == .noReceiver)
+        #expect(refusal([.both(a, \.value)])?.kind == .noReceiver)
+    }
+
+    @Test func objectAlreadyGone() throws {
+        let kept = Holder()
+        var doomed: Holder? = Holder()
+        let fish = Fish.both(doomed!, \.value)
+        doomed = nil
+        let error = try #require(refusal([fish, .both(kept, \.value)]))
+        #expect(error.kind == .objectGone)
+        #expect(error.message == "the object of both Holder.value is gone")
+        #expect(kept.$value.hookCount == 0)
+    }
+
+    @Test func sameFishTwice() throws {
+        let a = Holder(), b = Holder()
+        let fish = Fish.both(a, \.value)
+        #expect(refusal([fish, .both(b, \.value), fish])?.kind == .duplicateFish)
+        let twoFishesOneProperty = try #require(refusal([.post(a, \.value), .observer(a, \.value), .both(b, \.value)]))
+        #expect(twoFishesOneProperty.message == "observer Holder.value appears twice in the group (fishes 0 and 1); a group binds each endpoint once")
+    }
+
+    @Test func sameFishInTwoBindingsIsAllowed() throws {
+        let a = Holder(), b = Holder(), c = Holder()
+        let shared = Fish.both(a, \.value)
+        try Binding.bind([shared, .both(b, \.value)])
+        try Binding.bind([shared, .both(c, \.value)])
+        a.value = 8
+        #expect(b.value == 8 && c.value == 8)
+    }
+
+    @Test func keyPathsThatAreNotHookable() throws {
+        let a = Holder(), b = Holder(), wallet = Wallet()
+        let plain = try #require(refusal([.post(a, \.plain), .observer(b, \.value)]))
+        #expect(plain.kind == .notHookable)
+        #expect(plain.message.contains("does not name a @Hooked property"))
+        _ = wallet
+    }
+
+    @Test func bothWithAOneWayTransformer() throws {
+        let label = Label(), model = Model()
+        let error = try #require(refusal([
+            .both(label, \.text).transformed(by: Transformer<String, Double>(forward: { Double($0) ?? 0 })),
+            .both(model, \.price),
+        ]))
+        #expect(error.kind == .missingReverse)
+        #expect(error.message.contains("both Label.text has a transformer String -> Double without a reverse"))
+    }
+
+    @Test func aPosterWithoutASingleValueCannotSetAProperty() throws {
+        let wallet = Wallet(), holder = Holder()
+        let error = try #require(refusal([.post(wallet, \.move), .observer(holder, \.value)]))
+        #expect(error.kind == .typeMismatch)
+        #expect(error.message.hasPrefix("post Wallet.move sends no single value"))
+        // A callback can receive it.
+        let moves = Shared(0)
+        try Binding.bind([.post(wallet, \.move), .observer { call in moves.mutate { $0 += try! call.argument(1, as: Int.self) } }])
+        wallet.move(1, 2)
+        #expect(moves.value == 2)
+    }
+
+    @Test func errorsDescribeThemselves() {
+        #expect("\(BindError(.emptyGroup, "bind needs fishes; the group is empty"))" == "HookBind: bind needs fishes; the group is empty")
+    }
+}

@@ -1,0 +1,205 @@
+import CHookTestSupport
+import Foundation
+import Hook
+import HookBind
+import Testing
+
+@Suite("Bindings")
+struct BindingTests {
+    @Test func oneWayPropertyToPropertyDoesNotFlowBack() throws {
+        let source = Holder(), target = Holder()
+        try Binding.bind([.post(source, \.value), .observer(target, \.value)])
+        source.value = 5
+        #expect(target.value == 5)
+        target.value = 9
+        #expect(source.value == 5)
+    }
+
+    @Test func propertyToCallbackSeesTheWholeCall() throws {
+        let label = Label(), watcher = Holder()
+        let seen = Shared<[String]>([])
+        try Binding.bind([
+            .post(label, \.text),
+            .observer(watcher) { call, receiver in
+                let text = try call.argument(0, as: String.self)
+                let old = try call.oldValue(as: String.self)
+                seen.mutate { $0.append("\(call.selector): \(old) -> \(text), from label: \(call.target === label), to watcher: \(receiver === watcher)") }
+            },
+        ])
+        label.text = "a"
+        label.text = "b"
+        #expect(seen.value == ["text:  -> a, from label: true, to watcher: true", "text: a -> b, from label: true, to watcher: true"])
+    }
+
+    @Test func aReplacedNewValueIsWhatTravels() throws {
+        let source = Label(), target = Label()
+        source.$text.before { call in try call.setArgument(0, to: (try call.argument(0, as: String.self)).uppercased()) }
+        try Binding.bind([.post(source, \.text), .observer(target, \.text)])
+        source.text = "quiet"
+        #expect(target.text == "QUIET")
+    }
+
+    @Test func aVetoedSetTravelsNowhere() throws {
+        let source = Holder(), target = Holder()
+        source.$value.before { call in if try call.argument(0, as: Int.self) < 0 { try call.veto() } }
+        try Binding.bind([.both(source, \.value), .both(target, \.value)])
+        source.value = -1
+        #expect(source.value == 0 && target.value == 0)
+        source.value = 4
+        #expect(target.value == 4)
+    }
+
+    @Test func methodPosterSendsItsResult() throws {
+        let wallet = Wallet(), display = Holder()
+        try Binding.bind([.post(wallet, \.deposit), .observer(display, \.value)])
+        wallet.deposit(5)
+        wallet.deposit(7)
+        #expect(display.value == 12)
+    }
+
+    @Test func closurePosterSendsItsResultToAProperty() throws {
+        let sum = ClosureHook(name: "sum") { (a: Double, b: Double) in a + b }
+        let model = Model()
+        try Binding.bind([.post(sum), .observer(model, \.price)])
+        #expect(sum(1.5, 2) == 3.5)
+        #expect(model.price == 3.5)
+    }
+
+    @Test func voidClosureWithOneArgumentSendsTheArgument() throws {
+        let setter = ClosureHook(name: "setTitle") { (_: String) in }
+        let label = Label()
+        try Binding.bind([.post(setter), .observer(label, \.text)])
+        setter("hello")
+        #expect(label.text == "hello")
+    }
+
+    @Test func cFunctionPosterSendsItsResult() throws {
+        typealias Add = @convention(c) (Int32, Int32) -> Int32
+        let add = try FunctionHook(cFunction: test_counted_add as Add, signature: Signature(returning: Int32.self, arguments: Int32.self, Int32.self), name: "add")
+        final class Total { @Hooked var sum: Int32 = 0 }
+        let total = Total()
+        let binding = try Binding.bind([.post(add), .observer(total, \.sum)])
+        #expect(add.entry(as: Add.self)(20, 22) == 42)
+        #expect(total.sum == 42)
+        binding.unbind()
+    }
+
+    @Test func throwingClosureThatThrowsSendsNothing() throws {
+        struct Refused: Error {}
+        let parse = ThrowingClosureHook(name: "parse") { (text: String) throws -> Int in
+            guard let value = Int(text) else { throw Refused() }
+            return value
+        }
+        let holder = Holder()
+        try Binding.bind([.post(parse), .observer(holder, \.value)])
+        #expect(try parse("12") == 12)
+        #expect(throws: Refused.self) { try parse("x") }
+        #expect(holder.value == 12)
+    }
+
+    @Test func unbindStopsDeliveryAndIsIdempotent() throws {
+        let a = Holder(), b = Holder()
+        let binding = try Binding.bind([.both(a, \.value), .both(b, \.value)])
+        a.value = 1
+        #expect(b.value == 1 && binding.isBound)
+        binding.unbind()
+        binding.unbind()
+        #expect(!binding.isBound)
+        a.value = 2
+        b.value = 3
+        #expect(a.value == 2 && b.value == 3)
+        #expect(a.$value.hookCount == 0 && b.$value.hookCount == 0)
+    }
+
+    @Test func droppingTheBindingKeepsItBound() throws {
+        let a = Holder(), b = Holder()
+        do { try Binding.bind([.both(a, \.value), .both(b, \.value)]) }
+        a.value = 6
+        #expect(b.value == 6)
+    }
+
+    @Test func aBagEndsTheBindingWithItsOwner() throws {
+        final class Screen: HookOwner { let hookBag = HookBag() }
+        let a = Holder(), b = Holder()
+        var screen: Screen? = Screen()
+        try Binding.bind([.both(a, \.value), .both(b, \.value)]).store(in: screen!.hookBag)
+        a.value = 1
+        #expect(b.value == 1)
+        screen = nil
+        a.value = 2
+        #expect(b.value == 1)
+    }
+
+    @Test func deliveryFollowsTheOrderOfTheFishes() throws {
+        let source = Holder()
+        let order = Shared<[String]>([])
+        func note(_ name: String) -> Fish { .observer { _ in order.mutate { $0.append(name) } } }
+        try Binding.bind([note("first"), .post(source, \.value), note("second"), note("third")])
+        source.value = 1
+        #expect(order.value == ["first", "second", "third"])
+    }
+
+    @Test func aFailingReceiverDoesNotStopTheOthers() throws {
+        struct Broken: Error {}
+        let source = Holder(), after = Holder()
+        let reported = Shared<[String]>([])
+        source.$value.hookErrorHandler = { error, _ in reported.mutate { $0.append("\(error)") } }
+        try Binding.bind([.post(source, \.value), .observer { _ in throw Broken() }, .observer(after, \.value)])
+        source.value = 3
+        #expect(after.value == 3)
+        #expect(reported.value == ["Broken()"])
+    }
+
+    // MARK: Chains and cycles
+
+    @Test func chainedBindingsKeepEveryObjectEqual() throws {
+        let a = Holder(), b = Holder(), c = Holder()
+        try Binding.bind([.both(a, \.value), .both(b, \.value)])
+        try Binding.bind([.both(b, \.value), .both(c, \.value)])
+        a.value = 1
+        #expect(values(a, b, c) == [1, 1, 1])
+        c.value = 2
+        #expect(values(a, b, c) == [2, 2, 2])
+        b.value = 3
+        #expect(values(a, b, c) == [3, 3, 3])
+    }
+
+    @Test func aCycleOfBindingsEndsWithEachDeliveringOnce() throws {
+        let a = Holder(), b = Holder(), c = Holder()
+        let deliveries = Shared<[String: Int]>([:])
+        func counted(_ name: String) -> Fish { .observer { _ in deliveries.mutate { $0[name, default: 0] += 1 } } }
+        try Binding.bind([.both(a, \.value), .both(b, \.value), counted("ab")])
+        try Binding.bind([.both(b, \.value), .both(c, \.value), counted("bc")])
+        try Binding.bind([.both(c, \.value), .both(a, \.value), counted("ca")])
+        a.value = 10
+        #expect(values(a, b, c) == [10, 10, 10])
+        #expect(deliveries.value == ["ab": 1, "bc": 1, "ca": 1])
+        c.value = 11
+        #expect(values(a, b, c) == [11, 11, 11])
+        #expect(deliveries.value == ["ab": 2, "bc": 2, "ca": 2])
+    }
+
+    @Test func aDiamondDeliversEachBindingAtMostOncePerChange() throws {
+        let a = Holder(), b = Holder(), c = Holder(), d = Holder()
+        let deliveries = Shared<[String: Int]>([:])
+        func counted(_ name: String) -> Fish { .observer { _ in deliveries.mutate { $0[name, default: 0] += 1 } } }
+        try Binding.bind([.both(a, \.value), .both(b, \.value), counted("ab")])
+        try Binding.bind([.both(a, \.value), .both(c, \.value), counted("ac")])
+        try Binding.bind([.both(b, \.value), .both(d, \.value), counted("bd")])
+        try Binding.bind([.both(c, \.value), .both(d, \.value), counted("cd")])
+        a.value = 5
+        #expect(values(a, b, c, d) == [5, 5, 5, 5])
+        #expect(deliveries.value.values.allSatisfy { $0 == 1 })
+        #expect(deliveries.value.count == 4)
+    }
+
+    @Test func aCallbackThatWritesAnotherBindingsEndpointStillPropagatesThere() throws {
+        let a = Holder(), b = Holder(), mirror = Holder()
+        try Binding.bind([.post(a, \.value), .observer(b) { call, b in b.value = 2 * (try call.argument(0, as: Int.self)) }])
+        try Binding.bind([.post(b, \.value), .observer(mirror, \.value)])
+        a.value = 4
+        #expect(b.value == 8 && mirror.value == 8)
+    }
+}
+
+func values(_ holders: Holder...) -> [Int] { holders.map(\.value) }

@@ -1,0 +1,79 @@
+import Foundation
+import Hook
+import HookBind
+import Testing
+
+@Suite("Transformers")
+struct TransformerTests {
+    static func formatter() -> NumberFormatter {
+        let formatter = NumberFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.numberStyle = .decimal
+        formatter.usesGroupingSeparator = false
+        return formatter
+    }
+
+    /// The Bindings seed's String <-> number example, chained with NSNumber <-> Double, both ways.
+    @Test func chainedTransformersConvertBothWays() throws {
+        let field = Label(), model = Model()
+        let text = Transformer.stringToNumber(Self.formatter()).then(.numberToDouble)
+        try Binding.bind([.both(field, \.text).transformed(by: text), .both(model, \.price)])
+        field.text = "12.5"
+        #expect(model.price == 12.5)
+        model.price = 3
+        #expect(field.text == "3")
+        model.price = 0.25
+        #expect(field.text == "0.25")
+    }
+
+    @Test func transformersChainOnTheFishInTheOrderAdded() throws {
+        let field = Label(), model = Model()
+        try Binding.bind([
+            .both(field, \.text)
+                .transformed(by: .stringToNumber(Self.formatter()))
+                .transformed(by: .numberToDouble)
+                .transformed(by: Transformer<Double, Double>(forward: { $0 * 100 }, reverse: { $0 / 100 })),
+            .both(model, \.price),
+        ])
+        field.text = "1.5"          // 1.5 -> 150 cents
+        #expect(model.price == 150)
+        model.price = 250
+        #expect(field.text == "2.5")
+    }
+
+    @Test func observerAndPosterTransformersActInTheDirectionOfFlow() throws {
+        let model = Model(), label = Label(), cents = Holder()
+        try Binding.bind([
+            .post(model, \.price).transformed(by: Transformer<Double, Int>(forward: { Int(($0 * 100).rounded()) })),
+            .observer(cents, \.value),
+            .observer(label, \.text).transformed(by: Transformer<Int, String>(forward: { "\($0) cents" })),
+        ])
+        model.price = 1.25
+        #expect(cents.value == 125)
+        #expect(label.text == "125 cents")
+    }
+
+    @Test func aFailedConversionDropsTheChangeAndIsReported() throws {
+        let field = Label(), model = Model()
+        let reported = Shared<[String]>([])
+        field.$text.hookErrorHandler = { error, _ in reported.mutate { $0.append("\(error)") } }
+        try Binding.bind([.both(field, \.text).transformed(by: Transformer.stringToNumber(Self.formatter()).then(.numberToDouble)),
+                          .both(model, \.price)])
+        field.text = "7"
+        field.text = "seven"
+        #expect(model.price == 7)
+        #expect(field.text == "seven")
+        #expect(reported.value == ["HookBind: \"seven\" is not a number for the formatter"])
+    }
+
+    @Test func reversedAndComposedTransformers() throws {
+        let double = Transformer<Int, Int>(forward: { $0 * 2 }, reverse: { $0 / 2 })
+        let text = Transformer<Int, String>(forward: { String($0) }, reverse: { Int($0) ?? 0 })
+        let both = double.then(text)
+        #expect(try both.forward(21) == "42")
+        #expect(try both.reverse?("42") == 21)
+        #expect(try both.reversed?.forward("10") == 5)
+        #expect(Transformer<Int, Int>(forward: { $0 }).reversed == nil)
+        #expect(double.then(Transformer<Int, Int>(forward: { $0 })).reverse == nil)
+    }
+}
