@@ -156,14 +156,38 @@ public final class Binding: @unchecked Sendable {
     private static func list(_ fishes: [Fish]) -> String { fishes.map(\.description).joined(separator: ", ") }
 }
 
+/// One fish as the delivery path reads it: a final class, so that reading
+/// a receiver copies nothing.
+final class _Member: @unchecked Sendable {
+    let endpoint: _Endpoint
+    let callback: _Callback?
+    let postSteps: [_Step]
+    let receiveSteps: [_Step]
+
+    init(_ fish: Fish) {
+        endpoint = fish.endpoint
+        callback = fish.callback
+        postSteps = fish.postSteps
+        receiveSteps = fish.receiveSteps
+    }
+}
+
 /// What the hooks of a binding share: the fishes and the unbound flag. The
 /// hooks hold it strongly; it holds nothing that holds them.
 final class _BindingCore: @unchecked Sendable {
     let fishes: [Fish]
+    let members: [_Member]
+    /// For each fish, the other receiving fishes in order (empty for observers).
+    let receivers: [[_Member]]
     let unbound = Atomic<Bool>(false)
 
     init(_ fishes: [Fish]) {
         self.fishes = fishes
+        let members = fishes.map(_Member.init)
+        self.members = members
+        receivers = fishes.indices.map { p in
+            fishes[p].posts ? fishes.indices.filter { $0 != p && fishes[$0].receives }.map { members[$0] } : []
+        }
     }
 
     var id: ObjectIdentifier { ObjectIdentifier(self) }
@@ -172,55 +196,58 @@ final class _BindingCore: @unchecked Sendable {
     /// delivery run together (an instead hook around the store); other
     /// hook points deliver after their original returned.
     func attach(to point: HookPoint, poster index: Int, storing: Bool) -> HookToken {
+        let poster = members[index], receivers = receivers[index]
         if storing {
             return point.instead { [self] call in
                 guard !unbound.load(ordering: .relaxed) else { return try call.invokeOriginal() }
                 try _Change.run(id) { deliver in
                     try call.invokeOriginal()
-                    if deliver { try self.deliver(from: index, call) }
+                    if deliver { try Self.deliver(call, from: poster, to: receivers) }
                 }
             }
         }
         return point.after { [self] call in
             guard !unbound.load(ordering: .relaxed), call.error == nil else { return }
             try _Change.run(id) { deliver in
-                if deliver { try self.deliver(from: index, call) }
+                if deliver { try Self.deliver(call, from: poster, to: receivers) }
             }
         }
     }
 
-    /// Delivers the change `call` made at poster `index` to every other
-    /// receiving fish, in order. A failing receiver does not stop the others;
-    /// the first error is thrown at the end (to the poster's hook error handler).
-    func deliver(from index: Int, _ call: CallBack) throws {
-        let poster = fishes[index]
+    /// Delivers the change `call` made at `poster` to `receivers`, in order.
+    /// A failing receiver does not stop the others; the first error is thrown
+    /// at the end (to the poster's hook error handler).
+    static func deliver(_ call: CallBack, from poster: _Member, to receivers: [_Member]) throws {
         var outcome = _Delivery()
         do {
             try poster.endpoint.withPostedValue(call) { value in
-                try _Step.run(poster.postSteps, value) { wire in deliver(from: index, call, wire, &outcome) }
+                try _Step.run(poster.postSteps, value) { wire in deliver(call, wire, to: receivers, &outcome) }
             }
         } catch {
             outcome.note(error)
         }
         // No value (none posted, or a transformer failed): callbacks still hear of the call.
-        if !outcome.delivered { deliver(from: index, call, nil, &outcome) }
+        if !outcome.delivered { deliver(call, nil, to: receivers, &outcome) }
         if let error = outcome.firstError { throw error }
     }
 
-    /// One pass over the receivers (a method, not a local function: a local
-    /// function capturing `outcome` would box it on the heap in debug builds).
-    private func deliver(from index: Int, _ call: CallBack, _ wire: UnsafeRawPointer?, _ outcome: inout _Delivery) {
+    /// One pass over the receivers (a function, not a local closure: one
+    /// capturing `outcome` would box it on the heap in debug builds).
+    private static func deliver(_ call: CallBack, _ wire: UnsafeRawPointer?, to receivers: [_Member], _ outcome: inout _Delivery) {
         outcome.delivered = true
         var r = 0
-        while r < fishes.count {
-            defer { r += 1 }
-            let receiver = fishes[r]
-            guard r != index, receiver.receives else { continue }
+        while r < receivers.count {
+            let receiver = receivers[r]
+            r += 1
             do {
                 if let callback = receiver.callback {
                     try callback(call)
                 } else if let wire {
-                    try _Step.run(receiver.receiveSteps, wire) { receiver.endpoint.receive($0) }
+                    if receiver.receiveSteps.isEmpty {
+                        receiver.endpoint.receive(wire)
+                    } else {
+                        try _Step.run(receiver.receiveSteps, wire) { receiver.endpoint.receive($0) }
+                    }
                 }
             } catch {
                 outcome.note(error)

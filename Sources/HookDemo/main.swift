@@ -1,8 +1,9 @@
-// hook-demo: a tour of Hook. `swift run hook-demo` runs the tour;
+// hook-demo: a tour of Hook and HookBind. `swift run hook-demo` runs the tour;
 // `swift run -c release hook-demo overhead` measures what a hook costs.
 import CHookDemoSupport
 import Foundation
 import Hook
+import HookBind
 
 typealias BinaryOp = @convention(c) (Int64, Int64) -> Int64
 
@@ -85,6 +86,7 @@ func tour() throws {
     withExtendedLifetime(add) {}  // `hooked` points into `add`: keep it alive until here
 
     try swiftTour()
+    try fishBindTour()
 }
 
 /// Classes for the Swift half of the tour.
@@ -314,6 +316,7 @@ func swiftOverhead(iterations n: Int) throws {
     row("plain stored property set", storeNs, storeNs, target: "")
     row("@Hooked set, no hooks", hookedNs, storeNs, target: "<= +2 ns")
     row("@Hooked set, one after hook reading the new value", hookedAfterNs, storeNs, target: "")
+    try bindingOverhead(iterations: n) { row($0, $1, $2, target: $3) }
 }
 
 do {

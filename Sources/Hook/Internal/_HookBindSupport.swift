@@ -24,8 +24,8 @@ public final class _VisibleLock: Sendable {
     public init() {}
 
     /// Runs `body` holding the lock.
-    public func withLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        try mutex.withVisibleLock(self) { (_: inout ()) throws(E) -> R in try body() }
+    public func withLock(_ body: () throws -> Void) rethrows {
+        try mutex.withVisibleLock(self) { (_: inout ()) throws -> Void in try body() }
     }
 }
 

@@ -1,0 +1,186 @@
+// The FishBind seed, example by example, in Swift: its objects, its
+// bindings, and its output lines.
+import Foundation
+import Hook
+import HookBind
+
+final class TestA {
+    /// FishBind's TestA declares `name` with `setter=setUserName:, getter=userName`.
+    @Hooked var name = ""
+    var userName: String {
+        get { name }
+        set { name = newValue }
+    }
+}
+
+final class TestB {
+    @Hooked var bName = ""
+}
+
+final class TestD {
+    private(set) var DK_Name = ""
+    /// FishBind binds TestD by its setter, `setDK_Name:`: a hookable method.
+    @HookableMethod(TestD.storeDKName) var setDK_Name
+    private func storeDKName(_ name: String) { DK_Name = name }
+}
+
+/// The seed's view controller: `viewDidLoad` makes the bindings; the two
+/// appearance methods print "1" and "3", their observers "2" and "4".
+final class ViewController {
+    @HookableMethod(ViewController.willAppear) var viewWillAppear
+    @HookableMethod(ViewController.didAppear) var viewDidAppear
+
+    func viewDidLoad() throws {
+        // Bilateral binding
+        let objA = TestA(), objB = TestB(), objD = TestD()
+        try Binding.bind([
+            .both(objA, \.name) { callBack, deadFish in
+                deadFish.userName = try callBack.argument(0, as: String.self)
+            },
+            .both(objB, \.bName) { callBack, deadFish in
+                deadFish.bName = try callBack.argument(0, as: String.self)
+            },
+            .both(objD, \.setDK_Name) { callBack, deadFish in
+                deadFish.setDK_Name("DK_\(try callBack.argument(0, as: String.self))")
+            },
+        ])
+        func log() { print("TestA : name = \(objA.userName)\nTestB : bName = \(objB.bName)\nTestD : DK_Name = \(objD.DK_Name)") }
+
+        objA.name = "json"
+        log()
+        objB.bName = "GCD"
+        log()
+        objD.setDK_Name("apple")
+        log()
+
+        // Binding a block
+        let testBlock = ClosureHook(name: "testBlock") { (i: Double, j: Double) in i + j }
+        try Binding.bind([
+            .post(testBlock),
+            .observer(self) { callBack, deadFish in
+                print("\(callBack.args[0]) + \(callBack.args[1]) = \(callBack.result!)")
+            },
+        ])
+        let value = testBlock(3.1, 4.1)
+        print("value = \(value)")
+
+        // One-way method bindings
+        try Binding.bind([
+            .post(self, \.viewDidAppear),
+            .observer(self) { callBack, deadFish in print("======== 4 ===========") },
+        ])
+        try Binding.bind([
+            .post(self, \.viewWillAppear),
+            .observer(self) { callBack, deadFish in print("======== 2 ===========") },
+        ])
+    }
+
+    private func willAppear(_ animated: Bool) { print("======== 1 ===========") }
+    private func didAppear(_ animated: Bool) { print("======== 3 ===========") }
+}
+
+final class Scalar {
+    @Hooked var value = 0
+}
+
+final class TextField {
+    @Hooked var text = ""
+}
+
+final class Price {
+    @Hooked var amount = 0.0
+}
+
+func fishBindTour() throws {
+    section("HookBind: the FishBind seed (bilateral, block, method bindings)")
+    let viewController = ViewController()
+    try viewController.viewDidLoad()
+    viewController.viewWillAppear(true)
+    viewController.viewDidAppear(true)
+
+    section("HookBind: three properties, b is 100 times a and c")
+    let a = Scalar(), b = Scalar(), c = Scalar()
+    func fromB(_ call: CallBack) throws -> Int {
+        let value = try call.argument(0, as: Int.self)
+        return call.target === b ? value / 100 : value
+    }
+    try Binding.bind([
+        .both(a, \.value) { call, a in a.value = try fromB(call) },
+        .both(c, \.value) { call, c in c.value = try fromB(call) },
+        .both(b, \.value) { call, b in b.value = 100 * (try call.argument(0, as: Int.self)) },
+    ])
+    a.value = 3
+    print("a = 3    -> a = \(a.value), b = \(b.value), c = \(c.value)")
+    b.value = 700
+    print("b = 700  -> a = \(a.value), b = \(b.value), c = \(c.value)")
+
+    section("HookBind: a chain of transformers (String <-> NSNumber <-> Double)")
+    let formatter = NumberFormatter()
+    formatter.locale = Locale(identifier: "en_US_POSIX")
+    formatter.numberStyle = .decimal
+    let field = TextField(), price = Price()
+    field.$text.hookErrorHandler = { error, _ in print("refused: \(error)") }
+    try Binding.bind([
+        .both(field, \.text).transformed(by: Transformer.stringToNumber(formatter).then(.numberToDouble)),
+        .both(price, \.amount),
+    ])
+    field.text = "12.5"
+    print("text = \"12.5\"  -> amount = \(price.amount)")
+    price.amount = 0.25
+    print("amount = 0.25 -> text = \"\(field.text)\"")
+    field.text = "twelve"
+    print("text = \"twelve\" -> amount = \(price.amount)")
+
+    section("HookBind: a cycle of bindings ends")
+    let x = Scalar(), y = Scalar(), z = Scalar()
+    try Binding.bind([.both(x, \.value), .both(y, \.value)])
+    try Binding.bind([.both(y, \.value), .both(z, \.value)])
+    try Binding.bind([.both(z, \.value), .both(x, \.value)])
+    x.value = 42
+    print("x = 42 -> x = \(x.value), y = \(y.value), z = \(z.value)")
+
+    section("HookBind: a type mismatch is refused at bind time")
+    do {
+        try Binding.bind([.both(field, \.text), .both(price, \.amount)])
+    } catch {
+        print(error)
+    }
+}
+
+// MARK: Overhead of a binding
+
+/// The floor: the same three-way sync written by hand with `didSet`.
+final class DidSetNode {
+    final class Group { var syncing = false }
+    let group: Group
+    unowned(unsafe) var first: DidSetNode?
+    unowned(unsafe) var second: DidSetNode?
+    var value = 0 {
+        didSet {
+            guard !group.syncing else { return }
+            group.syncing = true
+            first.unsafelyUnwrapped.value = value
+            second.unsafelyUnwrapped.value = value
+            group.syncing = false
+        }
+    }
+
+    init(group: Group) { self.group = group }
+}
+
+@inline(never) func setDidSet(_ m: DidSetNode, _ v: Int) { m.value = v }
+@inline(never) func setScalar(_ m: Scalar, _ v: Int) { m.value = v }
+
+func bindingOverhead(iterations n: Int, row: (String, Double, Double, String) -> Void) throws {
+    let group = DidSetNode.Group()
+    let p = DidSetNode(group: group), q = DidSetNode(group: group), r = DidSetNode(group: group)
+    (p.first, p.second, q.first, q.second, r.first, r.second) = (q, r, p, r, p, q)
+    let a = Scalar(), b = Scalar(), c = Scalar()
+    try Binding.bind([.both(a, \.value), .both(b, \.value), .both(c, \.value)])
+    let floor = nanoseconds(n) { setLoop(p, $0, setDidSet) }
+    let bound = nanoseconds(n) { setLoop(a, $0, setScalar) }
+    precondition(q.value == n - 1 && r.value == n - 1 && b.value == n - 1 && c.value == n - 1)
+    withExtendedLifetime((p, q, r)) {}
+    row("three-way sync by hand with didSet (floor)", floor, floor, "")
+    row("three-way bilateral Binding of @Hooked, one set", bound, floor, "0 alloc")
+}
