@@ -1,0 +1,150 @@
+@_spi(HookBind) import Hook
+import Synchronization
+
+/// A one-to-many signal (XKVO's `XSignal`): ``emit(_:)`` delivers a value to
+/// every subscriber, in the order they subscribed.
+///
+/// ```swift
+/// let loginSignal = Signal<String>()
+/// loginSignal.subscribe(observer: self) { me, nick in print("listener 1:", nick) }
+/// let monitor = loginSignal.subscribe(observer: self) { me, nick in print("listener 2:", nick) }
+/// monitor.close()                                   // listener 2 hears nothing more
+/// loginSignal.emit("Ada")                           // listener 1: Ada
+/// ```
+///
+/// A signal is a hook point: ``emit(_:)`` calls a ``ClosureHook`` and each
+/// subscriber is an `after` hook on it (``hookPoint``), so everything Hook
+/// offers applies: other hooks may watch or veto emissions, and bindings can
+/// post from it (`Fish.post(signal.hookPoint)`).
+///
+/// ## During an emit
+/// - A subscriber added while a value is being emitted hears the next emit, not this one.
+/// - A monitor closed during an emit (by an earlier subscriber, or on another
+///   thread) is not called again from the moment `close()` returns, this emit included.
+/// - Emitting the same signal from inside one of its subscribers on the same
+///   thread delivers nothing (Hook's reentrancy guard): no recursion.
+///
+/// ## Observers
+/// A subscriber tied to an `observer` never keeps it alive (the block gets it
+/// as an argument) and is never called once the observer is gone. An observer
+/// that is a ``HookOwner`` releases the block the moment it deinitializes;
+/// for other objects Swift offers no way to learn of their death, so the block
+/// is detached at the signal's next emit and released at the next
+/// subscription or close after that (or with the signal).
+public final class Signal<Value>: @unchecked Sendable {
+    /// The hook point that emissions call.
+    public let hookPoint: ClosureHook<Value, Void>
+
+    public init(name: String = "signal") {
+        hookPoint = ClosureHook(name: name) { (_: Value) in }
+    }
+
+    /// Delivers `value` to every subscriber, in the order they subscribed.
+    public func emit(_ value: Value) {
+        hookPoint(value)
+    }
+
+    /// Subscribes `block`; it is called until the monitor is closed.
+    @discardableResult
+    public func subscribe(_ block: @escaping (Value) -> Void) -> SignalMonitor {
+        let monitor = SignalMonitor()
+        monitor.token = hookPoint.after { [flag = monitor.flag] call in
+            guard !flag.isClosed else { return }
+            block(try call.argument(0, as: Value.self))
+        }
+        return monitor
+    }
+
+    /// Subscribes `block` for as long as `observer` lives (or until the
+    /// monitor is closed). The block gets the observer, so it need not capture it.
+    @discardableResult
+    public func subscribe<Observer: AnyObject>(observer: Observer, _ block: @escaping (Observer, Value) -> Void) -> SignalMonitor {
+        let monitor = SignalMonitor()
+        monitor.token = hookPoint.add(.after, owner: observer) { [flag = monitor.flag] observer, call in
+            guard !flag.isClosed else { return }
+            block(observer, try call.argument(0, as: Value.self))
+        }
+        return monitor
+    }
+
+    /// The number of subscribers (closed ones and those of dead observers
+    /// included until they are detached).
+    public var subscriberCount: Int { hookPoint.hookCount }
+}
+
+/// What subscribing returns (XKVO's `XSignalMonitor`): ``close()`` stops delivery.
+public final class SignalMonitor: @unchecked Sendable {
+    /// Shared with the subscriber's hook (which must not hold the monitor:
+    /// the monitor holds the token, which holds the hook point).
+    final class Flag: Sendable {
+        let closed = Atomic<Bool>(false)
+        var isClosed: Bool { closed.load(ordering: .acquiring) }
+    }
+
+    let flag = Flag()
+    var token: HookToken?
+
+    init() {}
+
+    /// Stops delivery at once and releases the block. Idempotent, from any thread.
+    public func close() {
+        guard !flag.closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        token?.remove()
+    }
+
+    /// Whether ``close()`` was called.
+    public var isClosed: Bool { flag.isClosed }
+}
+
+/// One change of an observed property (XKVO's `XKVOValue`).
+public struct PropertyChange<Value> {
+    /// The value before the set (equal to ``newValue`` for the initial notification).
+    public let oldValue: Value
+    /// The value set.
+    public let newValue: Value
+    /// Whether this is the current value delivered when observation started, not a change.
+    public let isInitial: Bool
+}
+
+/// Observing `@Hooked` properties with old and new values (XKVO's `xkvo_addObserver`).
+public enum KVO {
+    /// Calls `block` after every set of `object`'s `@Hooked` property at
+    /// `keyPath`, with the old and new values; with `initial`, first once
+    /// with the current value (``PropertyChange/isInitial``). Every set
+    /// counts, also one with the same value (as with KVO).
+    ///
+    /// ```swift
+    /// try KVO.observe(self, \.testCount, observer: self, initial: true) { change in
+    ///     print(change.isInitial ? "initial" : "", change.oldValue, "==>", change.newValue)
+    /// }
+    /// ```
+    ///
+    /// - Parameter observer: The block runs while it lives (see ``Signal``);
+    ///   nil: until the monitor is closed.
+    /// - Throws: ``BindError`` `.notHookable` if the key path does not name a `@Hooked` property.
+    @discardableResult
+    public static func observe<Object: AnyObject, Value>(
+        _ object: Object, _ keyPath: ReferenceWritableKeyPath<Object, Value>,
+        observer: AnyObject? = nil, initial: Bool = false,
+        _ block: @escaping (PropertyChange<Value>) -> Void
+    ) throws(BindError) -> SignalMonitor {
+        let point: PropertyHook<Value>
+        do {
+            point = try PropertyHook.of(object, keyPath)
+        } catch {
+            throw BindError(.notHookable, error.detail)
+        }
+        let monitor = SignalMonitor()
+        if initial {
+            let current = point._currentValue
+            block(PropertyChange(oldValue: current, newValue: current, isInitial: true))
+        }
+        monitor.token = point.after(owner: observer) { [flag = monitor.flag] call in
+            guard !flag.isClosed, !call.isVetoed else { return }
+            let change = PropertyChange(oldValue: try call.oldValue(as: Value.self),
+                                        newValue: try call.argument(0, as: Value.self), isInitial: false)
+            block(change)
+        }
+        return monitor
+    }
+}
