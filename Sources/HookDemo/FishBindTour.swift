@@ -184,3 +184,29 @@ func bindingOverhead(iterations n: Int, row: (String, Double, Double, String) ->
     row("three-way sync by hand with didSet (floor)", floor, floor, "")
     row("three-way bilateral Binding of @Hooked, one set", bound, floor, "0 alloc")
 }
+
+// MARK: XKVO
+
+/// XKVO's ViewController: a counted property and a login signal.
+final class XKVOViewController {
+    @Hooked var testCount = 0
+    let loginSignal = Signal<String>()
+
+    func viewDidLoad() throws {
+        try KVO.observe(self, \.testCount, observer: self, initial: true) { kvoValue in
+            print("监听到 testCount 属性变化 \(kvoValue.isInitial ? "初始值 " : "")\(kvoValue.oldValue) ==> \(kvoValue.newValue)")
+        }
+        testCount += 1
+
+        loginSignal.subscribe(observer: self) { _, x in print("监听者1号 收到账号登录事件 nick:\(x)") }
+        let monitor = loginSignal.subscribe(observer: self) { _, x in print("监听者2号 收到账号登录事件 nick:\(x)") }
+        monitor.close()  // listener 2 prints nothing
+        loginSignal.subscribe(observer: self) { _, x in print("监听者3号 收到账号登录事件 nick:\(x)") }
+        loginSignal.emit("小白菜")
+    }
+}
+
+func xkvoTour() throws {
+    section("HookBind: the XKVO seed (property observation with an initial value, a signal)")
+    try XKVOViewController().viewDidLoad()
+}

@@ -87,6 +87,7 @@ func tour() throws {
 
     try swiftTour()
     try fishBindTour()
+    try xkvoTour()
 }
 
 /// Classes for the Swift half of the tour.
