@@ -117,7 +117,9 @@ public final class Binding: @unchecked Sendable {
                 guard let sent = poster.carriedType else {
                     throw BindError(.typeMismatch, "\(poster) sends no single value (its calls have several arguments and no result), so \(receiver) cannot be set from it; receive it with a callback")
                 }
-                let accepted = receiver.acceptedType!
+                guard let accepted = receiver.acceptedType else {
+                    throw BindError(.typeMismatch, "\(receiver) cannot be set; give it a callback")
+                }
                 guard sent == accepted else {
                     throw BindError(.typeMismatch, "\(poster) sends \(sent) but \(receiver) receives \(accepted); add a Transformer<\(sent), \(accepted)> to one of them")
                 }
@@ -129,16 +131,16 @@ public final class Binding: @unchecked Sendable {
     }
 
     private static func checkSteps(_ fish: Fish) throws(BindError) {
-        if let start = fish.endpoint.postType ?? (fish.postSteps.isEmpty ? nil : Void.self) {
-            var type = start
+        if let first = fish.postSteps.first {
+            guard var type = fish.endpoint.postType else {
+                throw BindError(.typeMismatch, "\(fish) sends no single value, but its transformer takes \(first.input)")
+            }
             for step in fish.postSteps {
                 guard step.input == type else {
                     throw BindError(.typeMismatch, "\(fish) sends \(type) but its transformer takes \(step.input)")
                 }
                 type = step.output
             }
-        } else if let first = fish.postSteps.first {
-            throw BindError(.typeMismatch, "\(fish) sends no single value, but its transformer takes \(first.input)")
         }
         guard fish.receivesValues, !fish.receiveSteps.isEmpty, let end = fish.endpoint.receiveType else { return }
         var type = fish.receiveSteps[0].input
