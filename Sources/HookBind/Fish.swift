@@ -109,7 +109,8 @@ public struct Fish: CustomStringConvertible {
         callBack: ((CallBack, Object) throws -> Void)? = nil
     ) -> Fish {
         let endpoint = propertyEndpoint(object, property)
-        return Fish(.both, endpoint, callback: callBack.map { callback(object, $0) })
+        let box = (endpoint as? _PropertyEndpoint<Object, Value>)?.object ?? _Weak(object)
+        return Fish(.both, endpoint, callback: callBack.map { callback(box, $0) })
     }
 
     // MARK: Methods
@@ -125,7 +126,9 @@ public struct Fish: CustomStringConvertible {
         _ object: Object, _ method: KeyPath<Object, (repeat each A) -> R>,
         callBack: @escaping (CallBack, Object) throws -> Void
     ) -> Fish {
-        Fish(.both, methodEndpoint(object, method), callback: callback(object, callBack))
+        let endpoint = methodEndpoint(object, method)
+        let box = (endpoint as? _MethodEndpoint<Object>)?.object ?? _Weak(object)
+        return Fish(.both, endpoint, callback: callback(box, callBack))
     }
 
     // MARK: Closures and C functions
@@ -189,10 +192,7 @@ public struct Fish: CustomStringConvertible {
         }
     }
 
-    static func callback<Object: AnyObject>(_ object: Object, _ body: @escaping (CallBack, Object) throws -> Void) -> _Callback {
-        callback(_Weak(object), body)
-    }
-
+    /// A callback that gets the object from the endpoint's own weak reference (one per fish).
     static func callback<Object: AnyObject>(_ box: _Weak<Object>, _ body: @escaping (CallBack, Object) throws -> Void) -> _Callback {
         { call in
             guard let object = box.object else { return }

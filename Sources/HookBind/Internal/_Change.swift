@@ -69,7 +69,4 @@ struct _Change {
             }
         }
     }
-
-    /// Whether the calling thread is delivering a change.
-    static var isDelivering: Bool { _BindingThread.change != nil }
 }
