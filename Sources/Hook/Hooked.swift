@@ -91,9 +91,9 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     /// The property's value (read and written by the object's accessors).
     @exclusivity(unchecked) @usableFromInline var value: Value
 
-    init(_ value: Value) {
+    init(_ value: Value, name: String? = nil) {
         self.value = value
-        super.init(name: nil, shape: _CallShape(kind: "property", arguments: Value.self, result: Void.self, canThrow: false), target: nil)
+        super.init(name: name, shape: _CallShape(kind: "property", arguments: Value.self, result: Void.self, canThrow: false), target: nil)
     }
 
     /// The hook point of `object`'s `@Hooked` property at `keyPath`.
@@ -156,6 +156,12 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     var _object: Unmanaged<AnyObject>? {
         let bits = objectBits.load(ordering: .acquiring)
         return bits == 0 ? nil : Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)
+    }
+
+    /// Records `object` as the target of this point's calls, unretained and
+    /// without reflection (a point made by its object, named at creation).
+    func _setTarget(_ object: AnyObject) {
+        objectBits.store(Int(bitPattern: Unmanaged.passUnretained(object).toOpaque()), ordering: .releasing)
     }
 
     /// Learns the object (and the property's name) when the hook point is

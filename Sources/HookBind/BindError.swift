@@ -22,6 +22,8 @@ public struct BindError: Error, Equatable, CustomStringConvertible, Sendable {
         case missingReverse
         /// A transformer could not convert a value (reported while a change is delivered).
         case transformFailed
+        /// An offset outside an ``ObservableArray``.
+        case indexOutOfRange
     }
 
     public let kind: Kind

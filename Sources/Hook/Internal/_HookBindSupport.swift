@@ -30,6 +30,22 @@ public final class _VisibleLock: Sendable {
 }
 
 extension PropertyHook {
+    /// A hook point holding `value` for an object that is not a `@Hooked`
+    /// property's owner (HookBind's `Observable`, `Computed`), named `name`.
+    @_spi(HookBind)
+    public static func _standalone(_ value: Value, name: String) -> PropertyHook<Value> {
+        PropertyHook(value, name: name)
+    }
+
+    /// Makes `object` the target of this point's calls. The object must own
+    /// the point and be the only one to set it (it is not retained).
+    @_spi(HookBind)
+    public func _adopt(by object: AnyObject) { _setTarget(object) }
+
+    /// Stores `newValue` without a call: no hook sees it.
+    @_spi(HookBind)
+    public func _storeSilently(_ newValue: Value) { value = newValue }
+
     /// The stored value. Only while the object is alive.
     @_spi(HookBind)
     public var _currentValue: Value { value }

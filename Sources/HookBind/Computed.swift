@@ -1,0 +1,192 @@
+@_spi(HookBind) import Hook
+
+/// A read-only value computed by a closure, kept up to date as the values it
+/// reads change (Fisticuffs' `Computed`, with automatic dependency tracking).
+///
+/// ```swift
+/// let name = Observable("")
+/// let greeting = Computed { "Hello, " + name.value }
+/// greeting.subscribe { _, newValue in print(newValue) }
+/// name.value = "world"                   // prints "Hello, world"
+/// ```
+///
+/// ## Dependencies
+/// Every ``Observable``, ``ObservableArray`` or other ``Computed`` whose
+/// `value` the closure reads is a dependency, found anew at each evaluation:
+/// one no longer read (a branch not taken) is dropped, and its changes no
+/// longer cause work.
+///
+/// ## When it evaluates
+/// Once when made; then, after a dependency changed, when it is read or,
+/// if it has subscribers, once the write (or the outermost ``batch(_:)``)
+/// ends. It evaluates only if a dependency really changed, after bringing its
+/// dependencies up to date: in a diamond (`a` -> `b`, `a` -> `c`,
+/// `b` + `c` -> `d`) a change of `a` evaluates `d` once, and `d` never sees
+/// a new `b` with an old `c`. With an `Equatable` value, a result equal to the
+/// previous one is no change: subscribers are not called and computeds that
+/// read it do not evaluate.
+///
+/// ## Subscribers
+/// Its value is published in a hook point, ``hookPoint``, and subscribers are
+/// hooks on it: a change is a call there, with the previous and new value.
+/// Reading the computed inside its own subscriber gives the new value, with
+/// no evaluation. A computed that reads itself (directly or through others)
+/// gets its previous value there instead of recursing.
+///
+/// A computed lives as long as you keep it (or a computed that reads it);
+/// its dependencies hold it weakly.
+public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecked Sendable {
+    /// The hook point where each new value is published; subscribers are hooks on it.
+    public let hookPoint: PropertyHook<Value>
+    let _node = _Node()
+
+    private enum State { case clean, dirty, evaluating }
+
+    private let compute: () -> Value
+    private let isEqual: ((Value, Value) -> Bool)?
+    private var cache: Value
+    private var dependencies: [_Dependency]
+    private var state = State.clean
+    private var publishedVersion: UInt64 = 0
+    private var queued = false
+    private var evaluations = 0
+
+    /// A computed value; `compute` runs at once to find its dependencies.
+    public init(name: String = "computed", _ compute: @escaping () -> Value) {
+        _Graph.lock.lock()
+        defer { _Graph.lock.unlock() }
+        (self.compute, self.isEqual) = (compute, nil)
+        (cache, dependencies) = _Graph.evaluate(compute)
+        hookPoint = PropertyHook._standalone(cache, name: name)
+        attach()
+    }
+
+    /// A computed value whose equal results are no change; `compute` runs at once.
+    public init(name: String = "computed", _ compute: @escaping () -> Value) where Value: Equatable {
+        _Graph.lock.lock()
+        defer { _Graph.lock.unlock() }
+        (self.compute, self.isEqual) = (compute, { $0 == $1 })
+        (cache, dependencies) = _Graph.evaluate(compute)
+        hookPoint = PropertyHook._standalone(cache, name: name)
+        attach()
+    }
+
+    /// The rest of `init`, under the graph's lock (so no change is missed
+    /// between the first evaluation and registering with its dependencies).
+    private func attach() {
+        hookPoint._adopt(by: self)
+        evaluations = 1
+        register(dependencies, replacing: [])
+    }
+
+    deinit {
+        _Graph.locked {
+            for dependency in dependencies { dependency.source._node.removeDependent(self) }
+        }
+    }
+
+    /// The current value, brought up to date first. Reading it inside another
+    /// ``Computed`` makes this one a dependency.
+    public var value: Value {
+        _Graph.locked {
+            if state != .evaluating {
+                _refresh()
+                _Graph.track(self)
+            }
+            return cache
+        }
+    }
+
+    /// How many times the closure ran (for tests and tuning).
+    public var evaluationCount: Int { _Graph.locked { evaluations } }
+
+    /// The values read by the last evaluation (for tests and tuning).
+    public var dependencyCount: Int { _Graph.locked { dependencies.count } }
+
+    // MARK: The graph
+
+    var _height: Int { _node.height }
+
+    func _refresh() {
+        guard state == .dirty else { return }
+        var changed = false
+        for dependency in dependencies {
+            dependency.source._refresh()
+            if dependency.source._node.version != dependency.version {
+                changed = true
+                break
+            }
+        }
+        if changed {
+            recompute()
+        } else {
+            state = .clean
+        }
+    }
+
+    private func recompute() {
+        state = .evaluating
+        let (value, found) = _Graph.evaluate(compute)
+        evaluations += 1
+        state = .clean
+        let old = dependencies
+        dependencies = found
+        register(found, replacing: old)
+        if let isEqual, isEqual(cache, value) { return }
+        cache = value
+        _node.version &+= 1
+    }
+
+    /// Makes this computed a dependent of what it read, and no longer of what it stopped reading.
+    private func register(_ found: [_Dependency], replacing old: [_Dependency]) {
+        var height = 0
+        for dependency in found {
+            dependency.source._node.addDependent(self)
+            height = max(height, dependency.source._node.height + 1)
+        }
+        for dependency in old where !found.contains(where: { $0.source === dependency.source }) {
+            dependency.source._node.removeDependent(self)
+        }
+        _node.height = height
+    }
+
+    func _markDirty() {
+        guard state == .clean else { return }
+        state = .dirty
+        if hookPoint.hasHooks, !queued {
+            queued = true
+            _Graph.enqueue(self)
+        }
+        _Graph.markDependents(of: _node)
+    }
+
+    func _publishIfChanged() {
+        queued = false
+        _refresh()
+        guard _node.version != publishedVersion else { return }
+        publishedVersion = _node.version
+        hookPoint._setThroughHooks(cache)
+    }
+
+    // MARK: Subscribing
+
+    /// Calls `block` on each change, as `options` say (see ``Subscribable``).
+    @discardableResult
+    public func subscribe(_ options: SubscriptionOptions, _ block: @escaping (Value?, Value) -> Void) -> Subscription {
+        _Graph.locked {
+            _refresh()
+            if !hookPoint.hasHooks, publishedVersion != _node.version {
+                // Nobody heard the changes made while unobserved: start from now.
+                hookPoint._storeSilently(cache)
+                publishedVersion = _node.version
+            }
+            let subscription = Subscription(hookPoint._subscribe(options, Value.self, block))
+            if options.notifyOnSubscription { block(nil, cache) }
+            return subscription
+        }
+    }
+}
+
+extension Computed: CustomStringConvertible {
+    public var description: String { "Computed(\(value))" }
+}

@@ -1,0 +1,200 @@
+import Foundation
+
+// The dependency graph of Observable, Computed and ObservableArray.
+//
+// Every value lives in a hook point (a `PropertyHook`), and every change that
+// subscribers hear is a call at that point. What this file adds is *when*
+// those calls happen: a write marks the computeds that read the written value
+// as dirty; once the write (or the outermost batch) ends, the computeds that
+// have subscribers are brought up to date in order of their height in the
+// graph and publish their new value with a call at their own hook point.
+// A dirty computed recomputes only when one of its dependencies really
+// changed (versions), and pulls its dependencies first, so in a diamond
+// (A -> B, A -> C, B + C -> D) D runs once per change of A and never reads a
+// stale B or C.
+//
+// All of it runs under one recursive lock: reads, writes, evaluations,
+// subscriptions and the delivery of changes of this graph. A thread sees
+// either none or all of a change (or of a batch).
+
+/// One value of the graph, as its dependents know it.
+final class _Node {
+    /// Bumped on every change of the value.
+    var version: UInt64 = 0
+    /// Computeds that read this value in their last evaluation (held weakly).
+    var dependents: [ObjectIdentifier: _WeakDependent] = [:]
+    /// 0 for sources; 1 + the highest dependency for computeds.
+    var height = 0
+    /// Set by an observable's own hook when a call at its point stored a value.
+    var storedByHook = false
+
+    func addDependent(_ dependent: any _Dependent) {
+        dependents[ObjectIdentifier(dependent)] = _WeakDependent(dependent)
+    }
+
+    func removeDependent(_ dependent: any _Dependent) {
+        dependents[ObjectIdentifier(dependent)] = nil
+    }
+}
+
+struct _WeakDependent {
+    weak var value: (any _Dependent)?
+    init(_ value: any _Dependent) { self.value = value }
+}
+
+/// Something a computed can read: it refreshes itself before being read.
+protocol _Source: AnyObject {
+    var _node: _Node { get }
+    /// Brings the value up to date (computeds); nothing for sources.
+    func _refresh()
+}
+
+/// A computed value: told when a dependency changed, asked to publish.
+protocol _Dependent: AnyObject {
+    func _markDirty()
+    func _publishIfChanged()
+    var _height: Int { get }
+}
+
+/// One dependency as recorded by an evaluation.
+struct _Dependency {
+    let source: any _Source
+    let version: UInt64
+}
+
+/// The graph's state, only touched under ``_Graph/lock``.
+final class _GraphState: @unchecked Sendable {
+    /// The evaluations running on the lock's holder, innermost last.
+    var evaluations: [_Evaluation] = []
+    var batchDepth = 0
+    /// Deferred calls of observables written in the current batch, in the order first written.
+    var commits: [() -> Void] = []
+    var committed: Set<ObjectIdentifier> = []
+    /// Computeds with subscribers that must be brought up to date and published.
+    var pending: [any _Dependent] = []
+    var spare: [any _Dependent] = []
+    var flushing = false
+}
+
+/// What one evaluation of a computed read.
+final class _Evaluation {
+    var dependencies: [_Dependency] = []
+    var seen: Set<ObjectIdentifier> = []
+}
+
+enum _Graph {
+    /// Recursive: subscribers and computeds read and write the graph from
+    /// inside its delivery. ThreadSanitizer sees it (a pthread mutex).
+    static let lock: NSRecursiveLock = {
+        let lock = NSRecursiveLock()
+        lock.name = "HookBind graph"
+        return lock
+    }()
+
+    static let state = _GraphState()
+
+    /// How many rounds of publishing one change may cause (subscribers that
+    /// write what they observe start new rounds) before the rest is dropped.
+    static let maximumRounds = 1_000
+
+    @inline(__always)
+    static func locked<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    /// Records that the running evaluation, if any, read `source`.
+    static func track(_ source: any _Source) {
+        guard let evaluation = state.evaluations.last else { return }
+        let id = ObjectIdentifier(source)
+        guard evaluation.seen.insert(id).inserted else { return }
+        evaluation.dependencies.append(_Dependency(source: source, version: source._node.version))
+    }
+
+    /// Runs `compute`, recording what it reads.
+    static func evaluate<Value>(_ compute: () -> Value) -> (Value, [_Dependency]) {
+        let evaluation = _Evaluation()
+        state.evaluations.append(evaluation)
+        defer { state.evaluations.removeLast() }
+        let value = compute()
+        return (value, evaluation.dependencies)
+    }
+
+    /// A value changed: bump its version and mark what depends on it.
+    static func changed(_ node: _Node) {
+        node.version &+= 1
+        markDependents(of: node)
+    }
+
+    static func markDependents(of node: _Node) {
+        for (id, weak) in node.dependents {
+            if let dependent = weak.value {
+                dependent._markDirty()
+            } else {
+                node.dependents[id] = nil
+            }
+        }
+    }
+
+    /// Schedules a computed with subscribers to be published.
+    static func enqueue(_ dependent: any _Dependent) {
+        state.pending.append(dependent)
+    }
+
+    /// Publishes what changed, unless a batch or another flush is running.
+    static func flush() {
+        guard !state.flushing, state.batchDepth == 0 else { return }
+        state.flushing = true
+        defer { state.flushing = false }
+        var rounds = 0
+        while !state.commits.isEmpty || !state.pending.isEmpty {
+            if !state.commits.isEmpty {
+                // Observables written in a batch (also one a subscriber ran): one call each.
+                let commits = state.commits
+                state.commits = []
+                state.committed = []
+                for commit in commits { commit() }
+                continue
+            }
+            rounds += 1
+            if rounds > maximumRounds {
+                FileHandle.standardError.write(Data("HookBind: changes kept causing changes for \(maximumRounds) rounds (a subscriber writes what it observes?); the rest were dropped\n".utf8))
+                state.pending.removeAll()
+                break
+            }
+            var work = state.spare
+            swap(&work, &state.pending)
+            if work.count > 1 { work.sort { $0._height < $1._height } }
+            for dependent in work { dependent._publishIfChanged() }
+            work.removeAll(keepingCapacity: true)
+            state.spare = work
+        }
+    }
+}
+
+/// Groups the writes of `body` into one change: observables written in it
+/// are called at their hook points once, from their value before the batch
+/// to the last one written, and computeds are brought up to date once, after
+/// `body` returns.
+///
+/// ```swift
+/// batch {
+///     firstName.value = "Ada"
+///     lastName.value = "Lovelace"
+/// }   // fullName's subscribers hear "Ada Lovelace" once
+/// ```
+///
+/// Inside the batch, reads see the values written so far. Other threads see
+/// the graph before or after the whole batch, never in between. Batches nest;
+/// the outermost one publishes.
+public func batch<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+    _Graph.lock.lock()
+    defer { _Graph.lock.unlock() }
+    _Graph.state.batchDepth += 1
+    defer {
+        _Graph.state.batchDepth -= 1
+        _Graph.flush()
+    }
+    return try body()
+}

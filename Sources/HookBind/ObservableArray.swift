@@ -1,0 +1,303 @@
+@_spi(HookBind) import Hook
+
+/// One change of an ``ObservableArray``: what a table view needs to animate
+/// it (deletions, insertions and moves), computed from the identities of the
+/// elements, so it is exact for any `Element`, `Equatable` or not.
+public struct ArrayChange<Element> {
+    /// A move of one element.
+    public struct Move: Equatable, Sendable {
+        /// Its offset in ``ArrayChange/oldElements``.
+        public let from: Int
+        /// Its offset in ``ArrayChange/elements``.
+        public let to: Int
+
+        public init(from: Int, to: Int) {
+            self.from = from
+            self.to = to
+        }
+    }
+
+    /// The elements before the change.
+    public let oldElements: [Element]
+    /// The elements after it.
+    public let elements: [Element]
+    /// Offsets in ``oldElements`` of the elements removed, ascending.
+    public let deletions: [Int]
+    /// Offsets in ``elements`` of the elements added, ascending.
+    public let insertions: [Int]
+    /// Elements that changed place (neither deleted nor inserted).
+    public let moves: [Move]
+    /// Whether the whole array was replaced (`value = ...`, ``ObservableArray/replaceAll(with:)``):
+    /// every old element is deleted and every new one inserted.
+    public let isReplacement: Bool
+
+    /// Whether nothing changed.
+    public var isEmpty: Bool { deletions.isEmpty && insertions.isEmpty && moves.isEmpty }
+}
+
+/// An observable array whose subscribers also get each change as deletions,
+/// insertions and moves (the Linux counterpart of Fisticuffs' table bindings).
+///
+/// ```swift
+/// let days = ObservableArray(["Sunday", "Monday", "Tuesday"])
+/// days.subscribeChanges { change in
+///     print("deleted", change.deletions, "inserted", change.insertions, "moved", change.moves)
+/// }
+/// try days.move(from: 0, to: 2)          // moved [Move(from: 0, to: 2)]
+/// try days.edit { days in                // several edits, one change
+///     days.append("Wednesday")
+///     try days.remove(at: 0)
+/// }
+/// ```
+///
+/// It is an ``Observable`` of `[Element]` underneath (``hookPoint``, `subscribe`
+/// with old and new arrays, dependencies of computeds), so each change is one
+/// call at that hook point. Writes in a ``batch(_:)`` make one change, from
+/// the array before the batch to the last one.
+///
+/// Offsets out of range throw ``BindError`` (`.indexOutOfRange`) naming the
+/// offset and the count; the array is left as it was.
+public final class ObservableArray<Element>: Subscribable, @unchecked Sendable {
+    public typealias Value = [Element]
+
+    let storage: Observable<[Element]>
+    /// Identities of the elements, parallel to the stored array, and the change being delivered.
+    private let identities: _Identities<Element>
+
+    public init(_ elements: [Element] = [], name: String = "array") {
+        storage = Observable(elements, name: name)
+        identities = _Identities(count: elements.count)
+        // After the graph's own hook, before any subscriber: work out the change.
+        storage.hookPoint.after { [identities] call in
+            identities.settle(vetoed: call.isVetoed, stored: try call.argument(0, as: [Element].self),
+                              old: try call.oldValue(as: [Element].self))
+        }
+    }
+
+    /// The hook point every change calls (a `[Element]` property).
+    public var hookPoint: PropertyHook<[Element]> { storage.hookPoint }
+
+    /// The elements. Setting replaces the whole array (a change with ``ArrayChange/isReplacement``).
+    public var value: [Element] {
+        get { storage.value }
+        set { replaceAll(with: newValue) }
+    }
+
+    /// The number of elements.
+    public var count: Int { storage.value.count }
+
+    /// The element at `index`.
+    /// - Throws: ``BindError`` `.indexOutOfRange`.
+    public func element(at index: Int) throws(BindError) -> Element {
+        try _Graph.locked { () throws(BindError) -> Element in
+            let elements = storage.value
+            try ArrayEditor<Element>.check(index, elements.count, "read at")
+            return elements[index]
+        }
+    }
+
+    /// Applies the edits `body` makes as one change.
+    @discardableResult
+    public func edit<R, E: Error>(_ body: (inout ArrayEditor<Element>) throws(E) -> R) throws(E) -> R {
+        _Graph.lock.lock()
+        defer { _Graph.lock.unlock() }
+        // Start from what is stored: in a batch, edits not yet delivered.
+        let base = identities.pending ?? (identities.current, false)
+        var editor = ArrayEditor(storage.hookPoint._currentValue, base.ids, identities)
+        let result = try body(&editor)
+        if editor.edited {
+            identities.pending = (editor.ids, base.replaced || editor.replaced)
+            storage._write(editor.elements)
+        }
+        return result
+    }
+
+    public func append(_ element: Element) { edit { $0.append(element) } }
+    public func append(contentsOf elements: [Element]) { edit { $0.append(contentsOf: elements) } }
+    /// - Throws: ``BindError`` `.indexOutOfRange` unless `0...count` holds `index`.
+    public func insert(_ element: Element, at index: Int) throws(BindError) {
+        try edit { (editor) throws(BindError) in try editor.insert(element, at: index) }
+    }
+    /// - Throws: ``BindError`` `.indexOutOfRange`.
+    @discardableResult
+    public func remove(at index: Int) throws(BindError) -> Element {
+        try edit { (editor) throws(BindError) in try editor.remove(at: index) }
+    }
+    /// - Throws: ``BindError`` `.indexOutOfRange`.
+    public func replace(at index: Int, with element: Element) throws(BindError) {
+        try edit { (editor) throws(BindError) in try editor.replace(at: index, with: element) }
+    }
+    /// Moves the element at `from` so that it ends at `to`.
+    /// - Throws: ``BindError`` `.indexOutOfRange`.
+    public func move(from: Int, to: Int) throws(BindError) {
+        try edit { (editor) throws(BindError) in try editor.move(from: from, to: to) }
+    }
+    public func removeAll() { edit { $0.removeAll() } }
+    public func replaceAll(with elements: [Element]) { edit { $0.replaceAll(with: elements) } }
+
+    /// Calls `block` with the old and new arrays on each change (see ``Subscribable``).
+    @discardableResult
+    public func subscribe(_ options: SubscriptionOptions, _ block: @escaping ([Element]?, [Element]) -> Void) -> Subscription {
+        storage.subscribe(options, block)
+    }
+
+    /// Calls `block` with each change as deletions, insertions and moves.
+    @discardableResult
+    public func subscribeChanges(_ block: @escaping (ArrayChange<Element>) -> Void) -> Subscription {
+        Subscription(storage.hookPoint.after { [identities] call in
+            guard !call.isVetoed, let change = identities.delivering else { return }
+            block(change)
+        })
+    }
+}
+
+/// Several edits of an ``ObservableArray`` that make one change (``ObservableArray/edit(_:)``).
+public struct ArrayEditor<Element> {
+    /// The elements as edited so far.
+    public private(set) var elements: [Element]
+    fileprivate var ids: [UInt64]
+    fileprivate var replaced = false
+    fileprivate var edited = false
+    private let identities: _Identities<Element>
+
+    fileprivate init(_ elements: [Element], _ ids: [UInt64], _ identities: _Identities<Element>) {
+        self.elements = elements
+        self.ids = ids
+        self.identities = identities
+    }
+
+    public var count: Int { elements.count }
+
+    /// Throws unless `0..<limit` holds `index` (`limit` is `count + 1` for an insertion).
+    static func check(_ index: Int, _ limit: Int, _ what: String, count: Int? = nil) throws(BindError) {
+        guard index >= 0, index < limit else {
+            throw BindError(.indexOutOfRange, "ObservableArray: cannot \(what) offset \(index) of an array of \(count ?? limit) elements")
+        }
+    }
+
+    public mutating func append(_ element: Element) {
+        elements.append(element)
+        ids.append(identities.next())
+        edited = true
+    }
+
+    public mutating func append(contentsOf newElements: [Element]) {
+        for element in newElements { append(element) }
+    }
+
+    /// - Throws: ``BindError`` `.indexOutOfRange` unless `0...count` holds `index`.
+    public mutating func insert(_ element: Element, at index: Int) throws(BindError) {
+        try Self.check(index, elements.count + 1, "insert at", count: elements.count)
+        elements.insert(element, at: index)
+        ids.insert(identities.next(), at: index)
+        edited = true
+    }
+
+    /// - Throws: ``BindError`` `.indexOutOfRange`.
+    @discardableResult
+    public mutating func remove(at index: Int) throws(BindError) -> Element {
+        try Self.check(index, elements.count, "remove at")
+        ids.remove(at: index)
+        edited = true
+        return elements.remove(at: index)
+    }
+
+    /// Puts `element` in place of the one at `index` (a deletion and an insertion at `index`).
+    /// - Throws: ``BindError`` `.indexOutOfRange`.
+    public mutating func replace(at index: Int, with element: Element) throws(BindError) {
+        try Self.check(index, elements.count, "replace at")
+        elements[index] = element
+        ids[index] = identities.next()
+        edited = true
+    }
+
+    /// - Throws: ``BindError`` `.indexOutOfRange` unless both offsets are in the array.
+    public mutating func move(from: Int, to: Int) throws(BindError) {
+        try Self.check(from, elements.count, "move from")
+        try Self.check(to, elements.count, "move to")
+        guard from != to else { return }
+        elements.insert(elements.remove(at: from), at: to)
+        ids.insert(ids.remove(at: from), at: to)
+        edited = true
+    }
+
+    public mutating func removeAll() {
+        elements.removeAll()
+        ids.removeAll()
+        edited = true
+    }
+
+    public mutating func replaceAll(with newElements: [Element]) {
+        elements = newElements
+        ids = newElements.map { _ in identities.next() }
+        replaced = true
+        edited = true
+    }
+}
+
+/// The identities of an array's elements, and the change being delivered.
+/// Only touched under the graph's lock.
+final class _Identities<Element>: @unchecked Sendable {
+    /// One identity per stored element.
+    var current: [UInt64]
+    /// The identities of what edits stored and no call delivered yet (an
+    /// edit in progress, a batch); nil: the stored array is `current`.
+    var pending: (ids: [UInt64], replaced: Bool)?
+    /// The change the current call delivers, for change subscribers.
+    var delivering: ArrayChange<Element>?
+    private var counter: UInt64 = 0
+
+    init(count: Int) {
+        current = []
+        current = (0..<count).map { _ in next() }
+    }
+
+    func next() -> UInt64 {
+        counter &+= 1
+        return counter
+    }
+
+    /// After a call at the array's hook point: adopt the new identities
+    /// and work out the change.
+    func settle(vetoed: Bool, stored: [Element], old: [Element]) {
+        delivering = nil
+        let pending = self.pending
+        self.pending = nil
+        guard !vetoed else { return }
+        var ids: [UInt64]
+        var replaced: Bool
+        if let pending, pending.ids.count == stored.count {
+            (ids, replaced) = pending
+        } else {
+            // Replaced by a hook, or written another way: all new elements.
+            (ids, replaced) = (stored.map { _ in next() }, true)
+        }
+        let previous = current
+        current = ids
+        delivering = Self.change(from: previous, to: ids, old: old, new: stored, replaced: replaced)
+    }
+
+    static func change(from oldIDs: [UInt64], to newIDs: [UInt64], old: [Element], new: [Element], replaced: Bool) -> ArrayChange<Element> {
+        if replaced {
+            return ArrayChange(oldElements: old, elements: new, deletions: Array(old.indices),
+                               insertions: Array(new.indices), moves: [], isReplacement: true)
+        }
+        var deletions: [Int] = [], insertions: [Int] = []
+        var moves: [ArrayChange<Element>.Move] = []
+        for step in newIDs.difference(from: oldIDs).inferringMoves() {
+            switch step {
+            case let .remove(offset, _, associatedWith):
+                if let to = associatedWith {
+                    moves.append(.init(from: offset, to: to))
+                } else {
+                    deletions.append(offset)
+                }
+            case let .insert(offset, _, associatedWith):
+                if associatedWith == nil { insertions.append(offset) }
+            }
+        }
+        return ArrayChange(oldElements: old, elements: new, deletions: deletions.sorted(),
+                           insertions: insertions.sorted(), moves: moves.sorted { $0.from < $1.from },
+                           isReplacement: false)
+    }
+}

@@ -1,0 +1,90 @@
+import Hook
+
+/// What ``Observable``, ``Computed``, ``ObservableArray`` and ``Event`` have
+/// in common (Fisticuffs' `Subscribable`): subscribers hear each change.
+///
+/// ```swift
+/// func show<S: Subscribable>(_ source: S) -> Subscription where S.Value == String {
+///     source.subscribe { _, new in print(new) }
+/// }
+/// ```
+///
+/// The block gets the old value and the new one; the old value is `nil` for
+/// an ``Event`` and for the notification made at subscription
+/// (``SubscriptionOptions/notifyOnSubscription``).
+public protocol Subscribable<Value>: AnyObject {
+    associatedtype Value
+
+    /// Calls `block` with the old and new value of each change, as `options` say.
+    ///
+    /// - Returns: A ``Subscription`` whose ``Subscription/dispose()`` stops the
+    ///   calls. Dropping it does not (store it in a ``HookBag`` to end it with an owner).
+    @discardableResult
+    func subscribe(_ options: SubscriptionOptions, _ block: @escaping (Value?, Value) -> Void) -> Subscription
+}
+
+extension Subscribable {
+    /// Calls `block` after each change, with the old and new value.
+    @discardableResult
+    public func subscribe(_ block: @escaping (Value?, Value) -> Void) -> Subscription {
+        subscribe(SubscriptionOptions(), block)
+    }
+}
+
+/// When a subscriber hears of a change (Fisticuffs' `SubscriptionOptions`).
+public struct SubscriptionOptions: Sendable, Equatable {
+    /// Before the new value is stored, or after.
+    public enum When: Sendable, Equatable {
+        /// The subscriber runs while the value is still the old one.
+        case beforeChange
+        /// The subscriber runs once the new value is stored (the default).
+        case afterChange
+    }
+
+    /// Whether subscribing calls the block at once with the current value (old value `nil`).
+    public var notifyOnSubscription: Bool
+    /// Before or after the change.
+    public var when: When
+
+    public init(notifyOnSubscription: Bool = false, when: When = .afterChange) {
+        self.notifyOnSubscription = notifyOnSubscription
+        self.when = when
+    }
+}
+
+/// What subscribing returns: ``dispose()`` stops delivery (a disposal token).
+public final class Subscription: Sendable {
+    private let token: HookToken
+
+    init(_ token: HookToken) {
+        self.token = token
+    }
+
+    /// Stops delivery and releases the block. Idempotent, from any thread,
+    /// also from inside the block.
+    public func dispose() { token.remove() }
+
+    /// Whether ``dispose()`` was called.
+    public var isDisposed: Bool { !token.isActive }
+
+    /// Puts the subscription in `bag`: it is disposed of when the bag goes
+    /// (with its ``HookOwner``) or by `bag.removeAll()`.
+    @discardableResult
+    public func store(in bag: HookBag) -> Subscription {
+        token.store(in: bag)
+        return self
+    }
+}
+
+extension HookPoint {
+    /// A subscriber of a value kept in this hook point (a `PropertyHook`):
+    /// a before or after hook that passes the old and new value of each
+    /// call that is not vetoed.
+    func _subscribe<Value>(_ options: SubscriptionOptions, _ type: Value.Type,
+                           _ block: @escaping (Value?, Value) -> Void) -> HookToken {
+        add(options.when == .beforeChange ? .before : .after) { call in
+            guard !call.isVetoed else { return }
+            block(try call.oldValue(as: Value.self), try call.argument(0, as: Value.self))
+        }
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+import Hook
+import HookBind
+import Testing
+
+@Suite("ObservableArray change sets")
+struct ObservableArrayTests {
+    /// Subscribes to `array`'s change sets, recording them.
+    func record<E>(_ array: ObservableArray<E>) -> Shared<[ArrayChange<E>]> {
+        let changes = Shared<[ArrayChange<E>]>([])
+        array.subscribeChanges { change in changes.mutate { $0.append(change) } }
+        return changes
+    }
+
+    @Test func theSeedsDaysOfTheWeek() throws {
+        let days = ObservableArray(["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"])
+        let changes = record(days)
+        try days.remove(at: 1)  // good-bye Monday
+        try days.move(from: 0, to: 5)  // Sunday last
+        #expect(days.value == ["Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"])
+        #expect(changes.value.count == 2)
+        #expect(changes.value[0].deletions == [1] && changes.value[0].insertions.isEmpty && changes.value[0].moves.isEmpty)
+        #expect(changes.value[1].moves == [.init(from: 0, to: 5)])
+        #expect(changes.value[1].deletions.isEmpty && changes.value[1].insertions.isEmpty)
+    }
+
+    @Test func insertionsDeletionsAndMovesOfOneEditAreOneChange() throws {
+        let array = ObservableArray(["a", "b", "c", "d"])
+        let changes = record(array)
+        try array.edit { array in
+            array.append("e")  // a b c d e
+            try array.remove(at: 1)  // a c d e
+            try array.move(from: 2, to: 0)  // d a c e
+            try array.insert("x", at: 1)  // d x a c e
+        }
+        #expect(array.value == ["d", "x", "a", "c", "e"])
+        #expect(changes.value.count == 1)
+        let change = changes.value[0]
+        #expect(change.oldElements == ["a", "b", "c", "d"])
+        #expect(change.elements == ["d", "x", "a", "c", "e"])
+        #expect(change.deletions == [1])  // b
+        #expect(change.insertions.sorted() == [1, 4])  // x, e
+        #expect(change.moves.count == 1)
+        let move = change.moves[0]
+        #expect(change.oldElements[move.from] == change.elements[move.to])
+        #expect(!change.isReplacement)
+    }
+
+    @Test func changeSetsAreExactForEqualElements() throws {
+        // Identities, not equality: moving one of two equal elements is a move of that one.
+        let array = ObservableArray([1, 1, 2])
+        let changes = record(array)
+        try array.move(from: 0, to: 2)
+        #expect(changes.value[0].moves == [.init(from: 0, to: 2)])
+        try array.replace(at: 0, with: 1)  // same value, new element
+        #expect(changes.value[1].deletions == [0] && changes.value[1].insertions == [0])
+    }
+
+    @Test func replacingTheWholeArrayIsOneReplacement() {
+        let array = ObservableArray([1, 2, 3])
+        let changes = record(array)
+        array.value = [4, 5]
+        #expect(changes.value.count == 1)
+        let change = changes.value[0]
+        #expect(change.isReplacement)
+        #expect(change.deletions == [0, 1, 2] && change.insertions == [0, 1])
+        array.replaceAll(with: [])
+        #expect(changes.value[1].isReplacement && changes.value[1].deletions == [0, 1])
+        array.removeAll()  // already empty: an empty change
+        #expect(changes.value[2].isEmpty)
+    }
+
+    @Test func offsetsOutOfRangeThrowAndLeaveTheArrayAsItWas() {
+        let array = ObservableArray(["a", "b"], name: "letters")
+        let changes = record(array)
+        for (what, attempt) in [
+            ("remove at offset 2 of an array of 2", { try array.remove(at: 2) }),
+            ("insert at offset 3 of an array of 2", { try array.insert("c", at: 3) }),
+            ("move to offset -1 of an array of 2", { try array.move(from: 0, to: -1) }),
+            ("replace at offset 9 of an array of 2", { try array.replace(at: 9, with: "z") }),
+            ("read at offset 5 of an array of 2", { _ = try array.element(at: 5) }),
+        ] as [(String, () throws -> Void)] {
+            do {
+                try attempt()
+                Issue.record("no error for \(what)")
+            } catch let error as BindError {
+                #expect(error.kind == .indexOutOfRange)
+                #expect(error.message.contains(what), "\(error.message)")
+            } catch {
+                Issue.record("unexpected \(error)")
+            }
+        }
+        #expect(array.value == ["a", "b"])
+        #expect(changes.value.isEmpty)
+    }
+
+    @Test func aFailingEditChangesNothing() {
+        let array = ObservableArray([1, 2])
+        let changes = record(array)
+        #expect(throws: BindError.self) {
+            try array.edit { array in
+                array.append(3)
+                try array.remove(at: 7)
+            }
+        }
+        #expect(array.value == [1, 2])
+        #expect(changes.value.isEmpty)
+    }
+
+    @Test func computedsReadArraysAndOldNewSubscribersStillWork() throws {
+        let array = ObservableArray([1, 2, 3])
+        let sum = Computed { array.value.reduce(0, +) }
+        var heard: [String] = []
+        array.subscribe { old, new in heard.append("\(old!.count)->\(new.count)") }
+        array.append(4)
+        #expect(sum.value == 10)
+        try array.remove(at: 0)
+        #expect(sum.value == 9)
+        #expect(heard == ["3->4", "4->3"])
+        #expect(array.count == 3)
+    }
+
+    @Test func writesInABatchMakeOneChangeSet() throws {
+        let array = ObservableArray(["a", "b", "c"])
+        let changes = record(array)
+        try batch { () throws(BindError) in
+            array.append("d")
+            try array.remove(at: 0)
+            try array.move(from: 0, to: 2)  // c d b
+        }
+        #expect(array.value == ["c", "d", "b"])
+        #expect(changes.value.count == 1)
+        let change = changes.value[0]
+        #expect(change.oldElements == ["a", "b", "c"])
+        #expect(change.deletions == [0])
+        #expect(change.insertions == [1])
+        #expect(change.moves.map { change.oldElements[$0.from] } == ["b"] || change.moves.map { change.oldElements[$0.from] } == ["c"])
+    }
+
+    @Test func aVetoedChangeIsNotDeliveredAndLaterChangesStayExact() throws {
+        let array = ObservableArray([1, 2, 3])
+        let changes = record(array)
+        array.hookPoint.before { call in
+            if try call.argument(0, as: [Int].self).count > 3 { try call.veto() }
+        }
+        array.append(4)  // vetoed
+        #expect(array.value == [1, 2, 3])
+        try array.remove(at: 2)
+        #expect(changes.value.count == 1)
+        #expect(changes.value[0].deletions == [2] && changes.value[0].insertions.isEmpty)
+    }
+}

@@ -1,0 +1,430 @@
+import Foundation
+import Hook
+import HookBind
+import Testing
+
+/// Fisticuffs' LoginViewController, with plain objects for its controls.
+final class LoginForm {
+    let username = Observable("")
+    let password = Observable("")
+    lazy var inputIsValid: Computed<Bool> = Computed { [weak self] in
+        let user = self?.username.value
+        let pass = self?.password.value
+        return user?.isEmpty == false && pass?.isEmpty == false
+    }
+}
+
+@Suite("Observable, Computed, Event (Fisticuffs)")
+struct ObservableTests {
+    // MARK: The seed's examples
+
+    @Test func observablePrintsHelloWorld() {
+        let observable = Observable<String>("")
+        let printed = Shared<[String]>([])
+        observable.subscribe { _, newValue in printed.mutate { $0.append(newValue) } }
+        observable.value = "Hello, world"
+        #expect(printed.value == ["Hello, world"])
+    }
+
+    @Test func computedGreetingFollowsItsObservable() {
+        let name = Observable<String>("")
+        let greeting: Computed<String> = Computed { "Hello, " + name.value }
+        let printed = Shared<[String]>([])
+        greeting.subscribe { _, newValue in printed.mutate { $0.append(newValue) } }
+        name.value = "world"
+        #expect(printed.value == ["Hello, world"])
+        #expect(greeting.value == "Hello, world")
+    }
+
+    @Test func eventPrintsWhatIsFired() {
+        let event = Event<String>()
+        let printed = Shared<[String]>([])
+        event.subscribe { old, str in
+            #expect(old == nil)
+            printed.mutate { $0.append(str) }
+        }
+        event.fire("Hello, world")
+        #expect(printed.value == ["Hello, world"])
+    }
+
+    @Test func loginButtonIsEnabledOnlyWithUsernameAndPassword() {
+        let form = LoginForm()
+        let enabled = Shared<[Bool]>([])
+        form.inputIsValid.subscribe(SubscriptionOptions(notifyOnSubscription: true)) { _, valid in
+            enabled.mutate { $0.append(valid) }
+        }
+        form.username.value = "ada"
+        form.password.value = "secret"
+        form.username.value = ""
+        #expect(enabled.value == [false, true, false])  // equal results (false -> false) are no change
+    }
+
+    // MARK: Subscriptions
+
+    @Test func subscribersGetOldAndNewValuesInOrder() {
+        let count = Observable(0)
+        let heard = Shared<[String]>([])
+        count.subscribe { old, new in heard.mutate { $0.append("a \(old!)->\(new)") } }
+        count.subscribe { old, new in heard.mutate { $0.append("b \(old!)->\(new)") } }
+        count.value = 1
+        count.value = 1  // every write counts
+        #expect(heard.value == ["a 0->1", "b 0->1", "a 1->1", "b 1->1"])
+    }
+
+    @Test func notifyOnSubscriptionDeliversTheCurrentValueWithNoOldValue() {
+        let count = Observable(5)
+        var heard: [String] = []
+        count.subscribe(SubscriptionOptions(notifyOnSubscription: true)) { old, new in
+            heard.append("\(old.map(String.init) ?? "nil")->\(new)")
+        }
+        count.value = 6
+        #expect(heard == ["nil->5", "5->6"])
+    }
+
+    @Test func beforeChangeSubscribersRunWhileTheValueIsOld() {
+        let count = Observable(1)
+        let doubled = Computed { count.value * 2 }
+        var seen: [String] = []
+        count.subscribe(SubscriptionOptions(when: .beforeChange)) { old, new in
+            seen.append("before \(old!)->\(new), stored \(count.value)")
+        }
+        count.subscribe { old, new in seen.append("after \(old!)->\(new), stored \(count.value)") }
+        doubled.subscribe(SubscriptionOptions(when: .beforeChange)) { old, new in
+            seen.append("computed before \(old!)->\(new)")
+        }
+        count.value = 2
+        #expect(seen == ["before 1->2, stored 1", "after 1->2, stored 2", "computed before 2->4"])
+    }
+
+    @Test func disposedSubscriptionsHearNothing() {
+        let count = Observable(0)
+        var heard = 0
+        let subscription = count.subscribe { _, _ in heard += 1 }
+        count.value = 1
+        subscription.dispose()
+        subscription.dispose()
+        count.value = 2
+        #expect(heard == 1)
+        #expect(subscription.isDisposed)
+        #expect(count.subscriberCount == 0)
+    }
+
+    @Test func subscriptionsInABagEndWithTheirOwner() {
+        let count = Observable(0)
+        var heard = 0
+        var owner: OwningListener? = OwningListener()
+        count.subscribe { _, _ in heard += 1 }.store(in: owner!.hookBag)
+        count.value = 1
+        owner = nil
+        count.value = 2
+        #expect(heard == 1)
+    }
+
+    @Test func aSubscriberCanDisposeItselfWhileBeingCalled() {
+        let count = Observable(0)
+        var heard = 0
+        var subscription: Subscription?
+        subscription = count.subscribe { _, _ in
+            heard += 1
+            subscription?.dispose()
+        }
+        count.value = 1
+        count.value = 2
+        #expect(heard == 1)
+    }
+
+    // MARK: Writes are calls at a hook point
+
+    @Test func writesAreCallsAtTheObservablesHookPoint() throws {
+        let price = Observable(10.0, name: "price")
+        let total = Computed { price.value * 2 }
+        var seen: [String] = []
+        price.hookPoint.before { call in
+            if try call.argument(0, as: Double.self) < 0 { try call.veto() }
+        }
+        price.hookPoint.after { call in
+            seen.append("\(call.selector) \(try call.oldValue(as: Double.self)) -> \(call.args[0]), target is price: \(call.target === price)")
+        }
+        price.value = 12
+        price.value = -1  // vetoed: stays 12, computeds and subscribers see nothing
+        #expect(price.value == 12)
+        #expect(total.value == 24)
+        #expect(seen.count == 2)
+        #expect(seen[0] == "price 10.0 -> 12.0, target is price: true")
+    }
+
+    @Test func aWriteWithoutHooksStillUpdatesComputeds() {
+        let count = Observable(1)
+        let doubled = Computed { count.value * 2 }
+        var heard = 0
+        count.subscribe { _, _ in heard += 1 }
+        withoutHooks { count.value = 5 }
+        #expect(heard == 0)
+        #expect(doubled.value == 10)
+    }
+
+    // MARK: Dependency tracking
+
+    @Test func dependenciesAreFoundWhileEvaluating() {
+        let first = Observable("Ada"), last = Observable("Lovelace")
+        let full = Computed { first.value + " " + last.value }
+        #expect(full.dependencyCount == 2)
+        last.value = "Byron"
+        #expect(full.value == "Ada Byron")
+    }
+
+    @Test func dependenciesNoLongerReadAreDropped() {
+        let useMetric = Observable(true)
+        let meters = Observable(1.0), feet = Observable(3.0)
+        let shown = Computed { useMetric.value ? "\(meters.value) m" : "\(feet.value) ft" }
+        #expect(shown.dependencyCount == 2)
+        useMetric.value = false
+        #expect(shown.value == "3.0 ft")
+        #expect(shown.dependencyCount == 2)  // useMetric and feet; meters dropped
+        let before = shown.evaluationCount
+        meters.value = 2  // no longer read: nothing runs
+        meters.value = 3
+        #expect(shown.value == "3.0 ft")
+        #expect(shown.evaluationCount == before)
+        feet.value = 6
+        #expect(shown.value == "6.0 ft")
+        #expect(shown.evaluationCount == before + 1)
+    }
+
+    @Test func aComputedEvaluatesLazilyWithoutSubscribers() {
+        let count = Observable(0)
+        let doubled = Computed { count.value * 2 }
+        #expect(doubled.evaluationCount == 1)
+        for i in 1...10 { count.value = i }
+        #expect(doubled.evaluationCount == 1)
+        #expect(doubled.value == 20)
+        #expect(doubled.evaluationCount == 2)
+    }
+
+    @Test func equalResultsAreNoChange() {
+        let count = Observable(1)
+        let isEven = Computed { count.value % 2 == 0 }
+        let label = Computed { isEven.value ? "even" : "odd" }
+        var heard: [Bool] = []
+        isEven.subscribe { _, new in heard.append(new) }
+        count.value = 3  // still odd
+        #expect(heard.isEmpty)
+        #expect(label.value == "odd")
+        #expect(label.evaluationCount == 1)  // isEven did not change: label did not run
+        count.value = 4
+        #expect(heard == [true])
+        #expect(label.value == "even")
+    }
+
+    @Test func computedsOfComputedsChain() {
+        let a = Observable(1)
+        let b = Computed { a.value + 1 }
+        let c = Computed { b.value * 10 }
+        var heard: [Int] = []
+        c.subscribe { _, new in heard.append(new) }
+        a.value = 2
+        a.value = 3
+        #expect(heard == [30, 40])
+    }
+
+    // MARK: The diamond
+
+    @Test func aDiamondEvaluatesOncePerChangeAndIsNeverInconsistent() {
+        let a = Observable(1)
+        let b = Computed { a.value * 2 }
+        let c = Computed { a.value * 3 }
+        var inconsistent: [String] = []
+        let d = Computed { () -> String in
+            let (x, y) = (b.value, c.value)
+            if x / 2 != y / 3 { inconsistent.append("b=\(x) c=\(y)") }
+            return "\(x)+\(y)"
+        }
+        var heard: [String] = []
+        d.subscribe { old, new in heard.append("\(old!) -> \(new)") }
+        let evaluations = d.evaluationCount
+        for i in 2...5 { a.value = i }
+        #expect(d.evaluationCount == evaluations + 4)
+        #expect(b.evaluationCount == 5 && c.evaluationCount == 5)
+        #expect(inconsistent.isEmpty)
+        #expect(heard == ["2+3 -> 4+6", "4+6 -> 6+9", "6+9 -> 8+12", "8+12 -> 10+15"])
+    }
+
+    @Test func subscribersOfTheSourceSeeTheDiamondUpToDate() {
+        let a = Observable(1)
+        let b = Computed { a.value * 2 }
+        let c = Computed { a.value * 3 }
+        let d = Computed { b.value + c.value }
+        d.subscribe { _, _ in }
+        var seen: [Int] = []
+        a.subscribe { _, new in seen.append(d.value - new * 5) }  // 0 when d is up to date
+        a.value = 7
+        #expect(seen == [0])
+    }
+
+    // MARK: Batches
+
+    @Test func aBatchIsOnePropagation() {
+        let first = Observable("Ada"), last = Observable("Lovelace")
+        let full = Computed { first.value + " " + last.value }
+        var heardFull: [String] = []
+        var heardFirst: [String] = []
+        full.subscribe { _, new in heardFull.append(new) }
+        first.subscribe { old, new in heardFirst.append("\(old!)->\(new)") }
+        let evaluations = full.evaluationCount
+        batch {
+            first.value = "Augusta"
+            first.value = "Grace"
+            last.value = "Hopper"
+            #expect(first.value == "Grace")  // reads inside see the writes
+            #expect(heardFull.isEmpty && heardFirst.isEmpty)
+        }
+        #expect(heardFull == ["Grace Hopper"])
+        #expect(heardFirst == ["Ada->Grace"])  // one call, from before the batch to the last value
+        #expect(full.evaluationCount == evaluations + 1)
+    }
+
+    @Test func batchesNestAndTheOutermostPublishes() throws {
+        let count = Observable(0)
+        var heard: [Int] = []
+        count.subscribe { _, new in heard.append(new) }
+        let result = batch { () -> Int in
+            count.value = 1
+            batch { count.value = 2 }
+            #expect(heard.isEmpty)
+            return count.value
+        }
+        #expect(result == 2)
+        #expect(heard == [2])
+    }
+
+    @Test func aVetoAtTheEndOfABatchRestoresTheValueBeforeIt() throws {
+        let count = Observable(0)
+        let doubled = Computed { count.value * 2 }
+        count.hookPoint.before { call in if try call.argument(0, as: Int.self) > 100 { try call.veto() } }
+        batch {
+            count.value = 500
+            #expect(doubled.value == 1000)
+        }
+        #expect(count.value == 0)
+        #expect(doubled.value == 0)
+    }
+
+    @Test func aThrowingBatchStillPublishesWhatItWrote() {
+        struct Stop: Error {}
+        let count = Observable(0)
+        var heard: [Int] = []
+        count.subscribe { _, new in heard.append(new) }
+        #expect(throws: Stop.self) {
+            try batch { () throws(Stop) in
+                count.value = 3
+                throw Stop()
+            }
+        }
+        #expect(heard == [3])
+    }
+
+    // MARK: Recursion
+
+    @Test func readingAComputedInItsOwnSubscriberDoesNotRecurse() {
+        let a = Observable(1)
+        let doubled = Computed { a.value * 2 }
+        var read: [Int] = []
+        doubled.subscribe { _, _ in read.append(doubled.value) }
+        let evaluations = doubled.evaluationCount
+        a.value = 5
+        #expect(read == [10])
+        #expect(doubled.evaluationCount == evaluations + 1)
+    }
+
+    @Test func aSubscriberWritingWhatItObservesDoesNotRecurse() {
+        let count = Observable(0)
+        let doubled = Computed { count.value * 2 }
+        var calls = 0
+        count.subscribe { _, new in
+            calls += 1
+            if new % 2 != 0 { count.value = new + 1 }  // round up to even, without being called again
+        }
+        count.value = 3
+        #expect(calls == 1)
+        #expect(count.value == 4)
+        #expect(doubled.value == 8)
+    }
+
+    @Test func aComputedThatReadsItselfGetsItsPreviousValue() {
+        let a = Observable(1)
+        var total: Computed<Int>?
+        total = Computed { (total?.value ?? 0) + a.value }  // a running total
+        #expect(total!.value == 1)
+        a.value = 2
+        #expect(total!.value == 3)
+        a.value = 10
+        #expect(total!.value == 13)
+    }
+
+    @Test func aSubscriberThatAlwaysWritesIsStoppedNotLooping() {
+        let a = Observable(0)
+        let b = Computed { a.value + 1 }
+        b.subscribe { _, new in a.value = new }  // each change of b changes a again
+        a.value = 1
+        #expect(a.value >= 1000)  // rounds were cut, the call returned
+    }
+
+    // MARK: Events
+
+    @Test func eventSubscribersRunInOrderAndFiringInsideDoesNotRecurse() {
+        let event = Event<Int>()
+        var heard: [String] = []
+        event.subscribe(SubscriptionOptions(when: .beforeChange)) { _, v in heard.append("before \(v)") }
+        event.subscribe { _, v in
+            heard.append("first \(v)")
+            event.fire(v + 1)  // delivers nothing: no recursion
+        }
+        event.subscribe { _, v in heard.append("second \(v)") }
+        event.fire(1)
+        #expect(heard == ["before 1", "first 1", "second 1"])
+        #expect(event.subscriberCount == 3)
+    }
+
+    @Test func subscribableIsOneInterface() {
+        func collect<S: Subscribable>(_ source: S) -> Shared<[String]> where S.Value == Int {
+            let heard = Shared<[String]>([])
+            source.subscribe { _, new in heard.mutate { $0.append("\(new)") } }
+            return heard
+        }
+        let observable = Observable(0)
+        let computed = Computed { observable.value + 100 }
+        let event = Event<Int>()
+        let (o, c, e) = (collect(observable), collect(computed), collect(event))
+        observable.value = 1
+        event.fire(7)
+        #expect(o.value == ["1"] && c.value == ["101"] && e.value == ["7"])
+    }
+
+    // MARK: Lifetimes
+
+    @Test func aComputedNobodyKeepsIsReleasedAndItsSourcesForgetIt() {
+        let a = Observable(1)
+        weak var weakComputed: Computed<Int>?
+        do {
+            let doubled = Computed { a.value * 2 }
+            doubled.subscribe { _, _ in }
+            weakComputed = doubled
+            a.value = 2
+        }
+        #expect(weakComputed == nil)
+        a.value = 3  // nothing to mark: no crash, nothing runs
+        #expect(a.value == 3)
+    }
+
+    @Test func subscriptionsDoNotKeepTheirObservableAlive() {
+        weak var weakObservable: Observable<Int>?
+        var subscription: Subscription?
+        do {
+            let observable = Observable(1)
+            subscription = observable.subscribe { _, _ in }
+            weakObservable = observable
+        }
+        #expect(weakObservable == nil)
+        subscription?.dispose()
+    }
+}
