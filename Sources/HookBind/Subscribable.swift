@@ -54,24 +54,26 @@ public struct SubscriptionOptions: Sendable, Equatable {
 
 /// What subscribing returns: ``dispose()`` stops delivery (a disposal token).
 public final class Subscription: Sendable {
-    private let token: HookToken
+    private let tokens: [HookToken]
 
-    init(_ token: HookToken) {
-        self.token = token
+    init(_ tokens: HookToken...) {
+        self.tokens = tokens
     }
 
     /// Stops delivery and releases the block. Idempotent, from any thread,
     /// also from inside the block.
-    public func dispose() { token.remove() }
+    public func dispose() {
+        for token in tokens { token.remove() }
+    }
 
     /// Whether ``dispose()`` was called.
-    public var isDisposed: Bool { !token.isActive }
+    public var isDisposed: Bool { !tokens.contains { $0.isActive } }
 
     /// Puts the subscription in `bag`: it is disposed of when the bag goes
     /// (with its ``HookOwner``) or by `bag.removeAll()`.
     @discardableResult
     public func store(in bag: HookBag) -> Subscription {
-        token.store(in: bag)
+        for token in tokens { token.store(in: bag) }
         return self
     }
 }

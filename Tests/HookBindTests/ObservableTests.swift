@@ -428,3 +428,84 @@ struct ObservableTests {
         subscription?.dispose()
     }
 }
+
+/// Plain objects standing in for Fisticuffs' UIKit controls.
+final class TextField: HookOwner {
+    let hookBag = HookBag()
+    @Hooked var text = ""
+    var plain = ""
+}
+
+final class Button {
+    var isEnabled = true
+    var title = ""
+}
+
+@Suite("Binding observables to properties (Fisticuffs' b_text.bind)")
+struct ObservablePropertyBindingTests {
+    @Test func theSeedsLoginScreen() throws {
+        let form = LoginForm()
+        let usernameField = TextField(), passwordField = TextField(), loginButton = Button()
+        try form.username.bind(usernameField, \.text)
+        try form.password.bind(passwordField, \.text)
+        form.inputIsValid.bind(loginButton, \.isEnabled)
+        #expect(loginButton.isEnabled == false)
+        usernameField.text = "ada"  // typing reaches the model
+        #expect(form.username.value == "ada")
+        passwordField.text = "secret"
+        #expect(loginButton.isEnabled == true)
+        form.username.value = ""  // the model reaches the field
+        #expect(usernameField.text == "")
+        #expect(loginButton.isEnabled == false)
+    }
+
+    @Test func aBindingSetsThePropertyAtOnceAndEchoesNothing() throws {
+        let name = Observable("Ada")
+        let field = TextField()
+        var writes = 0
+        field.$text.after { _ in writes += 1 }
+        try name.bind(field, \.text)
+        #expect(field.text == "Ada")
+        #expect(writes == 1)
+        var heard = 0
+        name.subscribe { _, _ in heard += 1 }
+        field.text = "Grace"
+        #expect(name.value == "Grace" && writes == 2 && heard == 1)
+        name.value = "Hopper"
+        #expect(field.text == "Hopper" && writes == 3 && heard == 2)
+    }
+
+    @Test func bindingHandlersConvertValues() {
+        let salary = Observable(120_000)
+        let formatted = Computed { salary.value }
+        let label = Button()
+        formatted.bind(label, \.title) { "\($0 / 1000)k" }
+        #expect(label.title == "120k")
+        salary.value = 95_000
+        #expect(label.title == "95k")
+    }
+
+    @Test func aPlainPropertyCannotBeBoundBothWays() {
+        let name = Observable("")
+        let field = TextField()
+        #expect {
+            try name.bind(field, \.plain)
+        } throws: { error in
+            let error = error as! BindError
+            return error.kind == .notHookable && error.message.contains("TextField")
+        }
+    }
+
+    @Test func bindingsEndWithTheirObject() throws {
+        let name = Observable("a")
+        weak var weakField: TextField?
+        do {
+            let field = TextField()
+            try name.bind(field, \.text)
+            weakField = field
+        }
+        #expect(weakField == nil)
+        #expect(name.subscriberCount == 0)  // removed at once: the field is a HookOwner
+        name.value = "b"
+    }
+}
