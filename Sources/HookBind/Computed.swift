@@ -126,15 +126,21 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
 
     private func recompute() {
         state = .evaluating
-        let (value, found) = _Graph.evaluate(compute)
+        let (value, found) = _Graph.evaluate(compute, expecting: dependencies.count)
         evaluations += 1
         state = .clean
         let old = dependencies
         dependencies = found
-        register(found, replacing: old)
+        if !Self.sameSources(old, found) { register(found, replacing: old) }
         if let isEqual, isEqual(cache, value) { return }
         cache = value
         _node.version &+= 1
+    }
+
+    private static func sameSources(_ a: [_Dependency], _ b: [_Dependency]) -> Bool {
+        guard a.count == b.count else { return false }
+        for i in a.indices where a[i].source !== b[i].source { return false }
+        return true
     }
 
     /// Makes this computed a dependent of what it read, and no longer of what it stopped reading.

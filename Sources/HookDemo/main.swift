@@ -88,6 +88,7 @@ func tour() throws {
     try swiftTour()
     try fishBindTour()
     try xkvoTour()
+    try fisticuffsTour()
 }
 
 /// Classes for the Swift half of the tour.
@@ -318,6 +319,7 @@ func swiftOverhead(iterations n: Int) throws {
     row("@Hooked set, no hooks", hookedNs, storeNs, target: "<= +2 ns")
     row("@Hooked set, one after hook reading the new value", hookedAfterNs, storeNs, target: "")
     try bindingOverhead(iterations: n) { row($0, $1, $2, target: $3) }
+    observableOverhead(iterations: n) { row($0, $1, $2, target: $3) }
 }
 
 do {

@@ -79,7 +79,14 @@ final class _GraphState: @unchecked Sendable {
 /// What one evaluation of a computed read.
 final class _Evaluation {
     var dependencies: [_Dependency] = []
-    var seen: Set<ObjectIdentifier> = []
+
+    init(capacity: Int) { dependencies.reserveCapacity(capacity) }
+
+    /// Records `source` unless already read (a linear scan: computeds read few values).
+    func record(_ source: any _Source) {
+        for dependency in dependencies where dependency.source === source { return }
+        dependencies.append(_Dependency(source: source, version: source._node.version))
+    }
 }
 
 enum _Graph {
@@ -106,15 +113,12 @@ enum _Graph {
 
     /// Records that the running evaluation, if any, read `source`.
     static func track(_ source: any _Source) {
-        guard let evaluation = state.evaluations.last else { return }
-        let id = ObjectIdentifier(source)
-        guard evaluation.seen.insert(id).inserted else { return }
-        evaluation.dependencies.append(_Dependency(source: source, version: source._node.version))
+        state.evaluations.last?.record(source)
     }
 
     /// Runs `compute`, recording what it reads.
-    static func evaluate<Value>(_ compute: () -> Value) -> (Value, [_Dependency]) {
-        let evaluation = _Evaluation()
+    static func evaluate<Value>(_ compute: () -> Value, expecting capacity: Int = 4) -> (Value, [_Dependency]) {
+        let evaluation = _Evaluation(capacity: capacity)
         state.evaluations.append(evaluation)
         defer { state.evaluations.removeLast() }
         let value = compute()
