@@ -38,18 +38,18 @@
 public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecked Sendable {
     /// The hook point where each new value is published; subscribers are hooks on it.
     public let hookPoint: PropertyHook<Value>
-    let _node = _Node()
+    @usableFromInline let _node = _Node()
 
     private enum State { case clean, dirty, evaluating }
 
     private let compute: () -> Value
     private let isEqual: ((Value, Value) -> Bool)?
-    private var cache: Value
-    private var dependencies: [_Dependency]
-    private var state = State.clean
-    private var publishedVersion: UInt64 = 0
-    private var queued = false
-    private var evaluations = 0
+    @exclusivity(unchecked) private var cache: Value
+    @exclusivity(unchecked) private var dependencies: [_Dependency]
+    @exclusivity(unchecked) private var state = State.clean
+    @exclusivity(unchecked) private var publishedVersion: UInt64 = 0
+    @exclusivity(unchecked) private var queued = false
+    @exclusivity(unchecked) private var evaluations = 0
 
     /// A computed value; `compute` runs at once to find its dependencies.
     public init(name: String = "computed", _ compute: @escaping () -> Value) {
@@ -107,6 +107,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
 
     var _height: Int { _node.height }
 
+    @usableFromInline
     func _refresh() {
         guard state == .dirty else { return }
         var changed = false

@@ -31,7 +31,7 @@
 public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable {
     /// The hook point every write calls; subscribers are hooks on it.
     public let hookPoint: PropertyHook<Value>
-    let _node = _Node()
+    @usableFromInline let _node = _Node()
 
     /// An observable holding `value`; `name` is the selector of its writes' CallBacks.
     public init(_ value: Value, name: String = "observable") {
@@ -47,6 +47,7 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
 
     /// The current value. Reading it inside a ``Computed`` makes it a dependency;
     /// writing it notifies subscribers and updates computeds.
+    @inlinable
     public var value: Value {
         get {
             _Graph.locked {
@@ -60,6 +61,7 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     }
 
     /// Writes under the graph's lock: at once, or deferred to the end of the batch.
+    @inlinable
     func _write(_ newValue: Value) {
         if _Graph.state.batchDepth > 0 {
             _writeInBatch(newValue)
@@ -76,7 +78,8 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     /// In a batch the value is stored at once (reads in the batch see it) and
     /// the call at the hook point is made when the batch ends, from the value
     /// before the batch to the last one written.
-    private func _writeInBatch(_ newValue: Value) {
+    @usableFromInline
+    func _writeInBatch(_ newValue: Value) {
         if _Graph.state.committed.insert(ObjectIdentifier(self)).inserted {
             let old = hookPoint._currentValue
             _Graph.state.commits.append { [self] in
@@ -92,10 +95,11 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
         _Graph.changed(_node)
     }
 
+    @usableFromInline
     func _refresh() {}
 
     /// Calls `block` on each change, as `options` say (see ``Subscribable``).
-    @discardableResult
+    @discardableResult @inlinable
     public func subscribe(_ options: SubscriptionOptions, _ block: @escaping (Value?, Value) -> Void) -> Subscription {
         _Graph.locked {
             let subscription = Subscription(hookPoint._subscribe(options, Value.self, block))

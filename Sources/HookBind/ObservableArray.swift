@@ -239,13 +239,13 @@ public struct ArrayEditor<Element> {
 /// Only touched under the graph's lock.
 final class _Identities<Element>: @unchecked Sendable {
     /// One identity per stored element.
-    var current: [UInt64]
+    @exclusivity(unchecked) var current: [UInt64]
     /// The identities of what edits stored and no call delivered yet (an
     /// edit in progress, a batch); nil: the stored array is `current`.
-    var pending: (ids: [UInt64], replaced: Bool)?
+    @exclusivity(unchecked) var pending: (ids: [UInt64], replaced: Bool)?
     /// The change the current call delivers, for change subscribers.
-    var delivering: ArrayChange<Element>?
-    private var counter: UInt64 = 0
+    @exclusivity(unchecked) var delivering: ArrayChange<Element>?
+    @exclusivity(unchecked) private var counter: UInt64 = 0
 
     init(count: Int) {
         current = []

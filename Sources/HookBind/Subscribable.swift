@@ -56,6 +56,7 @@ public struct SubscriptionOptions: Sendable, Equatable {
 public final class Subscription: Sendable {
     private let tokens: [HookToken]
 
+    @usableFromInline
     init(_ tokens: HookToken...) {
         self.tokens = tokens
     }
@@ -82,6 +83,7 @@ extension HookPoint {
     /// A subscriber of a value kept in this hook point (a `PropertyHook`):
     /// a before or after hook that passes the old and new value of each
     /// call that is not vetoed.
+    @inlinable
     func _subscribe<Value>(_ options: SubscriptionOptions, _ type: Value.Type,
                            _ block: @escaping (Value?, Value) -> Void) -> HookToken {
         add(options.when == .beforeChange ? .before : .after) { call in

@@ -4,7 +4,10 @@ import Synchronization
 // What HookBind needs from Hook and nothing else may rely on: the per-thread
 // slot where a binding keeps the change it is delivering, one lock that
 // ThreadSanitizer can see, and setting a `@Hooked` property through its hook
-// point. `@_spi(HookBind)`: not part of Hook's public API.
+// point. `@_spi(HookBind)`: not part of Hook's public API. The two accessors
+// of a property's value below are plain `public` (underscored, not for users)
+// because HookBind's `@inlinable` code, which Swift specializes in the
+// caller's module, cannot use SPI.
 
 /// The change a binding is delivering on the calling thread.
 @_spi(HookBind)
@@ -47,12 +50,12 @@ extension PropertyHook {
     public func _storeSilently(_ newValue: Value) { value = newValue }
 
     /// The stored value. Only while the object is alive.
-    @_spi(HookBind)
+    @inlinable
     public var _currentValue: Value { value }
 
     /// Sets the value as `object.property = newValue` does: through the hooks.
     /// Only while the object is alive (hooks see it as the call's target).
-    @_spi(HookBind)
+    @inlinable
     public func _setThroughHooks(_ newValue: Value) {
         if _fastPath(!hasHooks) {
             value = newValue

@@ -18,15 +18,16 @@ import Foundation
 // either none or all of a change (or of a batch).
 
 /// One value of the graph, as its dependents know it.
+@usableFromInline
 final class _Node {
     /// Bumped on every change of the value.
-    var version: UInt64 = 0
+    @exclusivity(unchecked) var version: UInt64 = 0
     /// Computeds that read this value in their last evaluation (held weakly).
-    var dependents: [ObjectIdentifier: _WeakDependent] = [:]
+    @exclusivity(unchecked) var dependents: [ObjectIdentifier: _WeakDependent] = [:]
     /// 0 for sources; 1 + the highest dependency for computeds.
-    var height = 0
+    @exclusivity(unchecked) var height = 0
     /// Set by an observable's own hook when a call at its point stored a value.
-    var storedByHook = false
+    @exclusivity(unchecked) @usableFromInline var storedByHook = false
 
     func addDependent(_ dependent: any _Dependent) {
         dependents[ObjectIdentifier(dependent)] = _WeakDependent(dependent)
@@ -43,6 +44,7 @@ struct _WeakDependent {
 }
 
 /// Something a computed can read: it refreshes itself before being read.
+@usableFromInline
 protocol _Source: AnyObject {
     var _node: _Node { get }
     /// Brings the value up to date (computeds); nothing for sources.
@@ -62,23 +64,25 @@ struct _Dependency {
     let version: UInt64
 }
 
-/// The graph's state, only touched under ``_Graph/lock``.
+/// The graph's state, only touched under ``_Graph/lock`` (which is why its
+/// properties, and those of nodes and computeds, skip dynamic exclusivity checks).
+@usableFromInline
 final class _GraphState: @unchecked Sendable {
     /// The evaluations running on the lock's holder, innermost last.
-    var evaluations: [_Evaluation] = []
-    var batchDepth = 0
+    @exclusivity(unchecked) var evaluations: [_Evaluation] = []
+    @exclusivity(unchecked) @usableFromInline var batchDepth = 0
     /// Deferred calls of observables written in the current batch, in the order first written.
-    var commits: [() -> Void] = []
-    var committed: Set<ObjectIdentifier> = []
+    @exclusivity(unchecked) var commits: [() -> Void] = []
+    @exclusivity(unchecked) var committed: Set<ObjectIdentifier> = []
     /// Computeds with subscribers that must be brought up to date and published.
-    var pending: [any _Dependent] = []
-    var spare: [any _Dependent] = []
-    var flushing = false
+    @exclusivity(unchecked) var pending: [any _Dependent] = []
+    @exclusivity(unchecked) var spare: [any _Dependent] = []
+    @exclusivity(unchecked) var flushing = false
 }
 
 /// What one evaluation of a computed read.
 final class _Evaluation {
-    var dependencies: [_Dependency] = []
+    @exclusivity(unchecked) var dependencies: [_Dependency] = []
 
     init(capacity: Int) { dependencies.reserveCapacity(capacity) }
 
@@ -89,22 +93,25 @@ final class _Evaluation {
     }
 }
 
+@usableFromInline
 enum _Graph {
     /// Recursive: subscribers and computeds read and write the graph from
     /// inside its delivery. ThreadSanitizer sees it (a pthread mutex).
+    @usableFromInline
     static let lock: NSRecursiveLock = {
         let lock = NSRecursiveLock()
         lock.name = "HookBind graph"
         return lock
     }()
 
+    @usableFromInline
     static let state = _GraphState()
 
     /// How many rounds of publishing one change may cause (subscribers that
     /// write what they observe start new rounds) before the rest is dropped.
     static let maximumRounds = 1_000
 
-    @inline(__always)
+    @inlinable @inline(__always)
     static func locked<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
         lock.lock()
         defer { lock.unlock() }
@@ -112,6 +119,7 @@ enum _Graph {
     }
 
     /// Records that the running evaluation, if any, read `source`.
+    @usableFromInline
     static func track(_ source: any _Source) {
         state.evaluations.last?.record(source)
     }
@@ -126,12 +134,14 @@ enum _Graph {
     }
 
     /// A value changed: bump its version and mark what depends on it.
+    @usableFromInline
     static func changed(_ node: _Node) {
         node.version &+= 1
         markDependents(of: node)
     }
 
     static func markDependents(of node: _Node) {
+        guard !node.dependents.isEmpty else { return }
         for (id, weak) in node.dependents {
             if let dependent = weak.value {
                 dependent._markDirty()
@@ -147,7 +157,9 @@ enum _Graph {
     }
 
     /// Publishes what changed, unless a batch or another flush is running.
+    @usableFromInline
     static func flush() {
+        let state = self.state
         guard !state.flushing, state.batchDepth == 0 else { return }
         state.flushing = true
         defer { state.flushing = false }
