@@ -58,3 +58,30 @@ struct ObservableThreadTests {
         #expect(seen.value.isEmpty)  // a - b never published as anything but 0, which is no change
     }
 }
+
+/// Two plain models whose value a `Binding` keeps equal.
+final class BoundPair: @unchecked Sendable {
+    @Hooked var value = 0
+}
+
+@Suite("Bindings and observables together")
+struct BindingAndObservableTests {
+    /// One property bound by a FishBind `Binding` and to an `Observable`:
+    /// writes through the binding on one thread and through the observable on
+    /// another take both kinds of delivery in opposite orders. One lock for
+    /// both keeps that from deadlocking, and everything ends equal.
+    @Test(.timeLimit(.minutes(1)))
+    func aPropertyBoundBothWaysFromTwoThreadsDoesNotDeadlock() throws {
+        let a = BoundPair(), b = BoundPair()
+        try Binding.bind([.both(a, \.value), .both(b, \.value)])
+        let observable = Observable(0)
+        try observable.bind(a, \.value)
+        onThreads(2) { i in
+            for n in 1...3_000 {
+                if i == 0 { b.value = n } else { observable.value = -n }
+            }
+        }
+        #expect(a.value == b.value)
+        #expect(observable.value == a.value)
+    }
+}

@@ -2,12 +2,12 @@ import CFFIShim
 import Synchronization
 
 // What HookBind needs from Hook and nothing else may rely on: the per-thread
-// slot where a binding keeps the change it is delivering, one lock that
-// ThreadSanitizer can see, and setting a `@Hooked` property through its hook
-// point. `@_spi(HookBind)`: not part of Hook's public API. The two accessors
-// of a property's value below are plain `public` (underscored, not for users)
-// because HookBind's `@inlinable` code, which Swift specializes in the
-// caller's module, cannot use SPI.
+// slot where a binding keeps the change it is delivering, and the value of
+// a `@Hooked` property as a hook point standing on its own (HookBind's
+// observables) or set through its hooks. `@_spi(HookBind)`: not part of
+// Hook's public API. The two accessors of a property's value below are plain
+// `public` (underscored, not for users) because HookBind's `@inlinable` code,
+// which Swift specializes in the caller's module, cannot use SPI.
 
 /// The change a binding is delivering on the calling thread.
 @_spi(HookBind)
@@ -16,19 +16,6 @@ public enum _BindingThread {
     public static var change: UnsafeMutableRawPointer? {
         get { hk_thread_binding_change() }
         set { hk_thread_set_binding_change(newValue) }
-    }
-}
-
-/// A mutex whose acquire and release ThreadSanitizer sees (see `withVisibleLock`).
-@_spi(HookBind)
-public final class _VisibleLock: Sendable {
-    private let mutex = Mutex(())
-
-    public init() {}
-
-    /// Runs `body` holding the lock.
-    public func withLock(_ body: () throws -> Void) rethrows {
-        try mutex.withVisibleLock(self) { (_: inout ()) throws -> Void in try body() }
     }
 }
 

@@ -1,3 +1,4 @@
+import Foundation
 @_spi(HookBind) import Hook
 
 /// The change a thread is delivering: the bindings that have delivered it so
@@ -16,8 +17,11 @@ struct _Change {
     /// Serializes changes of all bindings, so that a store and its delivery
     /// are one step for every other thread. One lock, taken only by a
     /// thread's outermost delivery, so chains and cycles of bindings cannot
-    /// deadlock among themselves.
-    static let lock = _VisibleLock()
+    /// deadlock among themselves. It is the observables' lock too (recursive):
+    /// a property bound both by a `Binding` and to an `Observable` takes the
+    /// two kinds of delivery in either order on different threads, which
+    /// two locks would turn into a deadlock.
+    static var lock: NSRecursiveLock { _Graph.lock }
 
     private init(_ buffer: UnsafeMutableBufferPointer<ObjectIdentifier>) {
         ids = buffer.baseAddress!
@@ -56,16 +60,16 @@ struct _Change {
             change.pointee.insert(binding)
             return try body(true)
         }
-        try lock.withLock { () throws -> Void in
-            try withUnsafeTemporaryAllocation(of: ObjectIdentifier.self, capacity: inlineCapacity) { buffer in
-                var change = _Change(buffer)
-                defer { if change.onHeap { change.ids.deallocate() } }
-                change.insert(binding)
-                try withUnsafeMutablePointer(to: &change) { pointer in
-                    _BindingThread.change = UnsafeMutableRawPointer(pointer)
-                    defer { _BindingThread.change = nil }
-                    try body(true)
-                }
+        lock.lock()
+        defer { lock.unlock() }
+        try withUnsafeTemporaryAllocation(of: ObjectIdentifier.self, capacity: inlineCapacity) { buffer in
+            var change = _Change(buffer)
+            defer { if change.onHeap { change.ids.deallocate() } }
+            change.insert(binding)
+            try withUnsafeMutablePointer(to: &change) { pointer in
+                _BindingThread.change = UnsafeMutableRawPointer(pointer)
+                defer { _BindingThread.change = nil }
+                try body(true)
             }
         }
     }
