@@ -50,6 +50,8 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     @exclusivity(unchecked) private var publishedVersion: UInt64 = 0
     @exclusivity(unchecked) private var queued = false
     @exclusivity(unchecked) private var evaluations = 0
+    /// How the values it reads know it (set once `self` exists).
+    private var link: _Link!
 
     /// A computed value; `compute` runs at once to find its dependencies.
     public init(name: String = "computed", _ compute: @escaping () -> Value) {
@@ -75,13 +77,15 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     /// between the first evaluation and registering with its dependencies).
     private func attach() {
         hookPoint._adopt(by: self)
+        link = _Link(self)
         evaluations = 1
         register(dependencies, replacing: [])
     }
 
     deinit {
         _Graph.locked {
-            for dependency in dependencies { dependency.source._node.removeDependent(self) }
+            link.isAlive = false
+            for dependency in dependencies { dependency.source._node.removeDependent(link) }
         }
     }
 
@@ -148,11 +152,11 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     private func register(_ found: [_Dependency], replacing old: [_Dependency]) {
         var height = 0
         for dependency in found {
-            dependency.source._node.addDependent(self)
+            dependency.source._node.addDependent(link)
             height = max(height, dependency.source._node.height + 1)
         }
         for dependency in old where !found.contains(where: { $0.source === dependency.source }) {
-            dependency.source._node.removeDependent(self)
+            dependency.source._node.removeDependent(link)
         }
         _node.height = height
     }
@@ -162,7 +166,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         state = .dirty
         if hookPoint.hasHooks, !queued {
             queued = true
-            _Graph.enqueue(self)
+            _Graph.enqueue(link)
         }
         _Graph.markDependents(of: _node)
     }

@@ -23,24 +23,32 @@ final class _Node {
     /// Bumped on every change of the value.
     @exclusivity(unchecked) var version: UInt64 = 0
     /// Computeds that read this value in their last evaluation (held weakly).
-    @exclusivity(unchecked) var dependents: [ObjectIdentifier: _WeakDependent] = [:]
+    @exclusivity(unchecked) var dependents: [_Link] = []
     /// 0 for sources; 1 + the highest dependency for computeds.
     @exclusivity(unchecked) var height = 0
     /// Set by an observable's own hook when a call at its point stored a value.
     @exclusivity(unchecked) @usableFromInline var storedByHook = false
 
-    func addDependent(_ dependent: any _Dependent) {
-        dependents[ObjectIdentifier(dependent)] = _WeakDependent(dependent)
+    func addDependent(_ link: _Link) {
+        if !dependents.contains(where: { $0 === link }) { dependents.append(link) }
     }
 
-    func removeDependent(_ dependent: any _Dependent) {
-        dependents[ObjectIdentifier(dependent)] = nil
+    func removeDependent(_ link: _Link) {
+        dependents.removeAll { $0 === link }
     }
 }
 
-struct _WeakDependent {
-    weak var value: (any _Dependent)?
-    init(_ value: any _Dependent) { self.value = value }
+/// A computed as the values it reads know it. Not a weak reference: one
+/// would give every computed a side table, and every retain and release of
+/// it would take Swift's slow path (a third of a diamond's time). The
+/// computed's `deinit` takes the graph's lock, marks its link dead and
+/// removes it from its dependencies, so under the lock a live link's
+/// `target` is valid memory, even while its `deinit` waits for the lock.
+final class _Link {
+    unowned(unsafe) var target: any _Dependent
+    @exclusivity(unchecked) var isAlive = true
+
+    init(_ target: any _Dependent) { self.target = target }
 }
 
 /// Something a computed can read: it refreshes itself before being read.
@@ -75,8 +83,8 @@ final class _GraphState: @unchecked Sendable {
     @exclusivity(unchecked) var commits: [() -> Void] = []
     @exclusivity(unchecked) var committed: Set<ObjectIdentifier> = []
     /// Computeds with subscribers that must be brought up to date and published.
-    @exclusivity(unchecked) var pending: [any _Dependent] = []
-    @exclusivity(unchecked) var spare: [any _Dependent] = []
+    @exclusivity(unchecked) var pending: [_Link] = []
+    @exclusivity(unchecked) var spare: [_Link] = []
     @exclusivity(unchecked) var flushing = false
 }
 
@@ -141,19 +149,14 @@ enum _Graph {
     }
 
     static func markDependents(of node: _Node) {
-        guard !node.dependents.isEmpty else { return }
-        for (id, weak) in node.dependents {
-            if let dependent = weak.value {
-                dependent._markDirty()
-            } else {
-                node.dependents[id] = nil
-            }
+        for link in node.dependents where link.isAlive {
+            link.target._markDirty()
         }
     }
 
     /// Schedules a computed with subscribers to be published.
-    static func enqueue(_ dependent: any _Dependent) {
-        state.pending.append(dependent)
+    static func enqueue(_ link: _Link) {
+        state.pending.append(link)
     }
 
     /// Publishes what changed, unless a batch or another flush is running.
@@ -181,8 +184,8 @@ enum _Graph {
             }
             var work = state.spare
             swap(&work, &state.pending)
-            if work.count > 1 { work.sort { $0._height < $1._height } }
-            for dependent in work { dependent._publishIfChanged() }
+            if work.count > 1 { work.sort { $0.target._height < $1.target._height } }
+            for link in work where link.isAlive { link.target._publishIfChanged() }
             work.removeAll(keepingCapacity: true)
             state.spare = work
         }
