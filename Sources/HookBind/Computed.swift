@@ -50,6 +50,8 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     @exclusivity(unchecked) private var publishedVersion: UInt64 = 0
     @exclusivity(unchecked) private var queued = false
     @exclusivity(unchecked) private var evaluations = 0
+    /// The storage of the dependencies before the last evaluation, for the next one.
+    @exclusivity(unchecked) private var spareDependencies: [_Dependency] = []
     /// How the values it reads know it (set once `self` exists).
     private var link: _Link!
 
@@ -131,12 +133,16 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
 
     private func recompute() {
         state = .evaluating
-        let (value, found) = _Graph.evaluate(compute, expecting: dependencies.count)
+        var found = spareDependencies
+        spareDependencies = []
+        let value = _Graph.evaluate(compute, into: &found)
         evaluations += 1
         state = .clean
-        let old = dependencies
+        var old = dependencies
         dependencies = found
         if !Self.sameSources(old, found) { register(found, replacing: old) }
+        old.removeAll(keepingCapacity: true)
+        spareDependencies = old
         if let isEqual, isEqual(cache, value) { return }
         cache = value
         _node.version &+= 1

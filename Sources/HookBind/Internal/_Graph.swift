@@ -86,13 +86,13 @@ final class _GraphState: @unchecked Sendable {
     @exclusivity(unchecked) var pending: [_Link] = []
     @exclusivity(unchecked) var spare: [_Link] = []
     @exclusivity(unchecked) var flushing = false
+    /// Evaluations to reuse, so that a recomputation allocates nothing.
+    @exclusivity(unchecked) var spareEvaluations: [_Evaluation] = []
 }
 
 /// What one evaluation of a computed read.
 final class _Evaluation {
     @exclusivity(unchecked) var dependencies: [_Dependency] = []
-
-    init(capacity: Int) { dependencies.reserveCapacity(capacity) }
 
     /// Records `source` unless already read (a linear scan: computeds read few values).
     func record(_ source: any _Source) {
@@ -133,12 +133,26 @@ enum _Graph {
     }
 
     /// Runs `compute`, recording what it reads.
-    static func evaluate<Value>(_ compute: () -> Value, expecting capacity: Int = 4) -> (Value, [_Dependency]) {
-        let evaluation = _Evaluation(capacity: capacity)
+    static func evaluate<Value>(_ compute: () -> Value) -> (Value, [_Dependency]) {
+        var found: [_Dependency] = []
+        let value = evaluate(compute, into: &found)
+        return (value, found)
+    }
+
+    /// Runs `compute`, recording what it reads in `found` (emptied first; its
+    /// storage is reused).
+    static func evaluate<Value>(_ compute: () -> Value, into found: inout [_Dependency]) -> Value {
+        let state = self.state
+        let evaluation = state.spareEvaluations.popLast() ?? _Evaluation()
+        found.removeAll(keepingCapacity: true)
+        swap(&evaluation.dependencies, &found)
         state.evaluations.append(evaluation)
-        defer { state.evaluations.removeLast() }
-        let value = compute()
-        return (value, evaluation.dependencies)
+        defer {
+            state.evaluations.removeLast()
+            swap(&evaluation.dependencies, &found)
+            state.spareEvaluations.append(evaluation)
+        }
+        return compute()
     }
 
     /// A value changed: bump its version and mark what depends on it.
