@@ -1,0 +1,84 @@
+// int64_t add(int64_t, int64_t), and a 5-argument function with a 24-byte
+// struct by value, called from a C loop through each pointer.
+import Benchmark
+import CBenchSupport
+import Hook
+
+typealias BinaryOp = @convention(c) (Int64, Int64) -> Int64
+typealias MixOp = @convention(c) (Int64, Double, bench_triple, Int32, Int64) -> Int64
+
+/// A case that calls `pointer` from C; `keep` lives until the case ends.
+func cLoop(_ name: String, _ configuration: Benchmark.Configuration, keep: AnyObject? = nil, _ pointer: @escaping () -> BinaryOp) {
+    Benchmark(name, configuration: configuration) { benchmark in
+        let fn = pointer()
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { blackHole(bench_call_loop(fn, Int64(callsPerSample))) }
+        benchmark.stopMeasurement()
+        withExtendedLifetime(keep) {}
+    }
+}
+
+func mixLoop(_ name: String, _ configuration: Benchmark.Configuration, keep: AnyObject? = nil, _ pointer: @escaping () -> MixOp) {
+    Benchmark(name, configuration: configuration) { benchmark in
+        let fn = pointer()
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { blackHole(bench_call_mix_loop(fn, Int64(callsPerSample))) }
+        benchmark.stopMeasurement()
+        withExtendedLifetime(keep) {}
+    }
+}
+
+func cFunctionBenchmarks(_ configuration: Benchmark.Configuration) {
+    let addSignature = Signature(returning: Int64.self, arguments: Int64.self, Int64.self)
+    func addHook() -> FunctionHook {
+        try! FunctionHook(cFunction: bench_add as BinaryOp, signature: addSignature, name: "add")
+    }
+
+    cLoop("c/direct: add, direct call through a pointer", configuration) { bench_add }
+    cLoop("c/floor: add, bare libffi closure + ffi_call (C)", configuration) {
+        unsafeBitCast(bench_make_add_passthrough(unsafeBitCast(bench_add as BinaryOp, to: UnsafeMutableRawPointer.self))!, to: BinaryOp.self)
+    }
+
+    let none = addHook()
+    cLoop("c/none: add, FunctionHook, no hooks", configuration, keep: none) { none.entry(as: BinaryOp.self) }
+
+    let before = addHook()
+    before.before { call in
+        if try call.argument(0, as: Int64.self) == -1 { print("unreachable") }
+    }
+    cLoop("c/before: add, FunctionHook, one before hook", configuration, keep: before) { before.entry(as: BinaryOp.self) }
+
+    let both = addHook()
+    both.before { call in
+        let a = try call.argument(0, as: Int64.self), b = try call.argument(1, as: Int64.self)
+        if a == -1, b == -1 { print("unreachable") }
+    }
+    both.after { call in
+        if try call.result(as: Int64.self) == -1 { print("unreachable") }
+    }
+    cLoop("c/both: add, FunctionHook, before + after reading typed arguments", configuration, keep: both) { both.entry(as: BinaryOp.self) }
+
+    let instead = addHook()
+    instead.instead { call in try call.invokeOriginal() }
+    cLoop("c/instead: add, FunctionHook, one instead hook calling the original", configuration, keep: instead) { instead.entry(as: BinaryOp.self) }
+
+    // int64_t mix(int64_t, double, struct { int64_t; double; int32_t }, int32_t, int64_t)
+    let mixSignature = Signature(returning: .int64, arguments: [.int64, .double, .structure([.int64, .double, .int32]), .int32, .int64])
+    func mixHook() -> FunctionHook {
+        try! FunctionHook(cFunction: bench_mix as MixOp, signature: mixSignature, name: "mix")
+    }
+    mixLoop("mix/direct: 5 arguments with a 24-byte struct, direct call", configuration) { bench_mix }
+    mixLoop("mix/floor: 5 arguments with a 24-byte struct, bare libffi closure + ffi_call (C)", configuration) {
+        unsafeBitCast(bench_make_mix_passthrough(unsafeBitCast(bench_mix as MixOp, to: UnsafeMutableRawPointer.self))!, to: MixOp.self)
+    }
+    let mixNone = mixHook()
+    mixLoop("mix/none: 5 arguments with a 24-byte struct, FunctionHook, no hooks", configuration, keep: mixNone) { mixNone.entry(as: MixOp.self) }
+    let mixBoth = mixHook()
+    mixBoth.before { call in
+        if try call.argument(0, as: Int64.self) == -1 { print("unreachable") }
+    }
+    mixBoth.after { call in
+        if try call.result(as: Int64.self) == -1 { print("unreachable") }
+    }
+    mixLoop("mix/both: 5 arguments with a 24-byte struct, FunctionHook, before + after", configuration, keep: mixBoth) { mixBoth.entry(as: MixOp.self) }
+}

@@ -1,0 +1,39 @@
+// swift-tools-version: 6.1
+// The benchmarks of Hook and HookBind: a package of its own, so that users of
+// the library never build benchmark code. Run from this folder:
+//   swift package benchmark
+// and see README.md's "Performance" section for the report and chart.
+import PackageDescription
+
+let package = Package(
+    name: "HookBenchmarks",
+    platforms: [.macOS(.v14)],
+    dependencies: [
+        .package(name: "Hook", path: ".."),
+        .package(url: "https://github.com/ordo-one/package-benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/OpenCombine/OpenCombine", exact: "0.14.0"),
+    ],
+    targets: [
+        // The C side of the C cases: the function hooked, the bare libffi
+        // floor, and the loop that calls every pointer the same way.
+        .target(
+            name: "CBenchSupport",
+            linkerSettings: [.linkedLibrary("ffi")]
+        ),
+        .executableTarget(
+            name: "HookBenchmarks",
+            dependencies: [
+                "CBenchSupport",
+                .product(name: "Hook", package: "Hook"),
+                .product(name: "HookBind", package: "Hook"),
+                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "OpenCombine", package: "OpenCombine"),
+            ],
+            path: "Benchmarks/HookBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+        ),
+        // Reads one run's export and prints ratios, checks allocations, draws the chart.
+        .executableTarget(name: "bench-report", path: "Sources/BenchReport"),
+    ],
+    swiftLanguageModes: [.v6]
+)
