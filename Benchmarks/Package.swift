@@ -10,7 +10,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     dependencies: [
         .package(name: "Hook", path: ".."),
-        .package(url: "https://github.com/ordo-one/package-benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/OpenCombine/OpenCombine", exact: "0.14.0"),
     ],
     targets: [
@@ -26,11 +26,11 @@ let package = Package(
                 "CBenchSupport",
                 .product(name: "Hook", package: "Hook"),
                 .product(name: "HookBind", package: "Hook"),
-                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "OpenCombine", package: "OpenCombine"),
             ],
             path: "Benchmarks/HookBenchmarks",
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         // Reads one run's export and prints ratios, checks allocations, draws the chart.
         .executableTarget(name: "bench-report", path: "Sources/BenchReport"),

@@ -231,6 +231,11 @@ do {
     let missing = cases.filter { results[$0.id]?.ns == nil }.map(\.id)
     if !missing.isEmpty { print("bench-report: not in this run: \(missing.joined(separator: ", "))") }
     if check {
+        let unmeasured = cases.filter { $0.zeroAllocations && results[$0.id]?.worstMallocs == nil }
+        if !unmeasured.isEmpty {
+            print("bench-report: no malloc count for \(unmeasured.map(\.id).joined(separator: ", ")): cannot check them")
+            exit(1)
+        }
         let allocating = cases.filter { $0.zeroAllocations && (results[$0.id]?.worstMallocs ?? 0) > 0 }
         if !allocating.isEmpty {
             for c in allocating {
