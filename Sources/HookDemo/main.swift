@@ -89,6 +89,8 @@ func tour() throws {
     try fishBindTour()
     try xkvoTour()
     try fisticuffsTour()
+    try iqDataBindingTour()
+    try bindingsTour()
 }
 
 /// Classes for the Swift half of the tour.

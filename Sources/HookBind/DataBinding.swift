@@ -1,0 +1,124 @@
+import Foundation
+import Glibc
+import Hook
+
+// IQDataBinding: a view binds its view model, then chains the properties it
+// shows; its own updates of the model do not come back to it.
+
+extension HookOwner {
+    /// Starts binding this view to `model` (IQDataBinding's `bindModel:`).
+    ///
+    /// ```swift
+    /// final class ContentView: HookOwner {
+    ///     let hookBag = HookBag()
+    ///     let login = TextField(), password = TextField()
+    ///     var binding: DataBinding<ContentView, ContentModel>?
+    ///
+    ///     func bind(to model: ContentModel) throws {
+    ///         binding = try bind(model)
+    ///             .bind(\.title) { view, value in view.login.text = value }
+    ///             .bind(\.content) { view, value in view.password.text = value }
+    ///     }
+    ///     func textFieldShouldReturn() throws {
+    ///         try binding?.update(\.content, password.text).update(\.title, "lobster")
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// Everything bound is removed the moment the view deinitializes (its
+    /// ``HookOwner/hookBag``), or by ``DataBinding/unbind()``.
+    public func bind<Model: AnyObject>(_ model: Model) -> DataBinding<Self, Model> {
+        DataBinding(view: self, model: model)
+    }
+}
+
+/// A view bound to its model (IQDataBinding's `IQWatchDog`): chain
+/// ``bind(_:_:)-(KeyPath<Model,Value>,(Value)->Void)`` to show model properties,
+/// ``update(_:_:)`` to write them.
+///
+/// The model's properties are `@Hooked`; each binding is an `after` hook on
+/// the property's hook point, tied to the view: it never keeps the view
+/// alive (the two-argument block receives it), never runs once the view is
+/// gone, and is removed when the view deinitializes. The binding holds the
+/// model (as IQDataBinding's view does through its watchdog).
+public final class DataBinding<View: HookOwner, Model: AnyObject>: @unchecked Sendable {
+    public let model: Model
+    private weak var view: View?
+    /// The threads writing through ``update(_:_:)``: this view's blocks skip what they write.
+    private let updating: _Updating
+
+    init(view: View, model: Model) {
+        self.view = view
+        self.model = model
+        self.updating = _Updating()
+    }
+
+    /// Calls `block` with the current value of the model's property at
+    /// `keyPath` at once, then after every change of it that this view did
+    /// not make with ``update(_:_:)``.
+    ///
+    /// - Throws: ``BindError`` `.notHookable` if the property is not `@Hooked`,
+    ///   `.objectGone` if the view is gone.
+    @discardableResult
+    public func bind<Value>(_ keyPath: ReferenceWritableKeyPath<Model, Value>,
+                            _ block: @escaping (Value) -> Void) throws(BindError) -> DataBinding {
+        try bind(keyPath) { (_: View, value: Value) in block(value) }
+    }
+
+    /// Calls `block` with the view and the current value at once, then after
+    /// every change this view did not make; the block need not capture the view.
+    ///
+    /// - Throws: ``BindError`` `.notHookable` if the property is not `@Hooked`,
+    ///   `.objectGone` if the view is gone.
+    @discardableResult
+    public func bind<Value>(_ keyPath: ReferenceWritableKeyPath<Model, Value>,
+                            _ block: @escaping (View, Value) -> Void) throws(BindError) -> DataBinding {
+        guard let view else { throw BindError(.objectGone, "the view bound to \(Model.self) is gone") }
+        let point = try _propertyPoint(model, keyPath)
+        let token = point.add(.after, owner: view) { [updating] view, call in
+            guard !call.isVetoed, !updating.isCurrentThread else { return }
+            block(view, try call.argument(0, as: Value.self))
+        }
+        token.store(in: view.hookBag)
+        block(view, model[keyPath: keyPath])
+        return self
+    }
+
+    /// Sets the model's property at `keyPath` to `value` through its hooks:
+    /// every other observer of the model hears it, this view's blocks do not.
+    ///
+    /// - Throws: ``BindError`` `.notHookable` if the property is not `@Hooked`.
+    @discardableResult
+    public func update<Value>(_ keyPath: ReferenceWritableKeyPath<Model, Value>, _ value: Value) throws(BindError) -> DataBinding {
+        _ = try _propertyPoint(model, keyPath)
+        updating.run { model[keyPath: keyPath] = value }
+        return self
+    }
+
+    /// Removes every block of this view's bindings now (not only those of this binding).
+    public func unbind() { view?.hookBag.removeAll() }
+}
+
+/// The threads writing through `update`, so that their blocks skip the write
+/// (a set, so that updates on several threads at once each skip their own).
+final class _Updating: @unchecked Sendable {
+    private let lock = NSLock()
+    private var threads: [UInt: Int] = [:]
+
+    var isCurrentThread: Bool {
+        let me = UInt(pthread_self())
+        return lock.withLock { threads[me] != nil }
+    }
+
+    func run(_ body: () -> Void) {
+        let me = UInt(pthread_self())
+        lock.withLock { threads[me, default: 0] += 1 }
+        defer {
+            lock.withLock {
+                threads[me]! -= 1
+                if threads[me] == 0 { threads[me] = nil }
+            }
+        }
+        body()
+    }
+}

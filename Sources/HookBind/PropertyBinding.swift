@@ -1,0 +1,320 @@
+import Foundation
+@_spi(HookBind) import Hook
+
+// The Bindings seed (BND): a binding copies a source property to a
+// destination property whenever one of its triggers fires; transformers
+// wrap properties to convert on the way.
+
+/// A property of an object, as a binding reads or writes it (BND's `BNDProperty`).
+///
+/// A transformer wraps a property (BND's `BNDStringToNumberTransformer
+/// initWithProperty:`): the wrapped property reads through the transformer's
+/// `reverse` and writes through its `forward`, and wrappers chain.
+///
+/// ```swift
+/// let age = BoundProperty(person, \.age)                          // Double
+/// let ageText = age.wrapped(by: Transformer.stringToNumber(formatter).then(.numberToDouble))  // String
+/// ```
+public struct BoundProperty<Value> {
+    /// `Object.property`, or the wrapped property's name with its transformers
+    /// (worked out when asked: only errors ask).
+    public var name: String { nameOf() }
+    let nameOf: () -> String
+    let read: () throws -> Value
+    let write: (Value) throws -> Void
+    /// The hook point of the `@Hooked` property underneath, if any.
+    let hookPoint: () throws(BindError) -> HookPoint
+
+    /// The property of `object` at `keyPath`, held weakly.
+    public init<Object: AnyObject>(_ object: Object, _ keyPath: ReferenceWritableKeyPath<Object, Value>) {
+        let nameOf: () -> String = { [weak object] in
+            object.map { "\(Object.self).\(_KeyPathName.of(keyPath, in: $0))" } ?? "\(Object.self).<\(Value.self) property>"
+        }
+        self.nameOf = nameOf
+        read = { [weak object] in
+            guard let object else { throw BindError(.objectGone, "the object of a \(Object.self) property is gone") }
+            return object[keyPath: keyPath]
+        }
+        write = { [weak object] value in
+            guard let object else { throw BindError(.objectGone, "the object of a \(Object.self) property is gone") }
+            object[keyPath: keyPath] = value
+        }
+        hookPoint = { [weak object] () throws(BindError) -> HookPoint in
+            guard let object else { throw BindError(.objectGone, "the object of a \(Object.self) property is gone") }
+            return try _propertyPoint(object, keyPath)
+        }
+    }
+
+    private init(nameOf: @escaping () -> String, read: @escaping () throws -> Value, write: @escaping (Value) throws -> Void,
+                 hookPoint: @escaping () throws(BindError) -> HookPoint) {
+        self.nameOf = nameOf
+        self.read = read
+        self.write = write
+        self.hookPoint = hookPoint
+    }
+
+    /// This property seen through `transformer`: values written go `forward`
+    /// into it, values read come back through `reverse` (which a source needs).
+    public func wrapped<Outside>(by transformer: Transformer<Outside, Value>) -> BoundProperty<Outside> {
+        let (read, write, nameOf) = (self.read, self.write, self.nameOf)
+        return BoundProperty<Outside>(
+            nameOf: { "\(nameOf()) through a Transformer<\(Outside.self), \(Value.self)>" },
+            read: {
+                guard let reverse = transformer.reverse else {
+                    throw BindError(.missingReverse, "\(nameOf()) is read through a Transformer<\(Outside.self), \(Value.self)> without reverse")
+                }
+                return try reverse(try read())
+            },
+            write: { try write(try transformer.forward($0)) },
+            hookPoint: hookPoint)
+    }
+
+    /// The current value.
+    /// - Throws: ``BindError`` if the object is gone or a transformer fails.
+    public func get() throws -> Value { try read() }
+
+    /// Sets the value.
+    /// - Throws: ``BindError`` if the object is gone or a transformer fails.
+    public func set(_ value: Value) throws { try write(value) }
+}
+
+/// Copies a source property to a destination property each time one of its
+/// triggers fires (BND's `BNDBinding`).
+///
+/// ```swift
+/// let binding = PropertyBinding(source: BoundProperty(person, \.name),
+///                               destination: BoundProperty(textField, \.text))
+/// try binding.addTrigger(HookTrigger(person, \.name))   // textField.text == person.name now and later
+/// ```
+///
+/// A trigger delivers the current value when it is added, then on each of
+/// its events. A failed conversion (a transformer that throws) leaves the
+/// destination as it was and goes to ``errorHandler``. The binding holds its
+/// triggers and ends with ``invalidate()`` or when it deinitializes; it holds
+/// its objects weakly. Deliveries are serialized with all other HookBind
+/// deliveries (one lock), so triggers may fire on any thread.
+public final class PropertyBinding<Value>: @unchecked Sendable {
+    public let source: BoundProperty<Value>
+    public let destination: BoundProperty<Value>
+    /// Receives what a delivery could not do (by default, written to standard error).
+    public var errorHandler: (@Sendable (any Error) -> Void)? {
+        get { _Graph.locked { handler } }
+        set { _Graph.locked { handler = newValue } }
+    }
+
+    private var handler: (@Sendable (any Error) -> Void)?
+    private var triggers: [any BindingTrigger] = []
+    private var isValid = true
+
+    public init(source: BoundProperty<Value>, destination: BoundProperty<Value>) {
+        self.source = source
+        self.destination = destination
+    }
+
+    deinit {
+        for trigger in triggers { trigger.stop() }
+    }
+
+    /// Starts `trigger` for this binding and delivers the current value.
+    ///
+    /// - Throws: ``BindError`` if the trigger cannot start (`.notHookable`: a
+    ///   hook trigger on a property that is not `@Hooked`; `.duplicateFish`: a
+    ///   trigger that already serves a binding), or the binding was invalidated.
+    public func addTrigger(_ trigger: any BindingTrigger) throws(BindError) {
+        let valid = _Graph.locked { isValid }
+        guard valid else { throw BindError(.objectGone, "the binding of \(source.name) to \(destination.name) was invalidated") }
+        try trigger.start { [weak self] in self?.update() }
+        _Graph.locked { triggers.append(trigger) }
+        update()
+    }
+
+    /// Copies the source's value to the destination now (what triggers call).
+    public func update() {
+        _Graph.locked {
+            guard isValid else { return }
+            do {
+                try destination.set(try source.get())
+            } catch {
+                if let handler { handler(error) } else {
+                    FileHandle.standardError.write(Data("HookBind: binding \(source.name) -> \(destination.name): \(error)\n".utf8))
+                }
+            }
+        }
+    }
+
+    /// Stops every trigger: the destination is no longer updated. Idempotent.
+    public func invalidate() {
+        let stopped = _Graph.locked { () -> [any BindingTrigger] in
+            isValid = false
+            defer { triggers = [] }
+            return triggers
+        }
+        for trigger in stopped { trigger.stop() }
+    }
+
+    /// Whether ``invalidate()`` has not been called.
+    public var isActive: Bool { _Graph.locked { isValid } }
+}
+
+/// A collection of bindings that end together (BND's `BNDBindings`), for
+/// example the bindings of one screen.
+public final class PropertyBindings: @unchecked Sendable {
+    private var bindings: [AnyObject] = []
+    private var invalidators: [() -> Void] = []
+
+    public init() {}
+
+    deinit { invalidateAll() }
+
+    /// Keeps `binding` until ``invalidateAll()`` or this collection's deinit.
+    public func add<Value>(_ binding: PropertyBinding<Value>) {
+        _Graph.locked {
+            bindings.append(binding)
+            invalidators.append { [weak binding] in binding?.invalidate() }
+        }
+    }
+
+    /// The number of bindings kept.
+    public var count: Int { _Graph.locked { bindings.count } }
+
+    /// Invalidates and releases every binding.
+    public func invalidateAll() {
+        let all = _Graph.locked { () -> [() -> Void] in
+            defer { bindings = []; invalidators = [] }
+            return invalidators
+        }
+        for invalidate in all { invalidate() }
+    }
+}
+
+// MARK: Triggers
+
+/// What makes a ``PropertyBinding`` deliver (BND's `BNDTrigger`).
+public protocol BindingTrigger: AnyObject {
+    /// Starts calling `fire` on each event. Called once, by ``PropertyBinding/addTrigger(_:)``.
+    func start(_ fire: @escaping @Sendable () -> Void) throws(BindError)
+    /// Stops calling it. Idempotent.
+    func stop()
+}
+
+/// Fires after each set of a `@Hooked` property (BND's KVO trigger): an
+/// `after` hook on the property's hook point.
+public final class HookTrigger: BindingTrigger, @unchecked Sendable {
+    private let point: () throws(BindError) -> HookPoint
+    private let lock = NSLock()
+    private var token: HookToken?
+    private let once = _StartOnce()
+
+    /// Fires after each set of `object`'s `@Hooked` property at `keyPath`.
+    public init<Object: AnyObject, Value>(_ object: Object, _ keyPath: ReferenceWritableKeyPath<Object, Value>) {
+        point = { [weak object] () throws(BindError) -> HookPoint in
+            guard let object else { throw BindError(.objectGone, "the object of the trigger's \(Object.self) property is gone") }
+            return try _propertyPoint(object, keyPath)
+        }
+    }
+
+    /// Fires after each set of `property`'s `@Hooked` property (through any transformers).
+    public init<Value>(_ property: BoundProperty<Value>) {
+        point = property.hookPoint
+    }
+
+    public func start(_ fire: @escaping @Sendable () -> Void) throws(BindError) {
+        let point = try self.point()
+        guard once.claim() else {
+            throw BindError(.duplicateFish, "this HookTrigger already serves a binding")
+        }
+        let token = point.after { call in if !call.isVetoed { fire() } }
+        lock.withLock { self.token = token }
+    }
+
+    public func stop() {
+        lock.withLock { let t = token; token = nil; return t }?.remove()
+    }
+}
+
+/// Fires on each notification named `name` (from `sender`, if given) posted
+/// to `center` (BND's `BNDNotificationTrigger`).
+public final class NotificationTrigger: BindingTrigger, @unchecked Sendable {
+    private let center: NotificationCenter
+    private let name: Notification.Name
+    private weak var sender: AnyObject?
+    private let filtersSender: Bool
+    private let lock = NSLock()
+    private var observer: (any NSObjectProtocol)?
+    private let once = _StartOnce()
+
+    public init(center: NotificationCenter = .default, name: Notification.Name, sender: AnyObject? = nil) {
+        self.center = center
+        self.name = name
+        self.sender = sender
+        self.filtersSender = sender != nil
+    }
+
+    public func start(_ fire: @escaping @Sendable () -> Void) throws(BindError) {
+        guard once.claim() else {
+            throw BindError(.duplicateFish, "this NotificationTrigger already serves a binding")
+        }
+        let filtersSender = self.filtersSender
+        let observer = center.addObserver(forName: name, object: nil, queue: nil) { [weak self] note in
+            if filtersSender {
+                guard let self, let sender = self.sender, let object = note.object as AnyObject?, object === sender else { return }
+            }
+            fire()
+        }
+        lock.withLock { self.observer = observer }
+    }
+
+    public func stop() {
+        if let observer = lock.withLock({ let o = observer; observer = nil; return o }) {
+            center.removeObserver(observer)
+        }
+    }
+
+    deinit { stop() }
+}
+
+/// Fires when told to (``fire()``).
+public final class ManualTrigger: BindingTrigger, @unchecked Sendable {
+    private let lock = NSLock()
+    private var action: (@Sendable () -> Void)?
+    private let once = _StartOnce()
+
+    public init() {}
+
+    public func start(_ fire: @escaping @Sendable () -> Void) throws(BindError) {
+        guard once.claim() else {
+            throw BindError(.duplicateFish, "this ManualTrigger already serves a binding")
+        }
+        lock.withLock { action = fire }
+    }
+
+    /// Delivers the source's value to the destination now.
+    public func fire() { lock.withLock { action }?() }
+
+    public func stop() { lock.withLock { action = nil } }
+}
+
+/// The name of a key path's property, for messages: Swift on Linux keeps
+/// none, so the label of the `@Hooked` storage it reaches, or its type.
+/// (Finding a `@Hooked` property's name may set the property to its own
+/// value once, without hooks: only error messages ask.)
+enum _KeyPathName {
+    static func of<Object: AnyObject, Value>(_ keyPath: ReferenceWritableKeyPath<Object, Value>, in object: Object) -> String {
+        if let point = try? PropertyHook.of(object, keyPath) { return point.name }
+        return "<\(Value.self) property>"
+    }
+}
+
+/// A trigger serves one binding: the first `start` claims it.
+final class _StartOnce: @unchecked Sendable {
+    private let lock = NSLock()
+    private var started = false
+
+    /// True the first time only.
+    func claim() -> Bool {
+        lock.withLock {
+            defer { started = true }
+            return !started
+        }
+    }
+}

@@ -1,0 +1,168 @@
+import Foundation
+import Hook
+import HookBind
+import Testing
+
+final class Person: @unchecked Sendable {
+    @Hooked var name: String
+    @Hooked var age = NSNumber(value: 0)
+    var nickname = ""
+    init(name: String) { self.name = name }
+}
+
+final class Field: @unchecked Sendable {
+    @Hooked var text = ""
+    var number = 0.0
+}
+
+extension Notification.Name {
+    static let fieldDidChange = Notification.Name("FieldTextDidChange")
+}
+
+@Suite("Bindings (BND): source -> destination with triggers and transformers")
+struct PropertyBindingTests {
+    /// The seed: person.name -> textField.text by the name's setter, and
+    /// textField.text -> person.name by a notification from that field.
+    @Test func theSeedsTwoBindings() throws {
+        let person = Person(name: "Jimmy")
+        let textField = Field()
+        let bindings = PropertyBindings()
+        let toField = PropertyBinding(source: BoundProperty(person, \.name), destination: BoundProperty(textField, \.text))
+        try toField.addTrigger(HookTrigger(person, \.name))
+        bindings.add(toField)
+        #expect(textField.text == "Jimmy")  // the initial value, when the trigger started
+        person.name = "James"
+        #expect(textField.text == "James")
+
+        let center = NotificationCenter()
+        let toPerson = PropertyBinding(source: BoundProperty(textField, \.text), destination: BoundProperty(person, \.name))
+        try toPerson.addTrigger(NotificationTrigger(center: center, name: .fieldDidChange, sender: textField))
+        bindings.add(toPerson)
+        textField.text = "Jim"  // no notification yet: not delivered
+        #expect(person.name == "James")
+        center.post(name: .fieldDidChange, object: textField)
+        #expect(person.name == "Jim")
+        #expect(bindings.count == 2)
+        bindings.invalidateAll()
+        person.name = "nobody"
+        #expect(textField.text == "Jim")
+    }
+
+    @Test func aNotificationFromAnotherSenderIsIgnored() throws {
+        let person = Person(name: "a"), field = Field(), otherField = Field()
+        let center = NotificationCenter()
+        let binding = PropertyBinding(source: BoundProperty(field, \.text), destination: BoundProperty(person, \.nickname))
+        try binding.addTrigger(NotificationTrigger(center: center, name: .fieldDidChange, sender: field))
+        field.text = "x"
+        center.post(name: .fieldDidChange, object: otherField)
+        #expect(person.nickname == "")
+        center.post(name: .fieldDidChange, object: field)
+        #expect(person.nickname == "x")
+        binding.invalidate()
+        field.text = "y"
+        center.post(name: .fieldDidChange, object: field)
+        #expect(person.nickname == "x")
+    }
+
+    @Test func aManualTriggerDeliversWhenFired() throws {
+        let person = Person(name: "start"), field = Field()
+        let trigger = ManualTrigger()
+        let binding = PropertyBinding(source: BoundProperty(person, \.name), destination: BoundProperty(field, \.text))
+        try binding.addTrigger(trigger)
+        #expect(field.text == "start")
+        person.name = "later"
+        #expect(field.text == "start")
+        trigger.fire()
+        #expect(field.text == "later")
+        #expect {
+            try PropertyBinding(source: BoundProperty(person, \.name), destination: BoundProperty(field, \.text)).addTrigger(trigger)
+        } throws: { ($0 as! BindError).kind == .duplicateFish }
+    }
+
+    /// BNDStringToNumberTransformer wrapping the destination, and a chain to Double.
+    @Test func transformersWrapPropertiesAndChain() throws {
+        let formatter = NumberFormatter()
+        formatter.numberStyle = .decimal
+        let person = Person(name: ""), field = Field()
+        let age = BoundProperty(person, \.age).wrapped(by: .stringToNumber(formatter))
+        field.text = "1,234"
+        let binding = PropertyBinding(source: BoundProperty(field, \.text), destination: age)
+        try binding.addTrigger(HookTrigger(field, \.text))
+        #expect(person.age == 1234)
+        #expect(try age.get() == "1,234")  // reads go back through reverse
+
+        let double = BoundProperty(field, \.number).wrapped(by: Transformer.stringToNumber(formatter).then(.numberToDouble))
+        try double.set("2.5")
+        #expect(field.number == 2.5)
+        #expect(try double.get() == "2.5")
+    }
+
+    @Test func aFailedConversionLeavesTheDestinationAndIsReported() throws {
+        let person = Person(name: ""), field = Field()
+        field.text = "12"
+        let binding = PropertyBinding(source: BoundProperty(field, \.text),
+                                      destination: BoundProperty(person, \.age).wrapped(by: .stringToNumber(NumberFormatter())))
+        let errors = Shared<[String]>([])
+        binding.errorHandler = { error in errors.mutate { $0.append("\(error)") } }
+        try binding.addTrigger(HookTrigger(field, \.text))
+        #expect(person.age == 12)
+        field.text = "twelve"
+        #expect(person.age == 12)
+        #expect(errors.value == ["HookBind: \"twelve\" is not a number for the formatter"])
+    }
+
+    @Test func aHookTriggerOnAPlainPropertyIsRefused() {
+        let person = Person(name: ""), field = Field()
+        let binding = PropertyBinding(source: BoundProperty(person, \.nickname), destination: BoundProperty(field, \.text))
+        #expect {
+            try binding.addTrigger(HookTrigger(person, \.nickname))
+        } throws: { error in
+            let error = error as! BindError
+            return error.kind == .notHookable && error.message.contains("Person")
+        }
+    }
+
+    @Test func aGoneObjectIsReportedNotCrashed() throws {
+        var person: Person? = Person(name: "x")
+        let field = Field()
+        let trigger = ManualTrigger()
+        let binding = PropertyBinding(source: BoundProperty(person!, \.name), destination: BoundProperty(field, \.text))
+        let errors = Shared(0)
+        binding.errorHandler = { _ in errors.mutate { $0 += 1 } }
+        try binding.addTrigger(trigger)
+        person = nil
+        trigger.fire()
+        #expect(errors.value == 1)
+        #expect(field.text == "x")
+    }
+
+    @Test func bindingsHoldTheirObjectsWeakly() throws {
+        weak var weakPerson: Person?
+        let field = Field()
+        let binding: PropertyBinding<String>
+        do {
+            let person = Person(name: "p")
+            weakPerson = person
+            binding = PropertyBinding(source: BoundProperty(person, \.name), destination: BoundProperty(field, \.text))
+            try binding.addTrigger(HookTrigger(person, \.name))
+        }
+        #expect(weakPerson == nil)
+        #expect(binding.isActive)
+    }
+
+    @Test func triggersOnSeveralThreads() throws {
+        let person = Person(name: "0"), field = Field()
+        let center = NotificationCenter()
+        let trigger = ManualTrigger()
+        let binding = PropertyBinding(source: BoundProperty(person, \.name), destination: BoundProperty(field, \.text))
+        try binding.addTrigger(trigger)
+        try binding.addTrigger(NotificationTrigger(center: center, name: .fieldDidChange))
+        onThreads(4) { i in
+            for _ in 0..<300 {
+                if i % 2 == 0 { trigger.fire() } else { center.post(name: .fieldDidChange, object: nil) }
+            }
+        }
+        #expect(field.text == "0")
+        binding.invalidate()
+    }
+}
