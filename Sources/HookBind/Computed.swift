@@ -48,7 +48,6 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     @exclusivity(unchecked) private var dependencies: [_Dependency]
     @exclusivity(unchecked) private var state = State.clean
     @exclusivity(unchecked) private var publishedVersion: UInt64 = 0
-    @exclusivity(unchecked) private var queued = false
     @exclusivity(unchecked) private var evaluations = 0
     /// The storage of the dependencies before the last evaluation, for the next one.
     @exclusivity(unchecked) private var spareDependencies: [_Dependency] = []
@@ -170,15 +169,11 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     func _markDirty() {
         guard state == .clean else { return }
         state = .dirty
-        if hookPoint.hasHooks, !queued {
-            queued = true
-            _Graph.enqueue(link)
-        }
+        if hookPoint.hasHooks { _Graph.enqueue(link) }
         _Graph.markDependents(of: _node)
     }
 
     func _publishIfChanged() {
-        queued = false
         _refresh()
         guard _node.version != publishedVersion else { return }
         publishedVersion = _node.version

@@ -364,9 +364,36 @@ struct ObservableTests {
     @Test func aSubscriberThatAlwaysWritesIsStoppedNotLooping() {
         let a = Observable(0)
         let b = Computed { a.value + 1 }
-        b.subscribe { _, new in a.value = new }  // each change of b changes a again
+        let looping = b.subscribe { _, new in a.value = new }  // each change of b changes a again
         a.value = 1
         #expect(a.value >= 1000)  // rounds were cut, the call returned
+        looping.dispose()
+        var heard: [Int] = []
+        b.subscribe { _, new in heard.append(new) }
+        a.value = 5
+        #expect(heard == [6])  // what was cut is not stuck: later changes publish
+    }
+
+    @Test func aComputedReleasedWhileQueuedIsSkipped() {
+        let a = Observable(0)
+        var y: Computed<Int>? = Computed { a.value + 1 }
+        var yHeard = 0
+        y!.subscribe { _, _ in yHeard += 1 }
+        let b = Computed { a.value * 2 }
+        let x = Computed { b.value + 1 }  // deeper than y: published after it
+        var xHeard: [Int] = []
+        var once = true
+        x.subscribe { _, new in
+            xHeard.append(new)
+            if once {
+                once = false
+                a.value = 10  // queues y and x again
+                y = nil  // y goes while queued
+            }
+        }
+        a.value = 1
+        #expect(yHeard == 1)
+        #expect(xHeard == [3, 21])
     }
 
     // MARK: Events

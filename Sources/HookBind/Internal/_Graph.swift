@@ -47,6 +47,8 @@ final class _Node {
 final class _Link {
     unowned(unsafe) var target: any _Dependent
     @exclusivity(unchecked) var isAlive = true
+    /// In the graph's pending list (so it is there once).
+    @exclusivity(unchecked) var isQueued = false
 
     init(_ target: any _Dependent) { self.target = target }
 }
@@ -170,6 +172,8 @@ enum _Graph {
 
     /// Schedules a computed with subscribers to be published.
     static func enqueue(_ link: _Link) {
+        guard !link.isQueued else { return }
+        link.isQueued = true
         state.pending.append(link)
     }
 
@@ -193,11 +197,15 @@ enum _Graph {
             rounds += 1
             if rounds > maximumRounds {
                 FileHandle.standardError.write(Data("HookBind: changes kept causing changes for \(maximumRounds) rounds (a subscriber writes what it observes?); the rest were dropped\n".utf8))
+                for link in state.pending { link.isQueued = false }
                 state.pending.removeAll()
                 break
             }
             var work = state.spare
             swap(&work, &state.pending)
+            for link in work { link.isQueued = false }
+            // A computed that deinitialized since it was queued: its link is dead, its target gone.
+            work.removeAll { !$0.isAlive }
             if work.count > 1 { work.sort { $0.target._height < $1.target._height } }
             for link in work where link.isAlive { link.target._publishIfChanged() }
             work.removeAll(keepingCapacity: true)
