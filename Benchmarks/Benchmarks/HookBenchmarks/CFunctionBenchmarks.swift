@@ -7,25 +7,27 @@ import Hook
 typealias BinaryOp = @convention(c) (Int64, Int64) -> Int64
 typealias MixOp = @convention(c) (Int64, Double, bench_triple, Int32, Int64) -> Int64
 
-/// A case that calls `pointer` from C; `keep` lives until the case ends.
-func cLoop(_ name: String, _ configuration: Benchmark.Configuration, keep: AnyObject? = nil, _ pointer: @escaping () -> BinaryOp) {
+/// A case that calls the pointer made by `pointer` from a C loop (`loop`);
+/// `keep` lives until the case ends.
+func cCase<F>(_ name: String, _ configuration: Benchmark.Configuration, keep: AnyObject?,
+              _ pointer: @escaping () -> F, loop: @escaping (F, Int64) -> Int64) {
     Benchmark(name, configuration: configuration) { benchmark in
         let fn = pointer()
         benchmark.startMeasurement()
-        for _ in benchmark.scaledIterations { blackHole(bench_call_loop(fn, Int64(callsPerSample))) }
+        for _ in benchmark.scaledIterations { blackHole(loop(fn, Int64(callsPerSample))) }
         benchmark.stopMeasurement()
         withExtendedLifetime(keep) {}
     }
 }
 
+/// `add` called from C through the pointer `pointer` makes.
+func cLoop(_ name: String, _ configuration: Benchmark.Configuration, keep: AnyObject? = nil, _ pointer: @escaping () -> BinaryOp) {
+    cCase(name, configuration, keep: keep, pointer) { bench_call_loop($0, $1) }
+}
+
+/// The 5-argument function called from C through the pointer `pointer` makes.
 func mixLoop(_ name: String, _ configuration: Benchmark.Configuration, keep: AnyObject? = nil, _ pointer: @escaping () -> MixOp) {
-    Benchmark(name, configuration: configuration) { benchmark in
-        let fn = pointer()
-        benchmark.startMeasurement()
-        for _ in benchmark.scaledIterations { blackHole(bench_call_mix_loop(fn, Int64(callsPerSample))) }
-        benchmark.stopMeasurement()
-        withExtendedLifetime(keep) {}
-    }
+    cCase(name, configuration, keep: keep, pointer) { bench_call_mix_loop($0, $1) }
 }
 
 func cFunctionBenchmarks(_ configuration: Benchmark.Configuration) {
