@@ -46,6 +46,8 @@ public final class DataBinding<View: HookOwner, Model: AnyObject>: @unchecked Se
     private weak var view: View?
     /// The threads writing through ``update(_:_:)``: this view's blocks skip what they write.
     private let updating: _Updating
+    /// The hooks of this binding's blocks (also in the view's bag).
+    private let tokens = _Tokens()
 
     init(view: View, model: Model) {
         self.view = view
@@ -80,6 +82,7 @@ public final class DataBinding<View: HookOwner, Model: AnyObject>: @unchecked Se
             block(view, try call.argument(0, as: Value.self))
         }
         token.store(in: view.hookBag)
+        tokens.append(token)
         block(view, model[keyPath: keyPath])
         return self
     }
@@ -95,8 +98,8 @@ public final class DataBinding<View: HookOwner, Model: AnyObject>: @unchecked Se
         return self
     }
 
-    /// Removes every block of this view's bindings now (not only those of this binding).
-    public func unbind() { view?.hookBag.removeAll() }
+    /// Removes the blocks of this binding now (the view's other hooks stay). Idempotent.
+    public func unbind() { tokens.removeAll() }
 }
 
 /// The threads writing through `update`, so that their blocks skip the write
@@ -120,5 +123,17 @@ final class _Updating: @unchecked Sendable {
             }
         }
         body()
+    }
+}
+
+/// Tokens removed together, from any thread.
+final class _Tokens: @unchecked Sendable {
+    private let lock = NSLock()
+    private var tokens: [HookToken] = []
+
+    func append(_ token: HookToken) { lock.withLock { tokens.append(token) } }
+
+    func removeAll() {
+        for token in lock.withLock({ () -> [HookToken] in defer { tokens = [] }; return tokens }) { token.remove() }
     }
 }

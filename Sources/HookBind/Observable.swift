@@ -108,8 +108,8 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
         }
     }
 
-    /// The number of subscribers.
-    public var subscriberCount: Int { hookPoint.hookCount - 1 }
+    /// The number of subscribers (hooks on ``hookPoint`` besides the graph's own).
+    public var subscriberCount: Int { max(hookPoint.hookCount - 1, 0) }
 }
 
 extension Observable: CustomStringConvertible {

@@ -79,6 +79,18 @@ struct DataBindingTests {
         #expect(calls == 1)
     }
 
+    @Test func unbindRemovesOnlyThisBindingsBlocks() throws {
+        let model = IQModel(), otherModel = IQModel()
+        let view = IQView()
+        let binding = try view.bind(model).bind(\.title) { view, value in view.shown.append("model \(value)") }
+        try view.bind(otherModel).bind(\.title) { view, value in view.shown.append("other \(value)") }
+        binding.unbind()
+        binding.unbind()
+        model.title = "a"
+        otherModel.title = "b"
+        #expect(view.shown == ["model ", "other ", "other b"])
+    }
+
     @Test func aPlainPropertyIsRefusedWithItsName() throws {
         let model = IQModel()
         let view = IQView()
