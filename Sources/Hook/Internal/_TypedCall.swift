@@ -128,7 +128,11 @@ enum _TypedLayout {
 
     @inlinable @inline(__always)
     static func destroy<T>(_ type: T.Type, _ slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>, _ index: inout Int) {
-        slots[index].unsafelyUnwrapped.assumingMemoryBound(to: T.self).deinitialize(count: 1)
+        // Trivial types need no destruction; in a pack's generic context the
+        // check is a flag of the type's metadata, the call it saves is not free.
+        if !_isPOD(T.self) {
+            slots[index].unsafelyUnwrapped.assumingMemoryBound(to: T.self).deinitialize(count: 1)
+        }
         index += 1
     }
 
