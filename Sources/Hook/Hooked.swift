@@ -169,7 +169,7 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     func _noteObject(_ object: AnyObject) {
         guard objectBits.load(ordering: .acquiring) == 0 else { return }
         noteIdentity(target: object, name: _KeyPathResolver.name(of: self, in: object))
-        objectBits.store(Int(bitPattern: Unmanaged.passUnretained(object).toOpaque()), ordering: .releasing)
+        _setTarget(object)
     }
 }
 

@@ -1,3 +1,5 @@
+import Hook
+
 /// What a binding refuses, with a message naming the fishes involved.
 ///
 /// Every problem of a group of fishes is found by ``Binding/bind(_:)``
@@ -36,4 +38,13 @@ public struct BindError: Error, Equatable, CustomStringConvertible, Sendable {
     }
 
     public var description: String { "HookBind: \(message)" }
+}
+
+/// The hook point of a `@Hooked` property, or a ``BindError`` naming it.
+func _propertyPoint<Object: AnyObject, Value>(_ object: Object, _ keyPath: ReferenceWritableKeyPath<Object, Value>) throws(BindError) -> PropertyHook<Value> {
+    do {
+        return try PropertyHook.of(object, keyPath)
+    } catch {
+        throw BindError(.notHookable, error.detail)
+    }
 }

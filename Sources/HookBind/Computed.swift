@@ -55,28 +55,23 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     private var link: _Link!
 
     /// A computed value; `compute` runs at once to find its dependencies.
-    public init(name: String = "computed", _ compute: @escaping () -> Value) {
-        _Graph.lock.lock()
-        defer { _Graph.lock.unlock() }
-        (self.compute, self.isEqual) = (compute, nil)
-        (cache, dependencies) = _Graph.evaluate(compute)
-        hookPoint = PropertyHook._standalone(cache, name: name)
-        attach()
+    public convenience init(name: String = "computed", _ compute: @escaping () -> Value) {
+        self.init(name: name, compute, isEqual: nil)
     }
 
     /// A computed value whose equal results are no change; `compute` runs at once.
-    public init(name: String = "computed", _ compute: @escaping () -> Value) where Value: Equatable {
-        _Graph.lock.lock()
-        defer { _Graph.lock.unlock() }
-        (self.compute, self.isEqual) = (compute, { $0 == $1 })
-        (cache, dependencies) = _Graph.evaluate(compute)
-        hookPoint = PropertyHook._standalone(cache, name: name)
-        attach()
+    public convenience init(name: String = "computed", _ compute: @escaping () -> Value) where Value: Equatable {
+        self.init(name: name, compute, isEqual: { $0 == $1 })
     }
 
-    /// The rest of `init`, under the graph's lock (so no change is missed
-    /// between the first evaluation and registering with its dependencies).
-    private func attach() {
+    /// Evaluates and registers with the dependencies under the graph's lock,
+    /// so no change is missed in between.
+    private init(name: String, _ compute: @escaping () -> Value, isEqual: ((Value, Value) -> Bool)?) {
+        _Graph.lock.lock()
+        defer { _Graph.lock.unlock() }
+        (self.compute, self.isEqual) = (compute, isEqual)
+        (cache, dependencies) = _Graph.evaluate(compute)
+        hookPoint = PropertyHook._standalone(cache, name: name)
         hookPoint._adopt(by: self)
         link = _Link(self)
         evaluations = 1

@@ -177,9 +177,9 @@ public struct Fish: CustomStringConvertible {
 
     static func propertyEndpoint<Object: AnyObject, Value>(_ object: Object, _ property: ReferenceWritableKeyPath<Object, Value>) -> _Endpoint {
         do {
-            return _PropertyEndpoint(object, try PropertyHook.of(object, property))
+            return _PropertyEndpoint(object, try _propertyPoint(object, property))
         } catch {
-            return _RefusedEndpoint(description: "\(Object.self) key path", BindError(.notHookable, error.detail))
+            return _RefusedEndpoint(description: "\(Object.self) key path", error)
         }
     }
 

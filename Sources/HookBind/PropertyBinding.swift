@@ -206,11 +206,8 @@ public final class HookTrigger: BindingTrigger, @unchecked Sendable {
     private let once = _StartOnce()
 
     /// Fires after each set of `object`'s `@Hooked` property at `keyPath`.
-    public init<Object: AnyObject, Value>(_ object: Object, _ keyPath: ReferenceWritableKeyPath<Object, Value>) {
-        point = { [weak object] () throws(BindError) -> HookPoint in
-            guard let object else { throw BindError(.objectGone, "the object of the trigger's \(Object.self) property is gone") }
-            return try _propertyPoint(object, keyPath)
-        }
+    public convenience init<Object: AnyObject, Value>(_ object: Object, _ keyPath: ReferenceWritableKeyPath<Object, Value>) {
+        self.init(BoundProperty(object, keyPath))
     }
 
     /// Fires after each set of `property`'s `@Hooked` property (through any transformers).

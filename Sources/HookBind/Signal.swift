@@ -128,12 +128,7 @@ public enum KVO {
         observer: AnyObject? = nil, initial: Bool = false,
         _ block: @escaping (PropertyChange<Value>) -> Void
     ) throws(BindError) -> SignalMonitor {
-        let point: PropertyHook<Value>
-        do {
-            point = try PropertyHook.of(object, keyPath)
-        } catch {
-            throw BindError(.notHookable, error.detail)
-        }
+        let point = try _propertyPoint(object, keyPath)
         let monitor = SignalMonitor()
         if initial {
             let current = point._currentValue

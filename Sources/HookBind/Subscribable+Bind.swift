@@ -70,12 +70,3 @@ extension Computed {
         bind(object, keyPath) { $0 }
     }
 }
-
-/// The hook point of a `@Hooked` property, or a ``BindError`` naming it.
-func _propertyPoint<Object: AnyObject, Value>(_ object: Object, _ keyPath: ReferenceWritableKeyPath<Object, Value>) throws(BindError) -> PropertyHook<Value> {
-    do {
-        return try PropertyHook.of(object, keyPath)
-    } catch {
-        throw BindError(.notHookable, error.detail)
-    }
-}
