@@ -82,21 +82,39 @@ hk_thread *hk_thread_register(void) {
   return t;
 }
 
-int hk_point_is_active_anywhere(uintptr_t point) {
+
+int hk_points_active(const uintptr_t *points, int count, unsigned char *active) {
   int found = 0;
-  // The heavy half of the asymmetric fence: every thread's store buffer is
-  // drained, so an announcement made before a snapshot load is now visible.
+  for (int j = 0; j < count; j++) active[j] = 0;
+  if (count == 0) return 0;
   if (hk_asymmetric_fence) syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   pthread_mutex_lock(&registry_lock);
-  for (hk_thread *t = registry_head; t && !found; t = t->next) {
+  for (hk_thread *t = registry_head; t; t = t->next) {
     int d = atomic_load_explicit(&t->depth, memory_order_seq_cst);
     for (int i = 0; i < d && i < HK_MAX_DEPTH; i++) {
-      if ((atomic_load_explicit(&t->active[i], memory_order_acquire) & ~(uintptr_t)1) == point) { found = 1; break; }
+      uintptr_t p = atomic_load_explicit(&t->active[i], memory_order_acquire) & ~(uintptr_t)1;
+      if (!p) continue;
+      for (int j = 0; j < count; j++) {
+        if (!active[j] && points[j] == p) { active[j] = 1; found++; }
+      }
     }
   }
   pthread_mutex_unlock(&registry_lock);
   return found;
 }
+
+// The Swift runtime's entry points for a task leaving and re-entering a
+// thread: with a zeroed state, leaving moves every tracked access into it.
+void swift_task_exitThreadLocalContext(char *state);
+void swift_task_enterThreadLocalContext(char *state);
+
+void hk_accesses_set_aside(uintptr_t state[2]) {
+  state[0] = 0;
+  state[1] = 0;
+  swift_task_exitThreadLocalContext((char *)state);
+}
+
+void hk_accesses_restore(uintptr_t state[2]) { swift_task_enterThreadLocalContext((char *)state); }
 
 int hk_registered_thread_count(void) {
   pthread_mutex_lock(&registry_lock);

@@ -71,7 +71,7 @@ public final class FunctionHook: HookPoint, @unchecked Sendable {
         self.originalFunction = unsafeBitCast(function, to: (@convention(c) () -> Void).self)
         self.closure = closure
         self.adjustsCalls = interface.needsCallAdjustment
-        super.init(name: name, shape: _CallShape(signature: signature, resultBufferSize: interface.resultBufferSize), target: target)
+        super.init(name: name, shape: _Shape(_CallShape(signature: signature, resultBufferSize: interface.resultBufferSize)), target: target)
         // user_data is unretained: the closure lives exactly as long as self (freed in deinit).
         let status = ffi_prep_closure_loc(
             closure, cif,

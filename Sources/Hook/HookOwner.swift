@@ -26,6 +26,8 @@ public final class HookBag: Sendable {
 
     deinit {
         for token in tokens.withVisibleLock(self, { $0 }) { token.remove() }
+        // What the hooks captured is released now (one fence for the whole bag).
+        HookPoint.reclaimRetiredHooks()
     }
 
     /// Adds a token; its hook is removed when the bag goes, or by ``removeAll()``.
@@ -39,6 +41,7 @@ public final class HookBag: Sendable {
     /// Removes every hook in the bag now.
     public func removeAll() {
         for token in tokens.withVisibleLock(self, { let all = $0; $0 = []; return all }) { token.remove() }
+        HookPoint.reclaimRetiredHooks()
     }
 
     /// The number of tokens whose hooks are still attached.

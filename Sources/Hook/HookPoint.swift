@@ -23,13 +23,18 @@ import Synchronization
 ///    (`hk_thread_enter`: a plain store plus the light half of an asymmetric
 ///    fence, or a seq_cst store where membarrier(2) is unavailable), then
 ///    loads the snapshot.
-/// 2. A writer swaps in a new snapshot (seq_cst exchange), keeps the old one,
-///    then asks `hk_point_is_active_anywhere` (which first runs the heavy half,
-///    `membarrier`) whether any thread is inside a frame of this hook point.
-/// 3. By the fence, a caller that loaded the old snapshot announced itself
-///    before the exchange, so the writer sees it. If
-///    no thread is inside, nothing can hold a retired snapshot and they are
-///    released; otherwise they wait for a later write or for `deinit`.
+/// 2. A writer swaps in a new snapshot (seq_cst exchange) and hands the old
+///    one to the retired list (`_Retired`), shared by every hook point. No
+///    system call: adding or removing a hook is a lock, an allocation and an
+///    exchange.
+/// 3. Retired snapshots are freed in batches: when enough have gathered,
+///    when a ``HookBag`` empties, or on ``reclaimRetiredHooks()``, one fence
+///    (the heavy half, `membarrier`) and one scan of every thread's frames
+///    serve the whole batch. By the fence, a caller that loaded an old
+///    snapshot announced itself before the exchange, so the scan sees it; a
+///    snapshot of a hook point that no thread is inside is freed, the others
+///    wait for a later batch. A hook point's own retired snapshots are freed
+///    by its `deinit` (no call can be in flight then).
 public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     // MARK: What the calls look like (read by CallBack)
 
@@ -42,7 +47,9 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     @usableFromInline let typeIDs: UnsafeMutablePointer<ObjectIdentifier?>
     /// Whether arguments and result are C memory described by a ``Signature``.
     @usableFromInline let isCFunction: Bool
-    let shape: _CallShape
+    /// The shared description of the calls (see `_Shape`).
+    let layout: _Shape
+    var shape: _CallShape { layout.shape }
 
     // MARK: Identity
 
@@ -57,41 +64,40 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     @usableFromInline let current = Atomic<Int>(0)
     private let state = Mutex(_HookState())
 
-    init(name: String?, shape: _CallShape, target: AnyObject?) {
+    init(name: String?, shape: _Shape, target: AnyObject?) {
         self.fixedName = name
         self.fixedTarget = target
-        self.shape = shape
-        self.isCFunction = shape.isCFunction
-        let count = shape.argumentCount
-        self.argumentCountValue = count
-        self.codes = .allocate(capacity: count + 1)
-        self.typeIDs = .allocate(capacity: count + 1)
-        for i in 0...count {
-            codes[i] = shape.types[i].cType?._scalarCode ?? 0xFF
-            typeIDs[i] = shape.types[i].id
-        }
+        self.layout = shape
+        self.isCFunction = shape.shape.isCFunction
+        self.argumentCountValue = shape.shape.argumentCount
+        self.codes = shape.codes
+        self.typeIDs = shape.typeIDs
     }
 
     deinit {
-        // No call is in flight any more (each kind's contract), so the snapshot can go.
+        // No call is in flight any more (each kind's contract), so the snapshots can go.
         let bits = current.load(ordering: .acquiring) & ~1
         if bits != 0 {
             Unmanaged<_HookSnapshot>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
         }
-        codes.deallocate()
-        typeIDs.deallocate()
+        if state.withVisibleLock(self, { $0.hasRetired }) { _Retired.forget(pointID) }
     }
 
     /// The hook point's name: the `selector` of its CallBacks and the subject of its errors.
     public var name: String {
         if let fixedName { return fixedName }
         if let name = late.withVisibleLock(self, slot: 1, { $0.name }) { return name }
-        // A property or method: its name is the label of its storage in the object.
-        if let object = target, let name = _KeyPathResolver.name(of: self, in: object) {
+        if let name = lateName() {
             noteIdentity(target: nil, name: name)
             return name
         }
         return "<\(shape.kind) of an object not yet seen>"
+    }
+
+    /// A property or method: its name is the label of its storage in the object.
+    func lateName() -> String? {
+        guard let object = target else { return nil }
+        return _KeyPathResolver.name(of: self, in: object)
     }
 
     /// The object the hook point belongs to, if any and still alive (held weakly).
@@ -193,28 +199,42 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
 
     func remove(id: UInt64) { update { _ = $0.lists.remove(id: id) } }
 
-    /// Applies `change`, publishes a new snapshot, and frees old snapshots
-    /// when no call can be using them. Freed hooks are released outside the
-    /// lock, since releasing a closure may run arbitrary deinit code.
+    /// Applies `change` and publishes a new snapshot; the old one is retired
+    /// (freed by a later batch, see `_Retired`). No system call.
     private func update(_ change: (inout _HookState) -> Void) {
-        let released: [_HookSnapshot] = state.withVisibleLock(self) { state in
+        var orphans = false
+        let retired: Int? = state.withVisibleLock(self) { state in
             change(&state)
-            _ = state.lists.removeOrphans()
+            // Orphans detached during a call of this point stay in use until
+            // it returns: the next change tries again to release them.
+            orphans = state.lists.removeOrphans() || state.releasesOrphans
+            state.releasesOrphans = orphans && hk_thread_current().map { hk_thread_depth($0) > 0 } ?? false
             var newBits = 0
             if !state.lists.isEmpty {
                 newBits = Int(bitPattern: Unmanaged.passRetained(_HookSnapshot(state.lists)).toOpaque())
             }
             if state.probes > 0 { newBits |= 1 }
             let oldBits = current.exchange(newBits, ordering: .sequentiallyConsistent) & ~1
-            if oldBits != 0 {
-                state.retired.append(Unmanaged<_HookSnapshot>.fromOpaque(UnsafeRawPointer(bitPattern: oldBits)!).takeRetainedValue())
-            }
-            guard !state.retired.isEmpty, hk_point_is_active_anywhere(pointID) == 0 else { return [] }
-            defer { state.retired = [] }
-            return state.retired
+            guard oldBits != 0 else { return nil }
+            state.hasRetired = true
+            return oldBits
         }
-        _ = released
+        if let retired { _Retired.add(retired, of: pointID) }
+        // Hooks whose owner died are rare and may hold what their owner
+        // captured: release them now rather than at the next batch.
+        if orphans { _Retired.reclaim() }
     }
+
+    /// Frees the hook snapshots that earlier hook changes retired and no call
+    /// is using any more, at the cost of one fence for all of them; returns
+    /// how many were freed. Hook changes do this by themselves in batches and
+    /// a ``HookBag`` when it empties; call it to release what removed hooks
+    /// captured at a moment of your choosing.
+    @discardableResult
+    public static func reclaimRetiredHooks() -> Int { _Retired.reclaim() }
+
+    /// The number of retired hook snapshots not yet freed (a diagnostic).
+    public static var retiredHookSnapshotCount: Int { _Retired.count }
 
     /// While probing, calls take the slow path even with no hook attached.
     func setProbing(_ on: Bool) { update { $0.probes += on ? 1 : -1 } }
@@ -358,6 +378,10 @@ struct _HookState {
     var retired: [_HookSnapshot] = []
     var errorHandler: (@Sendable (any Error, HookPosition) -> Void)?
     var probes = 0
+    /// Whether a snapshot of this point went to the retired list.
+    var hasRetired = false
+    /// Orphaned hooks were detached inside a call: release them at the next change too.
+    var releasesOrphans = false
 }
 
 /// Name and object of a property or method hook point, learnt after it is made.

@@ -63,7 +63,7 @@ public final class MethodHook<each A, R>: HookPoint, _TupleArguments, @unchecked
     private let identified = Atomic<Bool>(false)
 
     init() {
-        super.init(name: nil, shape: _CallShape(kind: "method", arguments: repeat (each A).self, result: R.self, canThrow: false), target: nil)
+        super.init(name: nil, shape: .typed(kind: "method", arguments: repeat (each A).self, result: R.self, canThrow: false), target: nil)
     }
 
     /// The hook point of `object`'s hookable method at `keyPath`: `try MethodHook.of(account, \.deposit)`.

@@ -25,11 +25,18 @@ import Synchronization
 /// hooks run once the value is stored; an `instead` hook stores it by calling
 /// ``CallBack/invokeOriginal()`` (or not).
 ///
-/// Each instance has its own hook point, made with the instance (one small
-/// object per property, which also holds the value): hooking one object's
-/// property leaves every other object alone. Reading the property is two
-/// plain loads (the hook point, its value); a set with no hook attached adds
-/// one relaxed atomic load to the store and allocates nothing.
+/// Each instance has its own hook point, made the first time something needs
+/// it (a hook, ``PropertyHook/of(_:_:)``, `$name`, a fish, a binding), exactly
+/// once however many threads race to make it: hooking one object's property
+/// leaves every other object alone. Until then the property costs its value
+/// plus one word (where the hook point will be), and making the object
+/// allocates nothing more. Reading the property is one plain load; a set with
+/// no hook point, or a hook point with no hook, adds one load and a test to
+/// the store and allocates nothing.
+///
+/// While the hooks of a set run, the Swift runtime's record of the thread's
+/// dynamic accesses is set aside, so that hooks may read and set the property
+/// (and others) although the set is, for Swift, still modifying its storage.
 ///
 /// A hook that sets the same property of the same object is not re-entered:
 /// that set is stored without hooks.
@@ -41,59 +48,118 @@ import Synchronization
 /// synchronization a plain `var` would.
 @propertyWrapper
 public struct Hooked<Value> {
-    /// The per-instance hook point, which also stores the value, so that the
-    /// accessors are plain inlinable code: no key path, no enclosing-instance
-    /// subscript on the hot path.
-    @usableFromInline let owned: PropertyHook<Value>
-    /// The same object, for the accessors: reaching it unowned costs no
-    /// reference counting (`owned` keeps it alive as long as the property).
-    @usableFromInline unowned(unsafe) let point: PropertyHook<Value>
+    /// The value, stored inline in the object.
+    @usableFromInline var _value: Value
+    /// The hook point, `nil` until first needed. Written once, by a
+    /// compare-and-exchange (`_HookedCell.point`), and read without retaining
+    /// it; released with the object.
+    @usableFromInline var _point: PropertyHook<Value>?
 
     public init(wrappedValue: Value) {
-        self.owned = PropertyHook(wrappedValue)
-        self.point = owned
+        _value = wrappedValue
+        _point = nil
     }
 
     @inlinable
     public var wrappedValue: Value {
-        get { point.value }
-        nonmutating set {
-            if _fastPath(!point.hasHooks) {
-                point.value = newValue
-            } else {
-                point._set(newValue)
+        get { _value }
+        set {
+            let bits = withUnsafeMutablePointer(to: &_point) { hk_word_load($0) }
+            if _fastPath(bits == 0) {
+                _value = newValue
+                return
             }
+            let point = Unmanaged<PropertyHook<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
+            if _fastPath(!point._withUnsafeGuaranteedRef { $0.hasHooks }) {
+                _value = newValue
+                return
+            }
+            point._withUnsafeGuaranteedRef { $0._setSettingAsideAccesses(newValue) }
         }
     }
 
     @available(*, unavailable, message: "$property of @Hooked is only for properties of classes")
     public var projectedValue: PropertyHook<Value> { fatalError("unavailable") }
 
-    /// The property's hook point: `object.$name`.
+    /// The property's hook point: `object.$name` (made on first need).
     public static subscript<Object: AnyObject>(
         _enclosingInstance object: Object,
         projected projected: KeyPath<Object, PropertyHook<Value>>,
         storage storage: KeyPath<Object, Hooked<Value>>
     ) -> PropertyHook<Value> {
-        let point = object[keyPath: storage].owned
-        point._noteObject(object)
-        return point
+        _KeyPathResolver.storagePoint(object, storage)
     }
 }
+
+/// Where the parts of a `Hooked<Value>` lie, and the making of its hook point.
+enum _HookedCell<Value> {
+    /// The offset of `_point` in `Hooked<Value>` (`_value` is at 0).
+    static var pointOffset: Int { MemoryLayout<Hooked<Value>>.offset(of: \Hooked<Value>._point)! }
+
+    /// The hook point of the `Hooked<Value>` at `cellOffset` bytes into `object`,
+    /// made if there is none yet (exactly one wins a race; the others' are dropped unseen).
+    static func point(in object: AnyObject, cellOffset: Int) -> PropertyHook<Value> {
+        let cell = Unmanaged.passUnretained(object).toOpaque() + cellOffset
+        let word = cell + pointOffset
+        let existing = hk_word_load(word)
+        if existing != 0 { return Unmanaged<PropertyHook<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: existing)!).takeUnretainedValue() }
+        let made = PropertyHook<Value>(storage: cell.assumingMemoryBound(to: Value.self), object: object, cellOffset: cellOffset)
+        let desired = Unmanaged.passRetained(made).toOpaque()
+        let previous = hk_word_compare_exchange(word, 0, UInt(bitPattern: desired))
+        if previous == 0 { return made }
+        Unmanaged<PropertyHook<Value>>.fromOpaque(desired).release()
+        return Unmanaged<PropertyHook<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: previous)!).takeUnretainedValue()
+    }
+}
+
+/// A `Hooked` of any value type, as reflection meets it in a class's fields.
+protocol _AnyHooked {}
+extension Hooked: _AnyHooked {}
 
 /// The hook point of one `@Hooked` property of one object (see ``Hooked``).
 ///
 /// Get it with ``of(_:_:)`` from the object and the property's key path, or
-/// from the projection `object.$property`. It holds its object weakly.
+/// from the projection `object.$property`. It holds its object weakly; the
+/// object holds it (from its first need until the object deinitializes).
 public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
-    /// The object, unretained, once known (0 before): a set runs on its live object.
+    /// Where the value lives: inline in the object (`@Hooked`), or owned by
+    /// this point (a standalone point, HookBind's observables).
+    @usableFromInline let storage: UnsafeMutablePointer<Value>
+    /// The object, unretained (nil for a standalone point until adopted): a set runs on its live object.
     private let objectBits = Atomic<Int>(0)
-    /// The property's value (read and written by the object's accessors).
-    @exclusivity(unchecked) @usableFromInline var value: Value
+    /// The offset of the `Hooked` storage in the object; -1 for a standalone point.
+    let cellOffset: Int
+    /// The object's class, which names the property (kept: the name is asked for after the object is gone too).
+    private let objectType: AnyClass?
 
-    init(_ value: Value, name: String? = nil) {
-        self.value = value
-        super.init(name: name, shape: _CallShape(kind: "property", arguments: Value.self, result: Void.self, canThrow: false), target: nil)
+    /// The point of a `@Hooked` property whose storage is in `object`.
+    init(storage: UnsafeMutablePointer<Value>, object: AnyObject, cellOffset: Int) {
+        self.storage = storage
+        self.cellOffset = cellOffset
+        self.objectType = type(of: object)
+        super.init(name: nil, shape: .typed(kind: "property", arguments: Value.self, result: Void.self, canThrow: false), target: object)
+        _setTarget(object)
+    }
+
+    /// A standalone point that owns its storage, holding `value`.
+    init(_ value: Value, name: String) {
+        storage = .allocate(capacity: 1)
+        storage.initialize(to: value)
+        cellOffset = -1
+        objectType = nil
+        super.init(name: name, shape: .typed(kind: "property", arguments: Value.self, result: Void.self, canThrow: false), target: nil)
+    }
+
+    deinit {
+        if cellOffset < 0 {
+            storage.deinitialize(count: 1)
+            storage.deallocate()
+        }
+    }
+
+    override func lateName() -> String? {
+        guard let objectType else { return nil }
+        return _KeyPathResolver.label(at: cellOffset, in: objectType)
     }
 
     /// The hook point of `object`'s `@Hooked` property at `keyPath`.
@@ -104,21 +170,27 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     ///
     /// The first lookup of a key path on a class learns which property it
     /// names by making one set of the current value (which the property's own
-    /// hooks do not see); later lookups go by the remembered name. A key path
-    /// must name the `@Hooked` property itself, not a computed property.
+    /// hooks do not see); it is remembered per class and key path, so a
+    /// lookup on any other object of the class goes straight to its storage.
+    /// A key path must name the `@Hooked` property itself, not a computed property.
     ///
     /// - Throws: ``HookError`` if the key path does not name a `@Hooked` property of `object`.
     public static func of<Object: AnyObject>(_ object: Object, _ keyPath: ReferenceWritableKeyPath<Object, Value>) throws(HookError) -> PropertyHook<Value> {
-        let point: PropertyHook<Value>? = _KeyPathResolver.resolve(object, keyPath, kind: "property") { candidates in
-            for candidate in candidates { candidate.setProbing(true) }
-            defer { for candidate in candidates { candidate.setProbing(false) } }
-            object[keyPath: keyPath] = object[keyPath: keyPath]
-        }
-        point?._noteObject(object)
-        guard let point else {
+        guard let point = _KeyPathResolver.propertyPoint(object, keyPath) else {
             throw HookError(.invalidValue, point: "\(Object.self).\(keyPath)", "the key path does not name a @Hooked property of type \(Value.self) of \(Object.self)")
         }
         return point
+    }
+
+    /// A set with hooks attached, from the property's setter: the setter is
+    /// still inside Swift's modify access of the storage, so the thread's
+    /// record of dynamic accesses is set aside while the hooks run.
+    @usableFromInline
+    final func _setSettingAsideAccesses(_ newValue: Value) {
+        var accesses: (UInt, UInt) = (0, 0)
+        withUnsafeMutablePointer(to: &accesses) { $0.withMemoryRebound(to: UInt.self, capacity: 2) { hk_accesses_set_aside($0) } }
+        _set(newValue)
+        withUnsafeMutablePointer(to: &accesses) { $0.withMemoryRebound(to: UInt.self, capacity: 2) { hk_accesses_restore($0) } }
     }
 
     /// The slow path of a set: hooks attached, or a key path probe.
@@ -126,7 +198,7 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     func _set(_ newValue: Value) {
         if _KeyPathResolver.answerProbe(self) { return }
         var new = newValue
-        let old = value
+        let old = storage.pointee
         let stored = withUnsafePointer(to: old) { oldPointer in
             withUnsafeMutablePointer(to: &new) { newPointer in
                 var slot: UnsafeMutableRawPointer? = UnsafeMutableRawPointer(newPointer)
@@ -136,7 +208,7 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
                         guard var call = _begin(slots, UnsafeMutableRawPointer(result), target: _object,
                                                 oldValue: UnsafeRawPointer(oldPointer)) else { return false }
                         if call._runsPlainOriginal {
-                            value = newPointer.pointee
+                            storage.pointee = newPointer.pointee
                             call._hasResult = true
                         } else {
                             let invoker: any _OriginalInvoker = _StoreInvoker(point: self, slots: slots)
@@ -148,7 +220,7 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
                 }
             }
         }
-        if !stored { value = new }
+        if !stored { storage.pointee = new }
     }
 
     /// The object this property belongs to, unretained (alive while its property is set).
@@ -158,18 +230,9 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
         return bits == 0 ? nil : Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)
     }
 
-    /// Records `object` as the target of this point's calls, unretained and
-    /// without reflection (a point made by its object, named at creation).
+    /// Records `object` as the target of this point's calls, unretained.
     func _setTarget(_ object: AnyObject) {
         objectBits.store(Int(bitPattern: Unmanaged.passUnretained(object).toOpaque()), ordering: .releasing)
-    }
-
-    /// Learns the object (and the property's name) when the hook point is
-    /// reached from it: by ``of(_:_:)`` or the `$property` projection.
-    func _noteObject(_ object: AnyObject) {
-        guard objectBits.load(ordering: .acquiring) == 0 else { return }
-        noteIdentity(target: object, name: _KeyPathResolver.name(of: self, in: object))
-        _setTarget(object)
     }
 }
 
@@ -187,7 +250,7 @@ struct _StoreInvoker<Value>: _OriginalInvoker {
 
     @inlinable
     func invoke(_ call: inout CallBack) {
-        point.value = slots.pointee.unsafelyUnwrapped.assumingMemoryBound(to: Value.self).pointee
+        point.storage.pointee = slots.pointee.unsafelyUnwrapped.assumingMemoryBound(to: Value.self).pointee
         call._hasResult = true
     }
 }

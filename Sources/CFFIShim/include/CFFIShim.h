@@ -2,7 +2,7 @@
 //
 // Nothing here knows about Swift. The thread state is C because a `_Thread_local`
 // read is a single segment-relative load, cheaper than pthread_getspecific, and
-// because other threads read it with C11 atomics (see hk_point_is_active_anywhere).
+// because other threads read it with C11 atomics (see hk_points_active).
 #ifndef CFFISHIM_H
 #define CFFISHIM_H
 
@@ -80,12 +80,12 @@ static inline hk_thread *hk_thread_self(void) {
 
 // 1 once this process registered for expedited membarrier(2): then a frame is
 // announced with a plain store, and a writer that needs the announcement to be
-// visible issues the heavy half of the fence (see hk_point_is_active_anywhere).
+// visible issues the heavy half of the fence (see hk_points_active).
 // 0: every announcement is a seq_cst store (an xchg on x86-64).
 extern int hk_asymmetric_fence;
 
 // Publishes frame depth `depth` so that it is ordered before any later load of
-// the hook snapshot, as seen by a writer that runs hk_point_is_active_anywhere.
+// the hook snapshot, as seen by a writer that runs hk_points_active.
 static inline void hk_thread_publish_depth(hk_thread *t, int depth) {
   if (hk_asymmetric_fence) {
     atomic_store_explicit(&t->depth, depth, memory_order_relaxed);
@@ -147,6 +147,8 @@ static inline void hk_frame_set_running_original(hk_thread *t, int index, uintpt
 }
 
 static inline int hk_thread_is_suppressed(hk_thread *t) { return t->suppressed > 0; }
+// How many frames are active on this thread (its own state only).
+static inline int hk_thread_depth(hk_thread *t) { return atomic_load_explicit(&t->depth, memory_order_relaxed); }
 static inline void hk_thread_suppress(hk_thread *t) { t->suppressed++; }
 static inline void hk_thread_unsuppress(hk_thread *t) { t->suppressed--; }
 
@@ -171,11 +173,36 @@ static inline int hk_frame_is_live(const hk_thread *t, int index, uint64_t seria
   return index < d && t->serial[index] == serial;
 }
 
-// Whether any thread is inside a frame of `point` (tagged or not). Call after publishing a new
-// snapshot (seq_cst); if this returns 0, no thread can still be reading an older one.
-// With the asymmetric fence it first runs membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED),
-// a full barrier on every thread of the process, so plain announcements are visible.
-int hk_point_is_active_anywhere(uintptr_t point);
+
+// Which of `points` (count of them) some thread is inside a frame of, written
+// to `active` (1 or 0 each); returns how many are. One fence (membarrier, when
+// registered) and one scan of the registered threads serve the whole batch.
+int hk_points_active(const uintptr_t *points, int count, unsigned char *active);
+
+// MARK: - Words written once (a hook point made on first need)
+
+// Loads the word at `address` (acquire: what was published with it is visible).
+static inline uintptr_t hk_word_load(const void *address) {
+  return atomic_load_explicit((_Atomic(uintptr_t) *)address, memory_order_acquire);
+}
+
+// Stores `desired` at `address` if it holds `expected`; returns what it held
+// before (== expected on success). Acquire-release.
+static inline uintptr_t hk_word_compare_exchange(void *address, uintptr_t expected, uintptr_t desired) {
+  atomic_compare_exchange_strong_explicit((_Atomic(uintptr_t) *)address, &expected, desired,
+                                          memory_order_acq_rel, memory_order_acquire);
+  return expected;
+}
+
+// MARK: - Exclusivity while hooks run
+
+// Sets aside the Swift runtime's record of this thread's dynamic accesses
+// (`state` receives it), and puts it back. A `@Hooked` setter runs inside the
+// class's modify access to the property's storage; its hooks run between these
+// two calls, so that they may read or set the property (the same runtime entry
+// points a task uses when it leaves and re-enters a thread).
+void hk_accesses_set_aside(uintptr_t state[2]);
+void hk_accesses_restore(uintptr_t state[2]);
 
 // Tell ThreadSanitizer about synchronization it cannot see: Swift's
 // Synchronization.Mutex locks with atomics and futex calls made inside the

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// What the calls of a hook point look like: the types of its arguments and
 /// result, as C types and as Swift types, built once when the point is made.
 struct _CallShape: Sendable {
@@ -55,5 +57,55 @@ struct _CallShape: Sendable {
         let cType = (T.self as? any CRepresentable.Type)?.cType
         return Slot(cType: cType, id: ObjectIdentifier(T.self), cSize: cType?.layout.size ?? 0, name: "\(T.self)",
              box: { $0.assumingMemoryBound(to: T.self).pointee })
+    }
+}
+
+/// A shape with the per-slot codes the call path reads, shared by every hook
+/// point of the same types: a typed hook point made on first need costs no
+/// reflection of its types and no allocation for them.
+final class _Shape: @unchecked Sendable {
+    let shape: _CallShape
+    /// `CType._scalarCode` of each argument, then of the result (0xFF: no C scalar).
+    let codes: UnsafeMutablePointer<UInt8>
+    /// The Swift type of each argument, then of the result (`nil` for C functions).
+    let typeIDs: UnsafeMutablePointer<ObjectIdentifier?>
+
+    init(_ shape: _CallShape) {
+        self.shape = shape
+        let count = shape.types.count
+        codes = .allocate(capacity: count)
+        typeIDs = .allocate(capacity: count)
+        for i in 0..<count {
+            codes[i] = shape.types[i].cType?._scalarCode ?? 0xFF
+            typeIDs[i] = shape.types[i].id
+        }
+    }
+
+    deinit {
+        codes.deallocate()
+        typeIDs.deallocate()
+    }
+
+    private struct Key: Hashable {
+        let kind: String
+        let canThrow: Bool
+        let arguments: ObjectIdentifier
+        let result: ObjectIdentifier
+    }
+
+    private static let cache = Mutex<[Key: _Shape]>([:])
+    private static let lockTag = LockTag()
+    private final class LockTag: Sendable {}
+
+    /// The shared shape of a typed hook point over `(repeat each A) -> R`.
+    static func typed<each A, R>(kind: String, arguments: repeat (each A).Type, result: R.Type, canThrow: Bool) -> _Shape {
+        let key = Key(kind: kind, canThrow: canThrow, arguments: ObjectIdentifier((repeat each A).self), result: ObjectIdentifier(R.self))
+        if let shape = cache.withVisibleLock(lockTag, { $0[key] }) { return shape }
+        let made = _Shape(_CallShape(kind: kind, arguments: repeat each arguments, result: R.self, canThrow: canThrow))
+        return cache.withVisibleLock(lockTag) { cache in
+            if let existing = cache[key] { return existing }
+            cache[key] = made
+            return made
+        }
     }
 }

@@ -34,18 +34,18 @@ extension PropertyHook {
 
     /// Stores `newValue` without a call: no hook sees it.
     @_spi(HookBind)
-    public func _storeSilently(_ newValue: Value) { value = newValue }
+    public func _storeSilently(_ newValue: Value) { storage.pointee = newValue }
 
     /// The stored value. Only while the object is alive.
     @inlinable
-    public var _currentValue: Value { value }
+    public var _currentValue: Value { storage.pointee }
 
     /// Sets the value as `object.property = newValue` does: through the hooks.
     /// Only while the object is alive (hooks see it as the call's target).
     @inlinable
     public func _setThroughHooks(_ newValue: Value) {
         if _fastPath(!hasHooks) {
-            value = newValue
+            storage.pointee = newValue
         } else {
             _set(newValue)
         }

@@ -1,26 +1,25 @@
+@_spi(Reflection) import Swift
 import CFFIShim
 import Synchronization
 
-/// A stored hook point of an object: what `@Hooked` and `@HookableMethod` keep.
+/// A stored hook point of an object: what `@HookableMethod` keeps.
 protocol _HookPointStorage {
     var _hookPoint: HookPoint { get }
-}
-
-extension Hooked: _HookPointStorage {
-    var _hookPoint: HookPoint { owned }
 }
 
 /// Finds the hook point behind a key path, and the name of a property or
 /// method hook point.
 ///
-/// Swift on Linux keeps no names in key paths, so the hook point behind
-/// `\Model.title` is found by doing: the resolver leaves a probe in the
-/// thread state, makes one access through the key path, and the hooked
-/// setter (or method getter) that the access reaches records its hook point
-/// in the probe instead of doing its work. The object's stored properties,
-/// read by reflection, then name it ("_title" holds it: "title"), and the
-/// name is remembered for the class and key path so that later lookups need
-/// no access at all.
+/// `@Hooked` properties: what a class's fields are (label, offset, type) is
+/// read once per class with the runtime's field reflection. Swift on Linux
+/// keeps no names in key paths, so which field `\Model.title` sets is found
+/// by doing, once per class and key path: the resolver makes the hook points
+/// of the object's `Hooked` fields of that value type, leaves a probe in the
+/// thread state, makes one set through the key path, and the setter that the
+/// set reaches records its hook point in the probe instead of storing. The
+/// field's offset is remembered, so a lookup on any other object of the
+/// class is a dictionary lookup and a load at that offset: no reflection, no
+/// set. `@HookableMethod` storage is still found through `Mirror`.
 @usableFromInline
 enum _KeyPathResolver {
     final class Probe {
@@ -37,6 +36,97 @@ enum _KeyPathResolver {
     /// Names `labels`' lock to ThreadSanitizer.
     private static let lockTag = LockTag()
     final class LockTag: Sendable {}
+
+    /// A stored field of a class that holds a `Hooked` value.
+    struct Field {
+        let label: String
+        let offset: Int
+        let type: Any.Type
+    }
+
+    /// `Hooked` fields per class (superclasses' included), read once per class.
+    private static let fields = Mutex<[ObjectIdentifier: [Field]]>([:])
+    /// Offset of the `Hooked` storage per (class, key path); -1: the key path names none.
+    private static let offsets = Mutex<[Key: Int]>([:])
+
+    static func hookedFields(of type: AnyClass) -> [Field] {
+        let id = ObjectIdentifier(type)
+        if let known = fields.withVisibleLock(lockTag, slot: 1, { $0[id] }) { return known }
+        var found: [Field] = []
+        // `.classType`, spelled by its raw value: Swift 6 calls the static var unsafe.
+        _forEachField(of: type, options: _EachFieldOptions(rawValue: 1 << 0)) { name, offset, fieldType, _ in
+            if fieldType is _AnyHooked.Type { found.append(Field(label: String(cString: name), offset: offset, type: fieldType)) }
+            return true
+        }
+        fields.withVisibleLock(lockTag, slot: 1) { $0[id] = found }
+        return found
+    }
+
+    /// The property name of the `Hooked` field at `offset` of `type`.
+    static func label(at offset: Int, in type: AnyClass) -> String? {
+        hookedFields(of: type).first { $0.offset == offset }.map { displayName($0.label) }
+    }
+
+    private static func knownOffset(_ key: Key) -> Int? {
+        offsets.withVisibleLock(lockTag, slot: 2) { $0[key] }
+    }
+
+    private static func remember(_ key: Key, _ offset: Int) {
+        offsets.withVisibleLock(lockTag, slot: 2) { $0[key] = offset }
+    }
+
+    /// The hook point of the `@Hooked` property that `keyPath` sets, made if
+    /// needed; nil if the key path names no `@Hooked` property of this type.
+    static func propertyPoint<Object: AnyObject, Value>(_ object: Object, _ keyPath: ReferenceWritableKeyPath<Object, Value>) -> PropertyHook<Value>? {
+        let key = Key(type: ObjectIdentifier(Object.self), keyPath: keyPath)
+        if let offset = knownOffset(key) {
+            return offset < 0 ? nil : _HookedCell<Value>.point(in: object, cellOffset: offset)
+        }
+        let candidates = hookedFields(of: type(of: object)).filter { $0.type == Hooked<Value>.self }
+            .map { _HookedCell<Value>.point(in: object, cellOffset: $0.offset) }
+        guard !candidates.isEmpty else {
+            remember(key, -1)
+            return nil
+        }
+        // The set reaches the slow path of the setter only if its point has
+        // hooks: probing makes every candidate look hooked for a moment.
+        let probe = Probe()
+        let thread = hk_thread_self()!
+        let previous = hk_thread_probe()
+        for candidate in candidates { candidate.setProbing(true) }
+        hk_thread_set_probe(thread, Unmanaged.passUnretained(probe).toOpaque())
+        object[keyPath: keyPath] = object[keyPath: keyPath]
+        hk_thread_set_probe(thread, previous)
+        for candidate in candidates { candidate.setProbing(false) }
+        guard let found = candidates.first(where: { $0 === probe.found }) else {
+            remember(key, -1)
+            return nil
+        }
+        remember(key, found.cellOffset)
+        return found
+    }
+
+    /// The hook point of the `Hooked` storage at `storage` (the `$name` projection).
+    static func storagePoint<Object: AnyObject, Value>(_ object: Object, _ storage: KeyPath<Object, Hooked<Value>>) -> PropertyHook<Value> {
+        let key = Key(type: ObjectIdentifier(Object.self), keyPath: storage)
+        if let offset = knownOffset(key) { return _HookedCell<Value>.point(in: object, cellOffset: offset) }
+        let fields = hookedFields(of: type(of: object)).filter { $0.type == Hooked<Value>.self }
+        let point: PropertyHook<Value>
+        if fields.count == 1 {
+            // The storage is a `Hooked<Value>` field of the object: the only one.
+            point = _HookedCell<Value>.point(in: object, cellOffset: fields[0].offset)
+        } else {
+            // Several of that type: give each its hook point and see which one the storage holds.
+            let candidates = fields.map { _HookedCell<Value>.point(in: object, cellOffset: $0.offset) }
+            let held = object[keyPath: storage]._point
+            guard let match = candidates.first(where: { $0 === held }) else {
+                preconditionFailure("the storage of \(Object.self).\(storage) is not among its Hooked fields")
+            }
+            point = match
+        }
+        remember(key, point.cellOffset)
+        return point
+    }
 
     /// The hook points `object` stores, with their storage labels.
     static func candidates(of object: AnyObject) -> [(label: String, point: HookPoint)] {
