@@ -103,6 +103,15 @@ int hk_points_active(const uintptr_t *points, int count, unsigned char *active) 
   return found;
 }
 
+_Bool swift_tryRetain(void *object);
+
+void *hk_object_try_retain(void *object) { return swift_tryRetain(object) ? object : 0; }
+
+void swift_unownedRetain(void *object);
+void swift_unownedRelease(void *object);
+void hk_object_keep_memory(void *object) { swift_unownedRetain(object); }
+void hk_object_drop_memory(void *object) { swift_unownedRelease(object); }
+
 // The Swift runtime's entry points for a task leaving and re-entering a
 // thread: with a zeroed state, leaving moves every tracked access into it.
 void swift_task_exitThreadLocalContext(char *state);

@@ -94,7 +94,12 @@ public struct Hooked<Value> {
 /// Where the parts of a `Hooked<Value>` lie, and the making of its hook point.
 enum _HookedCell<Value> {
     /// The offset of `_point` in `Hooked<Value>` (`_value` is at 0).
-    static var pointOffset: Int { MemoryLayout<Hooked<Value>>.offset(of: \Hooked<Value>._point)! }
+    /// Swift lays a struct's stored properties out in order, each at its alignment.
+    @inline(__always)
+    static var pointOffset: Int {
+        let alignment = MemoryLayout<PropertyHook<Value>?>.alignment
+        return (MemoryLayout<Value>.size + alignment - 1) & ~(alignment - 1)
+    }
 
     /// The hook point of the `Hooked<Value>` at `cellOffset` bytes into `object`,
     /// made if there is none yet (exactly one wins a race; the others' are dropped unseen).
@@ -131,13 +136,20 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     let cellOffset: Int
     /// The object's class, which names the property (kept: the name is asked for after the object is gone too).
     private let objectType: AnyClass?
+    /// Keeps the object's memory (not the object) while this point lives, so
+    /// that ``target`` can ask whether it is still alive. Unowned, not weak:
+    /// a weak reference would give the object a side table and slow down
+    /// every later retain and release of it.
+    private let objectMemory: Unmanaged<AnyObject>?
 
     /// The point of a `@Hooked` property whose storage is in `object`.
     init(storage: UnsafeMutablePointer<Value>, object: AnyObject, cellOffset: Int) {
         self.storage = storage
         self.cellOffset = cellOffset
         self.objectType = type(of: object)
-        super.init(name: nil, shape: .typed(kind: "property", arguments: Value.self, result: Void.self, canThrow: false), target: object)
+        self.objectMemory = Unmanaged.passUnretained(object)
+        hk_object_keep_memory(Unmanaged.passUnretained(object).toOpaque())
+        super.init(name: nil, shape: .typed(kind: "property", arguments: Value.self, result: Void.self, canThrow: false), target: nil)
         _setTarget(object)
     }
 
@@ -147,14 +159,25 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
         storage.initialize(to: value)
         cellOffset = -1
         objectType = nil
+        objectMemory = nil
         super.init(name: name, shape: .typed(kind: "property", arguments: Value.self, result: Void.self, canThrow: false), target: nil)
     }
 
     deinit {
+        if let objectMemory { hk_object_drop_memory(objectMemory.toOpaque()) }
         if cellOffset < 0 {
             storage.deinitialize(count: 1)
             storage.deallocate()
         }
+    }
+
+    /// The object the property belongs to, if it is still alive.
+    public override var target: AnyObject? {
+        if let objectMemory {
+            guard let strong = hk_object_try_retain(objectMemory.toOpaque()) else { return nil }
+            return Unmanaged<AnyObject>.fromOpaque(strong).takeRetainedValue()
+        }
+        return super.target
     }
 
     override func lateName() -> String? {

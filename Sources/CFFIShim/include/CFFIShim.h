@@ -194,6 +194,17 @@ static inline uintptr_t hk_word_compare_exchange(void *address, uintptr_t expect
   return expected;
 }
 
+// MARK: - An object a hook point names without a weak reference
+
+// A +1 strong reference to `object` if it is not deinitializing, else NULL.
+// `object`'s memory must be kept (an unowned reference does that): a weak
+// reference would give the object a side table, and every later retain and
+// release of it would take the runtime's slow path.
+void *hk_object_try_retain(void *object);
+// An unowned reference: keeps `object`'s memory, not the object (swift_unownedRetain / Release).
+void hk_object_keep_memory(void *object);
+void hk_object_drop_memory(void *object);
+
 // MARK: - Exclusivity while hooks run
 
 // Sets aside the Swift runtime's record of this thread's dynamic accesses

@@ -31,6 +31,7 @@ enum _KeyPathResolver {
         let keyPath: AnyKeyPath
     }
 
+
     /// Storage label ("_title") per class and key path; "" for a key path that names no hook point.
     private static let labels = Mutex<[Key: String]>([:])
     /// Names `labels`' lock to ThreadSanitizer.
@@ -67,12 +68,19 @@ enum _KeyPathResolver {
         hookedFields(of: type).first { $0.offset == offset }.map { displayName($0.label) }
     }
 
+    /// Looks up by the identity of the key path object first (a key path
+    /// literal is one object per place it is written; `_OffsetTable`, no
+    /// lock, no hashing of components), then by equality.
     private static func knownOffset(_ key: Key) -> Int? {
-        offsets.withVisibleLock(lockTag, slot: 2) { $0[key] }
+        if let offset = _OffsetTable.find(key.type, key.keyPath) { return offset }
+        guard let offset = offsets.withVisibleLock(lockTag, slot: 2, { $0[key] }) else { return nil }
+        _OffsetTable.insert(key.type, key.keyPath, offset: offset)
+        return offset
     }
 
     private static func remember(_ key: Key, _ offset: Int) {
         offsets.withVisibleLock(lockTag, slot: 2) { $0[key] = offset }
+        _OffsetTable.insert(key.type, key.keyPath, offset: offset)
     }
 
     /// The hook point of the `@Hooked` property that `keyPath` sets, made if
