@@ -103,9 +103,10 @@ int hk_points_active(const uintptr_t *points, int count, unsigned char *active) 
   return found;
 }
 
-_Bool swift_tryRetain(void *object);
+// Returns `object` retained, or NULL if it is deinitializing.
+void *swift_tryRetain(void *object);
 
-void *hk_object_try_retain(void *object) { return swift_tryRetain(object) ? object : 0; }
+void *hk_object_try_retain(void *object) { return swift_tryRetain(object); }
 
 void swift_unownedRetain(void *object);
 void swift_unownedRelease(void *object);
