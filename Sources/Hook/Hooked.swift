@@ -103,12 +103,12 @@ enum _HookedCell<Value> {
 
     /// The hook point of the `Hooked<Value>` at `cellOffset` bytes into `object`,
     /// made if there is none yet (exactly one wins a race; the others' are dropped unseen).
-    static func point(in object: AnyObject, cellOffset: Int) -> PropertyHook<Value> {
+    static func point(in object: AnyObject, cellOffset: Int, name: String? = nil) -> PropertyHook<Value> {
         let cell = Unmanaged.passUnretained(object).toOpaque() + cellOffset
         let word = cell + pointOffset
         let existing = hk_word_load(word)
         if existing != 0 { return Unmanaged<PropertyHook<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: existing)!).takeUnretainedValue() }
-        let made = PropertyHook<Value>(storage: cell.assumingMemoryBound(to: Value.self), object: object, cellOffset: cellOffset)
+        let made = PropertyHook<Value>(storage: cell.assumingMemoryBound(to: Value.self), object: object, cellOffset: cellOffset, name: name)
         let desired = Unmanaged.passRetained(made).toOpaque()
         let previous = hk_word_compare_exchange(word, 0, UInt(bitPattern: desired))
         if previous == 0 { return made }
@@ -143,13 +143,13 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     private let objectMemory: Unmanaged<AnyObject>?
 
     /// The point of a `@Hooked` property whose storage is in `object`.
-    init(storage: UnsafeMutablePointer<Value>, object: AnyObject, cellOffset: Int) {
+    init(storage: UnsafeMutablePointer<Value>, object: AnyObject, cellOffset: Int, name: String? = nil) {
         self.storage = storage
         self.cellOffset = cellOffset
         self.objectType = type(of: object)
         self.objectMemory = Unmanaged.passUnretained(object)
         hk_object_keep_memory(Unmanaged.passUnretained(object).toOpaque())
-        super.init(name: nil, shape: .typed(kind: "property", arguments: Value.self, result: Void.self, canThrow: false), target: nil)
+        super.init(name: name, shape: .typed(kind: "property", arguments: Value.self, result: Void.self, canThrow: false), target: nil)
         _setTarget(object)
     }
 

@@ -10,7 +10,8 @@
 /// observable.value = "Hello, world"      // prints "Hello, world"
 /// ```
 ///
-/// The value lives in a hook point, ``hookPoint``: each write is a call there
+/// Writes are calls at a hook point, ``hookPoint`` (made on first need: an
+/// observable nobody subscribes to is its value and a few words): each write is a call there
 /// (target the observable, selector its name, the new value as argument,
 /// the old one as ``CallBack/oldValue(as:)``), and each subscriber is a hook
 /// on it. So everything Hook offers applies: a `before` hook may replace or
@@ -29,20 +30,47 @@
 /// every other thread. Subscribers run under it, so a subscriber must not wait
 /// for another thread that reads or writes an observable.
 public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable {
-    /// The hook point every write calls; subscribers are hooks on it.
-    public let hookPoint: PropertyHook<Value>
-    @usableFromInline let _node = _Node()
+    /// The value, and the hook point once made (see ``hookPoint``). Only
+    /// touched under the graph's lock.
+    @usableFromInline var _cell: Hooked<Value>
+    /// What computeds that read this value know of it; made when one first does.
+    @usableFromInline var _madeNode: _Node?
+    /// The selector of the calls at ``hookPoint``.
+    public let name: String
 
     /// An observable holding `value`; `name` is the selector of its writes' CallBacks.
+    ///
+    /// It costs one object (the value, the name and two words) until
+    /// something subscribes, reads it in a computed or asks for ``hookPoint``.
     public init(_ value: Value, name: String = "observable") {
-        hookPoint = PropertyHook._standalone(value, name: name)
-        hookPoint._adopt(by: self)
-        // The graph's own hook, first of all: the value is stored, so mark
-        // what depends on it before any subscriber can read it.
-        hookPoint.after { [node = _node] call in
-            node.storedByHook = true
-            if !call.isVetoed { _Graph.changed(node) }
+        _cell = Hooked(_storing: value)
+        self.name = name
+    }
+
+    /// The hook point every write calls; subscribers are hooks on it. Made
+    /// the first time it is needed (a subscription, a binding, this property).
+    public var hookPoint: PropertyHook<Value> {
+        _Graph.locked {
+            if let point = _cell._madePoint() { return point }
+            let point = Hooked<Value>._point(in: self, label: "_cell", name: name)
+            // The graph's own hook, first of all: the value is stored, so mark
+            // what depends on it before any subscriber can read it. (Owned by
+            // the point, which this observable owns: `self` is alive when it runs.)
+            point.after { [unowned(unsafe) self] call in
+                guard let node = self._madeNode else { return }
+                node.storedByHook = true
+                if !call.isVetoed { _Graph.changed(node) }
+            }
+            return point
         }
+    }
+
+    @usableFromInline
+    var _node: _Node {
+        if let node = _madeNode { return node }
+        let node = _Node()
+        _madeNode = node
+        return node
     }
 
     /// The current value. Reading it inside a ``Computed`` makes it a dependency;
@@ -52,7 +80,7 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
         get {
             _Graph.locked {
                 _Graph.track(self)
-                return hookPoint._currentValue
+                return _cell._storedValue
             }
         }
         set {
@@ -67,12 +95,24 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
             _writeInBatch(newValue)
             return
         }
-        _node.storedByHook = false
-        hookPoint._setThroughHooks(newValue)
+        _store(newValue)
+        _Graph.flush()
+    }
+
+    /// Stores through the hooks if there are any, and tells the computeds
+    /// that read the value.
+    @inlinable
+    func _store(_ newValue: Value) {
+        guard _cell._isHooked(), let point = _cell._madePoint() else {
+            _cell._storedValue = newValue
+            if let node = _madeNode { _Graph.changed(node) }
+            return
+        }
+        _madeNode?.storedByHook = false
+        point._setThroughHooks(newValue)
         // Stored without hooks (a write from one of its own hooks, `withoutHooks`):
         // computeds must still learn of it.
-        if !_node.storedByHook { _Graph.changed(_node) }
-        _Graph.flush()
+        if let node = _madeNode, !node.storedByHook { _Graph.changed(node) }
     }
 
     /// In a batch the value is stored at once (reads in the batch see it) and
@@ -81,18 +121,18 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     @usableFromInline
     func _writeInBatch(_ newValue: Value) {
         if _Graph.state.committed.insert(ObjectIdentifier(self)).inserted {
-            let old = hookPoint._currentValue
+            let old = _cell._storedValue
             _Graph.state.commits.append { [self] in
-                let last = hookPoint._currentValue
-                hookPoint._storeSilently(old)
-                hookPoint._setThroughHooks(last)
+                let last = _cell._storedValue
+                _cell._storedValue = old
+                _store(last)
                 // Whatever the hooks did (vetoed, replaced), computeds that read
                 // the value during the batch must look again.
-                _Graph.changed(_node)
+                if let node = _madeNode { _Graph.changed(node) }
             }
         }
-        hookPoint._storeSilently(newValue)
-        _Graph.changed(_node)
+        _cell._storedValue = newValue
+        if let node = _madeNode { _Graph.changed(node) }
     }
 
     @usableFromInline
@@ -103,13 +143,13 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     public func subscribe(_ options: SubscriptionOptions, _ block: @escaping (Value?, Value) -> Void) -> Subscription {
         _Graph.locked {
             let subscription = Subscription(hookPoint._subscribe(options, Value.self, block))
-            if options.notifyOnSubscription { block(nil, hookPoint._currentValue) }
+            if options.notifyOnSubscription { block(nil, _cell._storedValue) }
             return subscription
         }
     }
 
     /// The number of subscribers (hooks on ``hookPoint`` besides the graph's own).
-    public var subscriberCount: Int { max(hookPoint.hookCount - 1, 0) }
+    public var subscriberCount: Int { _Graph.locked { max((_cell._madePoint()?.hookCount ?? 1) - 1, 0) } }
 }
 
 extension Observable: CustomStringConvertible {

@@ -51,3 +51,45 @@ extension PropertyHook {
         }
     }
 }
+
+// A value kept inline in an object with its hook point made on first need:
+// HookBind's `Observable` keeps a `Hooked` as a plain stored property and
+// reaches it through these (underscored, not for users).
+extension Hooked {
+    /// A cell holding `value`, with no hook point.
+    @inlinable
+    public init(_storing value: Value) { self.init(wrappedValue: value) }
+
+    /// The value, read or stored without any call at the hook point.
+    @inlinable
+    public var _storedValue: Value {
+        get { _value }
+        set { _value = newValue }
+    }
+
+    /// Whether the hook point is made and has a hook (an atomic load; no retain).
+    @inlinable
+    public mutating func _isHooked() -> Bool {
+        let bits = withUnsafeMutablePointer(to: &_point) { hk_word_load($0) }
+        guard bits != 0 else { return false }
+        return Unmanaged<PropertyHook<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
+            ._withUnsafeGuaranteedRef { $0.hasHooks }
+    }
+
+    /// The hook point if it is made.
+    @inlinable
+    public mutating func _madePoint() -> PropertyHook<Value>? {
+        let bits = withUnsafeMutablePointer(to: &_point) { hk_word_load($0) }
+        guard bits != 0 else { return nil }
+        return Unmanaged<PropertyHook<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).takeUnretainedValue()
+    }
+
+    /// The hook point of the cell stored as `object`'s property `label`,
+    /// named `name`, made if there is none yet (once, however many threads race).
+    public static func _point(in object: AnyObject, label: String, name: String) -> PropertyHook<Value> {
+        guard let field = _KeyPathResolver.hookedFields(of: type(of: object)).first(where: { $0.label == label }) else {
+            preconditionFailure("\(type(of: object)) has no Hooked<\(Value.self)> property '\(label)'")
+        }
+        return _HookedCell<Value>.point(in: object, cellOffset: field.offset, name: name)
+    }
+}
