@@ -93,3 +93,25 @@ extension Hooked {
         return _HookedCell<Value>.point(in: object, cellOffset: field.offset, name: name)
     }
 }
+
+/// An object held without keeping it alive and without a weak reference:
+/// an unowned reference keeps its memory, and ``object`` retains it only if
+/// it is not deinitializing (HookBind's endpoints). A weak reference would
+/// give the object a side table, after which every retain and release of it
+/// takes the runtime's slow path.
+public final class _ObjectReference<Object: AnyObject>: @unchecked Sendable {
+    private let memory: UnsafeMutableRawPointer
+
+    public init(_ object: Object) {
+        memory = Unmanaged.passUnretained(object).toOpaque()
+        hk_object_keep_memory(memory)
+    }
+
+    deinit { hk_object_drop_memory(memory) }
+
+    /// The object, or nil once it has begun to deinitialize.
+    public var object: Object? {
+        guard let strong = hk_object_try_retain(memory) else { return nil }
+        return Unmanaged<Object>.fromOpaque(strong).takeRetainedValue()
+    }
+}

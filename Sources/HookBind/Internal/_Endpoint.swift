@@ -6,11 +6,9 @@ typealias _Reader = (CallBack, (UnsafeRawPointer) throws -> Void) throws -> Void
 /// A receiving callback with its object checked: returns without calling when the object is gone.
 typealias _Callback = (CallBack) throws -> Void
 
-/// Holds an object weakly; shared by an endpoint and its callbacks.
-final class _Weak<Object: AnyObject>: @unchecked Sendable {
-    weak var object: Object?
-    init(_ object: Object) { self.object = object }
-}
+/// Holds an object without keeping it alive (and without giving it a side
+/// table); shared by an endpoint and its callbacks.
+typealias _Weak<Object: AnyObject> = _ObjectReference<Object>
 
 /// One end of a binding, with its types erased: what a ``Fish`` is made of.
 ///
@@ -19,12 +17,15 @@ final class _Weak<Object: AnyObject>: @unchecked Sendable {
 /// it, so it is valid whenever the object is); those of a closure or C
 /// function hold the hook point weakly.
 class _Endpoint: @unchecked Sendable {
-    /// How messages name the endpoint: `TestA.name`, `closure 'sum'`.
-    let description: String
+    private let fixedDescription: String?
 
-    init(description: String) {
-        self.description = description
+    init(description: String? = nil) {
+        fixedDescription = description
     }
+
+    /// How messages name the endpoint: `TestA.name`, `closure 'sum'`. Built
+    /// when a message needs it (a type's name costs microseconds to spell).
+    var description: String { fixedDescription ?? "" }
 
     /// A problem found when the fish was made (a key path that is not hookable).
     var error: BindError? { nil }
@@ -61,12 +62,16 @@ final class _RefusedEndpoint: _Endpoint, @unchecked Sendable {
 final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked Sendable {
     let object: _Weak<Object>
     unowned(unsafe) let point: PropertyHook<Value>
+    let name: String
 
     init(_ object: Object, _ point: PropertyHook<Value>) {
         self.object = _Weak(object)
         self.point = point
-        super.init(description: "\(Object.self).\(point.name)")
+        name = point.name
+        super.init()
     }
+
+    override var description: String { "\(Object.self).\(name)" }
 
     override var isAlive: Bool { object.object != nil }
     override var postingPoint: HookPoint? { point }
@@ -98,8 +103,12 @@ final class _MethodEndpoint<Object: AnyObject>: _Endpoint, @unchecked Sendable {
         self.object = _Weak(object)
         self.point = point
         self.value = value
-        super.init(description: "\(Object.self).\(point.name)")
+        name = point.name
+        super.init()
     }
+
+    let name: String
+    override var description: String { "\(Object.self).\(name)" }
 
     override var isAlive: Bool { object.object != nil }
     override var postingPoint: HookPoint? { point }
