@@ -233,8 +233,9 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     @discardableResult
     public static func reclaimRetiredHooks() -> Int { _Retired.reclaim() }
 
-    /// The number of retired hook snapshots not yet freed (a diagnostic).
-    public static var retiredHookSnapshotCount: Int { _Retired.count }
+    /// The number of this hook point's replaced hook snapshots that are not
+    /// freed yet (a diagnostic: they wait for a batch, see ``reclaimRetiredHooks()``).
+    public var retiredSnapshotCount: Int { _Retired.count(of: pointID) }
 
     /// While probing, calls take the slow path even with no hook attached.
     func setProbing(_ on: Bool) { update { $0.probes += on ? 1 : -1 } }

@@ -86,9 +86,8 @@ final class _Shape: @unchecked Sendable {
         typeIDs.deallocate()
     }
 
-    private struct Key: Hashable, @unchecked Sendable {
-        /// The kind's text is hashed by identity of its first bytes: kinds are literals.
-        let kind: UnsafeRawPointer?
+    private struct Key: Hashable {
+        let kind: String
         let canThrow: Bool
         let arguments: ObjectIdentifier
         let result: ObjectIdentifier
@@ -100,7 +99,7 @@ final class _Shape: @unchecked Sendable {
 
     /// The shared shape of a typed hook point over `(repeat each A) -> R`.
     static func typed<each A, R>(kind: String, arguments: repeat (each A).Type, result: R.Type, canThrow: Bool) -> _Shape {
-        let key = Key(kind: kind.utf8.withContiguousStorageIfAvailable { UnsafeRawPointer($0.baseAddress) } ?? nil, canThrow: canThrow, arguments: ObjectIdentifier((repeat each A).self), result: ObjectIdentifier(R.self))
+        let key = Key(kind: kind, canThrow: canThrow, arguments: ObjectIdentifier((repeat each A).self), result: ObjectIdentifier(R.self))
         if let shape = cache.withVisibleLock(lockTag, { $0[key] }) { return shape }
         let made = _Shape(_CallShape(kind: kind, arguments: repeat each arguments, result: R.self, canThrow: canThrow))
         return cache.withVisibleLock(lockTag) { cache in

@@ -73,8 +73,8 @@ final class _HookSnapshot: @unchecked Sendable {
 
     init(_ lists: _HookLists) {
         self.lists = lists
-        before = ContiguousArray(lists.before.map { Unmanaged.passUnretained($0) })
-        instead = ContiguousArray(lists.instead.map { Unmanaged.passUnretained($0) })
-        after = ContiguousArray(lists.after.map { Unmanaged.passUnretained($0) })
+        before = ContiguousArray(lists.before.lazy.map { Unmanaged.passUnretained($0) })
+        instead = ContiguousArray(lists.instead.lazy.map { Unmanaged.passUnretained($0) })
+        after = ContiguousArray(lists.after.lazy.map { Unmanaged.passUnretained($0) })
     }
 }

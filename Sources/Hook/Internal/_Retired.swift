@@ -35,7 +35,9 @@ enum _Retired {
     private static let lockTag = LockTag()
     private final class LockTag: Sendable {}
 
-    static var count: Int { list.withVisibleLock(lockTag) { $0.entries.count } }
+    static func count(of point: UInt) -> Int {
+        list.withVisibleLock(lockTag) { $0.entries.lazy.filter { $0.point == point }.count }
+    }
 
     /// Retires the snapshot `bits` of `point`; may run a batch.
     static func add(_ bits: Int, of point: UInt) {

@@ -1,0 +1,169 @@
+import CHookTestSupport
+import Dispatch
+import Hook
+import Testing
+
+final class Three: @unchecked Sendable {
+    @Hooked var a = 0
+    @Hooked var b = ""
+    @Hooked var c = 0.0
+}
+
+class Base {
+    @Hooked var shared = 0
+    @Hooked var other = 0
+}
+
+final class Derived: Base {
+    @Hooked var own = 0
+    var plain = 0
+}
+
+@Suite("Hook points made on first need")
+struct LightHookPointTests {
+    @Test func sixteenThreadsHookingOneFreshPropertyMakeOneHookPoint() throws {
+        for round in 0..<20 {
+            let object = Three()
+            let points = Shared<[ObjectIdentifier]>([])
+            let runs = Shared(0)
+            let start = DispatchSemaphore(value: 0)
+            let group = DispatchGroup()
+            for thread in 0..<16 {
+                DispatchQueue.global().async(group: group) {
+                    start.wait()
+                    // Half go by key path, half by the projection; the key path is new to the class in round 0.
+                    let point = thread.isMultiple(of: 2) ? try! PropertyHook.of(object, \.b) : object.$b
+                    point.after { _ in runs.mutate { $0 += 1 } }
+                    points.mutate { $0.append(ObjectIdentifier(point)) }
+                }
+            }
+            for _ in 0..<16 { start.signal() }
+            group.wait()
+            #expect(Set(points.value).count == 1, "round \(round)")
+            #expect(object.$b.hookCount == 16)
+            object.b = "set"
+            #expect(runs.value == 16)
+            #expect(object.b == "set")
+        }
+    }
+
+    @Test func keyPathsResolveOnManyObjectsOfAClassAndItsSubclass() throws {
+        let objects = (0..<200).map { _ in Derived() }
+        var seen: [String] = []
+        for (i, object) in objects.enumerated() {
+            let shared = try PropertyHook.of(object, \.shared)
+            let own = try PropertyHook.of(object, \.own)
+            #expect(shared === object.$shared)
+            #expect(own === object.$own)
+            #expect(shared !== own)
+            #expect(shared !== object.$other)
+            if i < 3 {
+                shared.after { call in seen.append("\(call.selector)=\(call.args[0])") }
+                own.after { call in seen.append("\(call.selector)=\(call.args[0])") }
+            }
+        }
+        for (i, object) in objects.prefix(3).enumerated() {
+            object.shared = i
+            object.own = 10 + i
+            object.other = 99   // not hooked
+        }
+        #expect(seen == ["shared=0", "own=10", "shared=1", "own=11", "shared=2", "own=12"])
+        // Through the base class's key path, on a base and a derived object.
+        let base = Base()
+        #expect(try PropertyHook.of(base, \Base.shared) === base.$shared)
+        #expect(try PropertyHook.of(objects[5] as Base, \Base.shared) === objects[5].$shared)
+        #expect(try PropertyHook.of(objects[5], \.other).name == "other")
+        // A key path that names no @Hooked property throws, the first time and again.
+        for object in objects.prefix(2) {
+            #expect(throws: HookError.self) { _ = try PropertyHook.of(object, \.plain) }
+        }
+    }
+
+    @Test func aHookReadsAndSetsThePropertyBeingSet() throws {
+        let object = Three()
+        var seen: [Int] = []
+        object.$a.before { call in seen.append((call.target as! Three).a) }      // the old value
+        object.$a.after { call in
+            let target = call.target as! Three
+            seen.append(target.a)                                               // the new value
+            target.a = target.a + 1                                             // stored without hooks
+        }
+        object.a = 5
+        #expect(seen == [0, 5])
+        #expect(object.a == 6)
+    }
+
+    @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
+    func anObjectWithHookedPropertiesIsOneAllocationUntilHooked() throws {
+        // Index loops: `for in` allocates an iterator in unoptimized builds.
+        var objects: [Three] = []
+        objects.reserveCapacity(100)
+        objects.append(Three())
+        objects[0].a = 1; objects[0].b = "x"; objects[0].c = 1   // first use of each setter
+        let making = try #require(mallocCount {
+            var i = 1
+            while i < 100 { objects.append(Three()); i += 1 }
+        })
+        #expect(making == 99)
+        let setting = try #require(mallocCount {
+            var i = 0
+            while i < 100 {
+                objects[i].a = i
+                objects[i].c = Double(i)
+                objects[i].b = "short"
+                i += 1
+            }
+        })
+        #expect(setting == 0)
+        // Once the class is known, making a hook point is one allocation; the
+        // first after hook (a closure that captures nothing) adds the hook's
+        // entry, its token, the hook point's list of hooks, and the snapshot
+        // that calls read with its one list: five, and two more for copies an
+        // unoptimized build makes (the figures the README gives).
+        for i in 0..<2 { objects[i].$a.after { _ in } }     // first use of the types involved
+        let makingPoint = try #require(mallocCount { _ = objects[2].$a })
+        #expect(makingPoint == 1)
+        let point = objects[2].$a
+        let hooking = try #require(mallocCount { point.after { _ in } })
+        #expect(hooking <= 7)
+        #expect(hooking >= 5)
+        // Once hooked, a set still allocates nothing.
+        objects[2].a = 1
+        let hookedSets = try #require(mallocCount {
+            var i = 0
+            while i < 100 { objects[2].a = i; i += 1 }
+        })
+        #expect(hookedSets == 0)
+    }
+
+    @Test func retiredSnapshotsAreFreedOnceCallsStop() throws {
+        let point = ClosureHook(name: "churned") { (x: Int) in x + 1 }
+        let stop = Shared(false)
+        let hooked = Shared(0)
+        let group = DispatchGroup()
+        point.after { _ in hooked.mutate { $0 += 1 } }
+        let total = Shared(0)
+        for _ in 0..<2 {
+            DispatchQueue.global().async(group: group) {
+                var n = 0
+                while !stop.value {
+                    n += point(n) - n
+                }
+                total.mutate { $0 += n }
+            }
+        }
+        // Hooks come and go while calls are in flight: snapshots retire, and
+        // batches free the ones no call is reading.
+        for i in 0..<300 {
+            let token = point.after { _ in }
+            if i.isMultiple(of: 50) { HookPoint.reclaimRetiredHooks() }
+            token.remove()
+        }
+        stop.value = true
+        group.wait()
+        #expect(hooked.value == total.value)   // every call ran the hook that stayed
+        HookPoint.reclaimRetiredHooks()
+        #expect(point.retiredSnapshotCount == 0)
+        #expect(point.hookCount == 1)
+    }
+}
