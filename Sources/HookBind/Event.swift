@@ -17,17 +17,26 @@ import Hook
 /// delivers nothing (Hook's reentrancy guard): no recursion. An event has no
 /// current value, so ``SubscriptionOptions/notifyOnSubscription`` calls nothing.
 /// Events fire on the calling thread, outside the graph's lock.
+///
+/// An event nobody subscribes to is its name and a word: the hook point is
+/// made the first time it is needed, and firing without it does nothing.
 public final class Event<Value>: Subscribable, @unchecked Sendable {
-    /// The hook point each ``fire(_:)`` calls.
-    public let hookPoint: ClosureHook<Value, Void>
+    private let point = _OnDemand<ClosureHook<Value, Void>>()
+    /// The selector of the calls at ``hookPoint``.
+    public let name: String
 
     public init(name: String = "event") {
-        hookPoint = ClosureHook(name: name) { (_: Value) in }
+        self.name = name
+    }
+
+    /// The hook point each ``fire(_:)`` calls (made on first need).
+    public var hookPoint: ClosureHook<Value, Void> {
+        point.get { ClosureHook(name: name) { (_: Value) in } }
     }
 
     /// Delivers `value` to every subscriber.
     public func fire(_ value: Value) {
-        hookPoint(value)
+        point.withExisting { $0(value) }
     }
 
     /// Calls `block` with `nil` and the value of each fire; `.beforeChange`
@@ -41,5 +50,5 @@ public final class Event<Value>: Subscribable, @unchecked Sendable {
     }
 
     /// The number of subscribers.
-    public var subscriberCount: Int { hookPoint.hookCount }
+    public var subscriberCount: Int { point.withExisting(\.hookCount) ?? 0 }
 }

@@ -32,16 +32,23 @@ import Synchronization
 /// is detached at the signal's next emit and released at the next
 /// subscription or close after that (or with the signal).
 public final class Signal<Value>: @unchecked Sendable {
-    /// The hook point that emissions call.
-    public let hookPoint: ClosureHook<Value, Void>
+    private let point = _OnDemand<ClosureHook<Value, Void>>()
+    /// The selector of the calls at ``hookPoint``.
+    public let name: String
 
     public init(name: String = "signal") {
-        hookPoint = ClosureHook(name: name) { (_: Value) in }
+        self.name = name
+    }
+
+    /// The hook point that emissions call, made the first time it is needed
+    /// (a signal nobody subscribes to is its name and a word).
+    public var hookPoint: ClosureHook<Value, Void> {
+        point.get { ClosureHook(name: name) { (_: Value) in } }
     }
 
     /// Delivers `value` to every subscriber, in the order they subscribed.
     public func emit(_ value: Value) {
-        hookPoint(value)
+        point.withExisting { $0(value) }
     }
 
     /// Subscribes `block`; it is called until the monitor is closed.
@@ -69,7 +76,7 @@ public final class Signal<Value>: @unchecked Sendable {
 
     /// The number of subscribers (closed ones and those of dead observers
     /// included until they are detached).
-    public var subscriberCount: Int { hookPoint.hookCount }
+    public var subscriberCount: Int { point.withExisting(\.hookCount) ?? 0 }
 }
 
 /// What subscribing returns (XKVO's `XSignalMonitor`): ``close()`` stops delivery.
