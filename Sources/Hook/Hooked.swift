@@ -64,7 +64,7 @@ public struct Hooked<Value> {
     public var wrappedValue: Value {
         get { _value }
         set {
-            let bits = withUnsafeMutablePointer(to: &_point) { hk_word_load($0) }
+            let bits = _pointBits()
             if _fastPath(bits == 0) {
                 _value = newValue
                 return
@@ -76,6 +76,23 @@ public struct Hooked<Value> {
             }
             point._withUnsafeGuaranteedRef { $0._setSettingAsideAccesses(newValue) }
         }
+    }
+
+    /// The word of `_point`, loaded atomically: another thread may be making
+    /// the hook point. Reached through `self` (whose access the setter is
+    /// already in) rather than an access of `_point` itself, which
+    /// ThreadSanitizer would take for a write racing with that thread.
+    @inlinable @inline(__always)
+    mutating func _pointBits() -> UInt {
+        withUnsafeMutablePointer(to: &self) { hk_word_load(UnsafeRawPointer($0) + Self._pointOffset) }
+    }
+
+    /// The offset of `_point` (`_value` is at 0): Swift lays a struct's
+    /// stored properties out in order, each at its alignment.
+    @inlinable
+    static var _pointOffset: Int {
+        let alignment = MemoryLayout<PropertyHook<Value>?>.alignment
+        return (MemoryLayout<Value>.size + alignment - 1) & ~(alignment - 1)
     }
 
     @available(*, unavailable, message: "$property of @Hooked is only for properties of classes")
@@ -94,12 +111,7 @@ public struct Hooked<Value> {
 /// Where the parts of a `Hooked<Value>` lie, and the making of its hook point.
 enum _HookedCell<Value> {
     /// The offset of `_point` in `Hooked<Value>` (`_value` is at 0).
-    /// Swift lays a struct's stored properties out in order, each at its alignment.
-    @inline(__always)
-    static var pointOffset: Int {
-        let alignment = MemoryLayout<PropertyHook<Value>?>.alignment
-        return (MemoryLayout<Value>.size + alignment - 1) & ~(alignment - 1)
-    }
+    static var pointOffset: Int { Hooked<Value>._pointOffset }
 
     /// The hook point of the `Hooked<Value>` at `cellOffset` bytes into `object`,
     /// made if there is none yet (exactly one wins a race; the others' are dropped unseen).

@@ -36,8 +36,22 @@
 /// A computed lives as long as you keep it (or a computed that reads it);
 /// its dependencies hold it weakly.
 public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecked Sendable {
-    /// The hook point where each new value is published; subscribers are hooks on it.
-    public let hookPoint: PropertyHook<Value>
+    private let point = _OnDemand<PropertyHook<Value>>()
+    /// The selector of the calls at ``hookPoint``.
+    public let name: String
+
+    /// The hook point where each new value is published; subscribers are
+    /// hooks on it. Made the first time it is needed (with the current value).
+    public var hookPoint: PropertyHook<Value> {
+        _Graph.locked {
+            point.get {
+                let made = PropertyHook._standalone(cache, name: name)
+                made._adopt(by: self)
+                publishedVersion = _node.version
+                return made
+            }
+        }
+    }
     @usableFromInline let _node = _Node()
 
     private enum State { case clean, dirty, evaluating }
@@ -71,8 +85,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         defer { _Graph.lock.unlock() }
         (self.compute, self.isEqual) = (compute, isEqual)
         (cache, dependencies) = _Graph.evaluate(compute)
-        hookPoint = PropertyHook._standalone(cache, name: name)
-        hookPoint._adopt(by: self)
+        self.name = name
         link = _Link(self)
         evaluations = 1
         register(dependencies, replacing: [])
@@ -164,7 +177,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     func _markDirty() {
         guard state == .clean else { return }
         state = .dirty
-        if hookPoint.hasHooks { _Graph.enqueue(link) }
+        if point.withExisting(\.hasHooks) ?? false { _Graph.enqueue(link) }
         _Graph.markDependents(of: _node)
     }
 
@@ -172,7 +185,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         _refresh()
         guard _node.version != publishedVersion else { return }
         publishedVersion = _node.version
-        hookPoint._setThroughHooks(cache)
+        point.withExisting { $0._setThroughHooks(cache) }
     }
 
     // MARK: Subscribing
@@ -182,6 +195,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     public func subscribe(_ options: SubscriptionOptions, _ block: @escaping (Value?, Value) -> Void) -> Subscription {
         _Graph.locked {
             _refresh()
+            let hookPoint = self.hookPoint
             if !hookPoint.hasHooks, publishedVersion != _node.version {
                 // Nobody heard the changes made while unobserved: start from now.
                 hookPoint._storeSilently(cache)

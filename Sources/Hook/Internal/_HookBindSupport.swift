@@ -70,7 +70,7 @@ extension Hooked {
     /// Whether the hook point is made and has a hook (an atomic load; no retain).
     @inlinable
     public mutating func _isHooked() -> Bool {
-        let bits = withUnsafeMutablePointer(to: &_point) { hk_word_load($0) }
+        let bits = _pointBits()
         guard bits != 0 else { return false }
         return Unmanaged<PropertyHook<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
             ._withUnsafeGuaranteedRef { $0.hasHooks }
@@ -79,7 +79,7 @@ extension Hooked {
     /// The hook point if it is made.
     @inlinable
     public mutating func _madePoint() -> PropertyHook<Value>? {
-        let bits = withUnsafeMutablePointer(to: &_point) { hk_word_load($0) }
+        let bits = _pointBits()
         guard bits != 0 else { return nil }
         return Unmanaged<PropertyHook<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).takeUnretainedValue()
     }
