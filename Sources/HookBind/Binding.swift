@@ -93,17 +93,16 @@ public final class Binding: @unchecked Sendable {
 
     private static func check(_ fishes: [Fish]) throws(BindError) {
         guard !fishes.isEmpty else { throw BindError(.emptyGroup, "bind needs fishes; the group is empty") }
-        var seen: [ObjectIdentifier: Int] = [:]
         for (index, fish) in fishes.enumerated() {
             if let error = fish.endpoint.error { throw error }
             if let refusal = fish.refusal { throw refusal }
             guard fish.endpoint.isAlive else {
                 throw BindError(.objectGone, "the object of \(fish) is gone")
             }
-            if let first = seen[fish.endpoint.identity] {
+            // Groups are small: a scan costs less than a dictionary.
+            if let first = fishes[..<index].firstIndex(where: { $0.endpoint.identity == fish.endpoint.identity }) {
                 throw BindError(.duplicateFish, "\(fish) appears twice in the group (fishes \(first) and \(index)); a group binds each endpoint once")
             }
-            seen[fish.endpoint.identity] = index
             try checkSteps(fish)
         }
         guard fishes.contains(where: \.posts) else {
@@ -165,12 +164,14 @@ final class _Member: @unchecked Sendable {
     let callback: _Callback?
     let postSteps: [_Step]
     let receiveSteps: [_Step]
+    let receives: Bool
 
     init(_ fish: Fish) {
         endpoint = fish.endpoint
         callback = fish.callback
         postSteps = fish.postSteps
         receiveSteps = fish.receiveSteps
+        receives = fish.receives
     }
 }
 
@@ -178,18 +179,13 @@ final class _Member: @unchecked Sendable {
 /// hooks hold it strongly; it holds nothing that holds them.
 final class _BindingCore: @unchecked Sendable {
     let fishes: [Fish]
+    /// The fishes as delivery reads them; a poster delivers to every other one that receives.
     let members: [_Member]
-    /// For each fish, the other receiving fishes in order (empty for observers).
-    let receivers: [[_Member]]
     let unbound = Atomic<Bool>(false)
 
     init(_ fishes: [Fish]) {
         self.fishes = fishes
-        let members = fishes.map(_Member.init)
-        self.members = members
-        receivers = fishes.indices.map { p in
-            fishes[p].posts ? fishes.indices.filter { $0 != p && fishes[$0].receives }.map { members[$0] } : []
-        }
+        members = fishes.map(_Member.init)
     }
 
     var id: ObjectIdentifier { ObjectIdentifier(self) }
@@ -198,20 +194,19 @@ final class _BindingCore: @unchecked Sendable {
     /// delivery run together (an instead hook around the store); other
     /// hook points deliver after their original returned.
     func attach(to point: HookPoint, poster index: Int, storing: Bool) -> HookToken {
-        let poster = members[index], receivers = receivers[index]
         if storing {
             return point.instead { [self] call in
                 guard !unbound.load(ordering: .relaxed) else { return try call.invokeOriginal() }
                 try _Change.run(id) { deliver in
                     try call.invokeOriginal()
-                    if deliver { try Self.deliver(call, from: poster, to: receivers) }
+                    if deliver { try Self.deliver(call, from: index, of: members) }
                 }
             }
         }
         return point.after { [self] call in
             guard !unbound.load(ordering: .relaxed), call.error == nil else { return }
             try _Change.run(id) { deliver in
-                if deliver { try Self.deliver(call, from: poster, to: receivers) }
+                if deliver { try Self.deliver(call, from: index, of: members) }
             }
         }
     }
@@ -219,28 +214,30 @@ final class _BindingCore: @unchecked Sendable {
     /// Delivers the change `call` made at `poster` to `receivers`, in order.
     /// A failing receiver does not stop the others; the first error is thrown
     /// at the end (to the poster's hook error handler).
-    static func deliver(_ call: CallBack, from poster: _Member, to receivers: [_Member]) throws {
+    static func deliver(_ call: CallBack, from poster: Int, of members: [_Member]) throws {
         var outcome = _Delivery()
         do {
-            try poster.endpoint.withPostedValue(call) { value in
-                try _Step.run(poster.postSteps, value) { wire in deliver(call, wire, to: receivers, &outcome) }
+            try members[poster].endpoint.withPostedValue(call) { value in
+                try _Step.run(members[poster].postSteps, value) { wire in deliver(call, wire, from: poster, of: members, &outcome) }
             }
         } catch {
             outcome.note(error)
         }
         // No value (none posted, or a transformer failed): callbacks still hear of the call.
-        if !outcome.delivered { deliver(call, nil, to: receivers, &outcome) }
+        if !outcome.delivered { deliver(call, nil, from: poster, of: members, &outcome) }
         if let error = outcome.firstError { throw error }
     }
 
-    /// One pass over the receivers (a function, not a local closure: one
-    /// capturing `outcome` would box it on the heap in debug builds).
-    private static func deliver(_ call: CallBack, _ wire: UnsafeRawPointer?, to receivers: [_Member], _ outcome: inout _Delivery) {
+    /// One pass over the receivers: every member but the poster that
+    /// receives, in order (a function, not a local closure: one capturing
+    /// `outcome` would box it on the heap in debug builds).
+    private static func deliver(_ call: CallBack, _ wire: UnsafeRawPointer?, from poster: Int, of members: [_Member], _ outcome: inout _Delivery) {
         outcome.delivered = true
         var r = 0
-        while r < receivers.count {
-            let receiver = receivers[r]
+        while r < members.count {
+            let receiver = members[r]
             r += 1
+            guard r - 1 != poster, receiver.receives else { continue }
             do {
                 if let callback = receiver.callback {
                     try callback(call)

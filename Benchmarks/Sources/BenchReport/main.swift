@@ -84,12 +84,89 @@ func format(_ x: Double) -> String {
     return String(format: "%.2f", x)
 }
 
+// MARK: Footprint (per object, at 1,000 and 100,000 objects a sample)
+
+/// A target of the footprint table, checked against the case's own figures
+/// or its floor's (the plain class).
+enum FootprintTarget {
+    /// At most `bytes` heap bytes above the floor and `times` the floor's time, `allocations` allocations.
+    case overFloor(bytes: Double, times: Double, allocations: Double)
+    /// At most this many bytes and ns.
+    case within(bytes: Double?, ns: Double)
+
+    func describe() -> String {
+        switch self {
+        case .overFloor(let b, let t, let a): "floor + \(format(b)) B, \(format(t))x its time, \(format(a)) allocation"
+        case .within(let b, let ns): (b.map { "\(format($0)) B, " } ?? "") + "\(format(ns)) ns"
+        }
+    }
+}
+
+struct FootprintCase {
+    let id: String
+    let label: String
+    var floor: String? = nil
+    var target: FootprintTarget? = nil
+}
+
+let footprintCases: [FootprintCase] = [
+    FootprintCase(id: "plain", label: "make: plain class, three properties (the floor)"),
+    FootprintCase(id: "hooked", label: "make: three @Hooked properties, unhooked", floor: "plain",
+                  target: .overFloor(bytes: 24, times: 1.5, allocations: 1)),
+    FootprintCase(id: "observation", label: "make: @Observable class, three properties (peer)"),
+    FootprintCase(id: "published", label: "make: three OpenCombine @Published (peer)"),
+    FootprintCase(id: "observable", label: "make: Observable<Int>, not subscribed", target: .within(bytes: 64, ns: 100)),
+    FootprintCase(id: "subject", label: "make: OpenCombine CurrentValueSubject<Int> (peer)"),
+    FootprintCase(id: "lookup", label: "PropertyHook.of, new object of a known class", target: .within(bytes: nil, ns: 500)),
+    FootprintCase(id: "again", label: "PropertyHook.of again, same object", target: .within(bytes: nil, ns: 50)),
+    FootprintCase(id: "addhook", label: "add an after hook, no call in flight", target: .within(bytes: nil, ns: 1_000)),
+    FootprintCase(id: "bind", label: "Binding.bind two objects both ways", target: .within(bytes: 400, ns: 3_000)),
+    FootprintCase(id: "tracking", label: "Observation tracking registration (peer)"),
+]
+
+func footprintTable(_ results: [String: Measured]) -> String {
+    var lines = [
+        "| case | objects | ns per object | heap bytes per object | mallocs per object | target |",
+        "| --- | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for size in ["1k", "100k"] {
+        let per = size == "1k" ? 1_000.0 : 100_000.0
+        func get(_ id: String) -> Measured? { results["footprint\(size)/\(id)"] }
+        for c in footprintCases {
+            guard let m = get(c.id), let total = m.ns else { continue }
+            let ns = total * callsPerSample / per
+            let mallocs = m.mallocs.map { $0 * callsPerSample / per }
+            // glibc's chunks, less the 16 bytes package-benchmark's malloc
+            // counter adds to each allocation (measured: a 48-byte object
+            // grows the heap by 80 bytes under it, by 64 without it).
+            let bytes = m.heapBytes.map { $0 / per - 16 * (mallocs ?? 0) }
+            var target = ""
+            if let t = c.target {
+                var met: Bool?
+                switch t {
+                case .overFloor(let b, let x, let a):
+                    if let floor = c.floor.flatMap(get), let fns = floor.ns, let fbytes = floor.heapBytes, let bytes, let mallocs {
+                        met = bytes - fbytes / per <= b && ns <= x * fns * callsPerSample / per && mallocs <= a
+                    }
+                case .within(let b, let limit):
+                    met = ns <= limit && (b == nil || (bytes ?? .infinity) <= b!)
+                }
+                target = t.describe() + (met.map { $0 ? ": met" : ": **not met**" } ?? "")
+            }
+            lines.append("| \(c.label) | \(size == "1k" ? "1,000" : "100,000") | \(format(ns)) | \(bytes.map { format($0) } ?? "") | \(mallocs.map { $0 == 0 ? "0" : format($0) } ?? "") | \(target) |")
+        }
+    }
+    return lines.count > 2 ? lines.joined(separator: "\n") + "\n" : ""
+}
+
 // MARK: Reading the export
 
 struct Measured {
     var ns: Double?
     var mallocs: Double?
     var worstMallocs: Double?
+    /// Heap growth of one sample (the footprint cases).
+    var heapBytes: Double?
 }
 
 /// Case id and metric from a file name such as
@@ -105,11 +182,18 @@ func parse(_ fileName: String) -> (id: String, metric: String)? {
     return (id, String(trimmed[trimmed.index(after: dot)...]))
 }
 
-/// The value at `percentile` in a percentiles TSV.
+/// The value at `percentile` in a percentiles TSV, in the metric's base unit
+/// (ns, a count, bytes): the header names the unit the export scaled to,
+/// "Time (wall clock) (us)" or "Malloc (total) (K)".
 func value(at percentile: Int, in text: String) -> Double? {
-    for line in text.split(separator: "\n").dropFirst() {
+    let lines = text.split(separator: "\n")
+    let scales: [(String, Double)] = [("(ns)", 1), ("(us)", 1e3), ("(μs)", 1e3), ("(ms)", 1e6), ("(s)", 1e9),
+                                      ("(K)", 1e3), ("(M)", 1e6), ("(G)", 1e9)]
+    let header = lines.first.map(String.init) ?? ""
+    let scale = scales.first { header.contains($0.0) }?.1 ?? 1
+    for line in lines.dropFirst() {
         let columns = line.split(separator: "\t")
-        if columns.count == 2, Int(columns[0]) == percentile { return Double(columns[1]) }
+        if columns.count == 2, Int(columns[0]) == percentile { return Double(columns[1]).map { $0 * scale } }
     }
     return nil
 }
@@ -122,6 +206,8 @@ func read(_ directory: String) throws -> [String: Measured] {
         switch metric {
         case "wallClock":
             results[id, default: Measured()].ns = value(at: 50, in: text).map { $0 / callsPerSample }
+        case "heapBytes":
+            results[id, default: Measured()].heapBytes = value(at: 50, in: text)
         case "mallocCountTotal":
             results[id, default: Measured()].mallocs = value(at: 50, in: text).map { $0 / callsPerSample }
             results[id, default: Measured()].worstMallocs = value(at: 100, in: text)
@@ -173,7 +259,15 @@ func escape(_ s: String) -> String {
 
 /// Horizontal bars of ns per call on a log scale, 1 ns to 100 µs.
 func chart(_ results: [String: Measured]) -> String {
-    let rows = cases.compactMap { c in results[c.id]?.ns.map { (c, $0) } }
+    var rows: [(label: String, ns: Double, color: String)] = cases.compactMap { c in
+        results[c.id]?.ns.map { (c.label, $0, c.isBaseline ? "#9e9e9e" : (c.isPeer ? "#f08c2e" : "#2f6fdf")) }
+    }
+    // The footprint cases at 100,000 objects: ns per object made, looked up, hooked or bound.
+    for c in footprintCases {
+        guard let total = results["footprint100k/\(c.id)"]?.ns else { continue }
+        let color = c.id == "plain" ? "#9e9e9e" : (c.label.hasSuffix("(peer)") ? "#f08c2e" : "#2f6fdf")
+        rows.append(("per object: " + c.label, total * callsPerSample / 100_000, color))
+    }
     let labelWidth = 430.0, barWidth = 520.0, rowHeight = 22.0, top = 50.0
     let width = labelWidth + barWidth + 90, height = top + Double(rows.count) * rowHeight + 40
     let decades = 5.0  // 1 ns ... 100 µs
@@ -190,10 +284,9 @@ func chart(_ results: [String: Measured]) -> String {
         svg += "<line x1=\"\(gx)\" y1=\"\(top - 8)\" x2=\"\(gx)\" y2=\"\(height - 30)\" stroke=\"#ddd\"/>\n"
         svg += "<text x=\"\(gx)\" y=\"\(top - 12)\" text-anchor=\"middle\" fill=\"#666\">\(label)</text>\n"
     }
-    for (i, (c, ns)) in rows.enumerated() {
+    for (i, (label, ns, color)) in rows.enumerated() {
         let y = top + Double(i) * rowHeight
-        let color = c.isBaseline ? "#9e9e9e" : (c.isPeer ? "#f08c2e" : "#2f6fdf")
-        svg += "<text x=\"\(labelWidth - 8)\" y=\"\(y + 15)\" text-anchor=\"end\">\(escape(c.label))</text>\n"
+        svg += "<text x=\"\(labelWidth - 8)\" y=\"\(y + 15)\" text-anchor=\"end\">\(escape(label))</text>\n"
         svg += "<rect x=\"\(labelWidth)\" y=\"\(y + 4)\" width=\"\(max(x(ns) - labelWidth, 1))\" height=\"\(rowHeight - 8)\" fill=\"\(color)\"/>\n"
         svg += "<text x=\"\(x(ns) + 5)\" y=\"\(y + 15)\" fill=\"#333\">\(format(ns))</text>\n"
     }
@@ -224,11 +317,13 @@ do {
         FileHandle.standardError.write(Data("bench-report: no histogramPercentiles export in \(directory)\n".utf8))
         exit(2)
     }
-    let markdown = table(results)
+    let footprint = footprintTable(results)
+    let markdown = table(results) + (footprint.isEmpty ? "" : "\nFootprint:\n\n" + footprint)
     print(markdown, terminator: "")
     if let markdownPath { try markdown.write(toFile: markdownPath, atomically: true, encoding: .utf8) }
     if let svgPath { try chart(results).write(toFile: svgPath, atomically: true, encoding: .utf8) }
     let missing = cases.filter { results[$0.id]?.ns == nil }.map(\.id)
+        + footprintCases.filter { results["footprint1k/\($0.id)"]?.ns == nil }.map { "footprint1k/\($0.id)" }
     if !missing.isEmpty { print("bench-report: not in this run: \(missing.joined(separator: ", "))") }
     if check {
         let unmeasured = cases.filter { $0.zeroAllocations && results[$0.id]?.worstMallocs == nil }

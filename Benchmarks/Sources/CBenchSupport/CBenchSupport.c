@@ -1,4 +1,5 @@
 #include "CBenchSupport.h"
+#include <malloc.h>
 #include <ffi.h>
 #include <stdlib.h>
 
@@ -69,3 +70,5 @@ int64_t bench_call_mix_loop(bench_mix_fn fn, int64_t iterations) {
   for (int64_t i = 0; i < iterations; i++) sum += fn(i, 0.5, t, 4, 5);
   return sum;
 }
+
+size_t bench_heap_in_use(void) { return mallinfo2().uordblks; }

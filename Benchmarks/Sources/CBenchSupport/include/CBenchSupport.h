@@ -1,6 +1,7 @@
 // The C side of the benchmarks: what is hooked, the floor, and the callers.
 #ifndef CBENCHSUPPORT_H
 #define CBENCHSUPPORT_H
+#include <stddef.h>
 #include <stdint.h>
 
 // int64_t add(int64_t, int64_t): the function every C case calls.
@@ -22,5 +23,8 @@ void *bench_make_mix_passthrough(void *original);
 // pointer is called the same way.
 int64_t bench_call_loop(bench_binary_op fn, int64_t iterations);
 int64_t bench_call_mix_loop(bench_mix_fn fn, int64_t iterations);
+
+// Bytes of the heap in use (glibc's mallinfo2), for the footprint cases.
+size_t bench_heap_in_use(void);
 
 #endif
