@@ -402,6 +402,7 @@ typedef struct {
   hk_walk walk;
   hk_import_slot *slots;
   size_t count;
+  int symbols;  // 1: the walk that restores symbol-table entries; 0: the one for slots
 } hk_restore;
 
 static int restore_unrecorded(hk_walk *w, const hk_object *o, uintptr_t slot, int kind) {
@@ -420,22 +421,19 @@ static int restore_object(struct dl_phdr_info *info, size_t size, void *data) {
   hk_walk *w = &r->walk;
   hk_object o;
   if (!read_object(info, &o)) return 0;
-  // The symbol table first, so that no new binding to the entry is made.
-  for (int pass = 0; pass < 2; pass++) {
-    for (size_t i = 0; i < r->count; i++) {
-      hk_import_slot *s = &r->slots[i];
-      if ((s->kind == HK_SLOT_SYMBOL) != (pass == 0) || !object_is(&o, s->object_base, s->object_dynamic)) continue;
-      uintptr_t address = (uintptr_t)s->address;
-      if (!segment_of(&o, address, sizeof(uintptr_t))) continue;
-      s->live = 1;
-      uintptr_t expected = (uintptr_t)w->request->replacement;
-      if (s->kind == HK_SLOT_SYMBOL) expected -= o.base;
-      if (__atomic_load_n((uintptr_t *)address, __ATOMIC_ACQUIRE) != expected) continue;
-      if (store_word(w, &o, address, (uintptr_t)s->previous) < 0) return 1;
-      s->restored = 1;
-    }
+  for (size_t i = 0; i < r->count; i++) {
+    hk_import_slot *s = &r->slots[i];
+    if ((s->kind == HK_SLOT_SYMBOL) != r->symbols || !object_is(&o, s->object_base, s->object_dynamic)) continue;
+    uintptr_t address = (uintptr_t)s->address;
+    if (!segment_of(&o, address, sizeof(uintptr_t))) continue;
+    s->live = 1;
+    uintptr_t expected = (uintptr_t)w->request->replacement;
+    if (s->kind == HK_SLOT_SYMBOL) expected -= o.base;
+    if (__atomic_load_n((uintptr_t *)address, __ATOMIC_ACQUIRE) != expected) continue;
+    if (store_word(w, &o, address, (uintptr_t)s->previous) < 0) return 1;
+    s->restored = 1;
   }
-  if (!excluded(w->request, &o) && each_relocation(w, &o, restore_unrecorded) < 0) return 1;
+  if (!r->symbols && !excluded(w->request, &o) && each_relocation(w, &o, restore_unrecorded) < 0) return 1;
   return 0;
 }
 
@@ -445,7 +443,12 @@ int hk_import_restore(const hk_import_request *request, hk_import_slot *slots, s
     slots[i].live = 0;
     slots[i].restored = 0;
   }
-  hk_restore r = {{request, outcome}, slots, count};
+  // The symbol tables first, in a walk of their own, so that no new binding
+  // to the entry is made while the slots are put back.
+  hk_restore r = {{request, outcome}, slots, count, 1};
+  dl_iterate_phdr(restore_object, &r);
+  if (outcome->error) return -1;
+  r.symbols = 0;
   dl_iterate_phdr(restore_object, &r);
   return outcome->error ? -1 : 0;
 }

@@ -295,6 +295,8 @@ final class _ImportRegistry: @unchecked Sendable {
             if widened == nil {
                 do throws(HookError) {
                     try patch(entry.point, &entry.state, scope: nil, definition: true)
+                    // A library loaded between the first walk and the symbol table's change got the original.
+                    try patch(entry.point, &entry.state, scope: nil, definition: false)
                 } catch {
                     rollBack(entry.point, &entry.state, from: before)
                     throw error

@@ -26,4 +26,5 @@ let benchmarks: @Sendable () -> Void = {
     propertyBenchmarks(configuration)
     reactiveBenchmarks(configuration)
     scalingBenchmarks(configuration)
+    importBenchmarks(configuration)
 }
