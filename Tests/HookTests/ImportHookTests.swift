@@ -231,7 +231,11 @@ struct ImportHookTests {
         defer { try? hook.restore() }
         // dlsym and dlvsym after the hook hand out the entry.
         #expect(UnsafeRawPointer(dlsym(nil, "fopen64")) == hook.entry)
-        #expect(UnsafeRawPointer(hk_import_lookup_version("fopen64", "GLIBC_2.2.5")) == hook.entry)
+        // dlvsym finds the versioned definition: libc's, unless the program interposes fopen64
+        // itself (ThreadSanitizer's runtime does, unversioned), and then libc's is not the original.
+        if hk_import_image_base(hook.original) != hk_import_own_image_base() {
+            #expect(UnsafeRawPointer(hk_import_lookup_version("fopen64", "GLIBC_2.2.5")) == hook.entry)
+        }
         #expect(hook.slots.contains { $0.kind == .symbolTable })
 
         let me = threadID()
