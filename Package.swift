@@ -30,12 +30,16 @@ let package = Package(
         ),
         .executableTarget(
             name: "HookDemo",
-            dependencies: ["Hook", "HookBind", "CHookDemoSupport"]
+            dependencies: ["Hook", "HookBind", "CHookDemoSupport"],
+            // The import-hook tour watches SQLite (Debian: libsqlite3-dev).
+            linkerSettings: [.linkedLibrary("sqlite3")]
         ),
-        // Real C functions whose ABI the tests exercise, and a malloc counter.
+        // Real C functions whose ABI the tests exercise, and a malloc counter;
+        // SQLite and zlib, system libraries whose imports the ImportHook tests take over.
         .target(
             name: "CHookTestSupport",
-            path: "Tests/CHookTestSupport"
+            path: "Tests/CHookTestSupport",
+            linkerSettings: [.linkedLibrary("sqlite3"), .linkedLibrary("z")]
         ),
         .testTarget(
             name: "HookTests",

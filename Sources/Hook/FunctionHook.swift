@@ -30,7 +30,7 @@ import Glibc
 /// ## Threads
 /// The entry may be called on any number of threads while hooks are added and
 /// removed: the call path takes no lock and allocates nothing.
-public final class FunctionHook: HookPoint, @unchecked Sendable {
+public class FunctionHook: HookPoint, @unchecked Sendable {
     /// The C signature of the function.
     public let signature: Signature
     /// The original function, callable without hooks.

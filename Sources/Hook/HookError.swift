@@ -32,6 +32,14 @@ public struct HookError: Error, Equatable, Sendable, CustomStringConvertible {
         case notInstead = "not inside an instead hook"
         /// A value did not match the type it was given for.
         case invalidValue = "invalid value"
+        /// ``ImportHook``: no loaded object defines a function of that name.
+        case symbolNotFound = "no such symbol"
+        /// ``ImportHook``: no loaded object in scope imports the symbol.
+        case notImported = "not imported"
+        /// ``ImportHook``: `mprotect` refused to make a slot's page writable.
+        case protectionRefused = "mprotect refused"
+        /// ``ImportHook``: the symbol already has a hook point with another signature.
+        case signatureMismatch = "signature mismatch"
     }
 
     public let kind: Kind

@@ -2,7 +2,8 @@ import CFFIShim
 import Glibc
 import Synchronization
 
-/// Anything whose calls can be intercepted: a C function (``FunctionHook``),
+/// Anything whose calls can be intercepted: a C function (``FunctionHook``;
+/// ``ImportHook`` for the calls every loaded library makes to an imported one),
 /// a Swift closure (``ClosureHook``, ``ThrowingClosureHook``), a `@Hooked`
 /// property of one object (``PropertyHook``) or a hookable method of one
 /// object (``MethodHook``).

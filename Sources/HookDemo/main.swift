@@ -86,6 +86,7 @@ func tour() throws {
     withExtendedLifetime(add) {}  // `hooked` points into `add`: keep it alive until here
 
     try swiftTour()
+    try importTour()
     try fishBindTour()
     try xkvoTour()
     try fisticuffsTour()

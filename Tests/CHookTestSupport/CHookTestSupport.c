@@ -125,3 +125,6 @@ uint64_t hk_test_malloc_count(void) { return malloc_count; }
 bool hk_test_malloc_counting_available(void) { return false; }
 uint64_t hk_test_malloc_count(void) { return 0; }
 #endif
+
+#include <malloc.h>
+size_t hk_test_usable_size(void *pointer) { return pointer ? malloc_usable_size(pointer) : 0; }

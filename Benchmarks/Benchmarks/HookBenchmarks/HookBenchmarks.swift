@@ -27,4 +27,5 @@ let benchmarks: @Sendable () -> Void = {
     reactiveBenchmarks(configuration)
     scalingBenchmarks(configuration)
     footprintBenchmarks(configuration)
+    importBenchmarks(configuration)
 }

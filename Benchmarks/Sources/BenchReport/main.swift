@@ -76,6 +76,11 @@ let cases: [Case] = [
     Case(id: "scaling/after10", label: "add: FunctionHook, 10 after hooks", floor: "c/floor", zeroAllocations: true),
     Case(id: "scaling/after100", label: "add: FunctionHook, 100 after hooks", floor: "c/floor", zeroAllocations: true),
     Case(id: "scaling/churn", label: "add + remove an after hook while 2 threads call"),
+    // strdup + free: one malloc through libc's GOT per call (strdup's own allocation: 1 malloc per call).
+    Case(id: "import/direct", label: "imported call (strdup -> malloc via libc's GOT), no hook point", floor: "import/direct", isBaseline: true),
+    Case(id: "import/none", label: "imported call: ImportHook on malloc, no hooks", floor: "import/direct"),
+    Case(id: "import/after", label: "imported call: ImportHook on malloc, one after hook", floor: "import/direct"),
+    Case(id: "import/patch", label: "patch getenv in every loaded object + restore()"),
 ]
 
 func format(_ x: Double) -> String {

@@ -225,6 +225,96 @@ void hk_tsan_release(void *address);
 // Number of threads with registered hook state (for tests and diagnostics).
 int hk_registered_thread_count(void);
 
+
+// MARK: - Import slots (ImportSlots.c)
+//
+// The places through which loaded ELF objects reach an imported function: GOT
+// slots (R_X86_64_JUMP_SLOT, R_X86_64_GLOB_DAT, and R_X86_64_64 data pointers
+// with addend 0) and the defining object's dynamic symbol-table entry, which
+// dlsym, dlvsym and the relocation of objects loaded later read. Every write is
+// one atomic 8-byte store, made inside dl_iterate_phdr for an object the loader
+// still lists; a page that is not writable (RELRO) is made writable for the
+// store and given its protection back, read from /proc/self/maps.
+
+enum {
+  HK_SLOT_SYMBOL = 0,     // st_value of the definition in the dynamic symbol table
+  HK_SLOT_ABSOLUTE = 1,   // R_X86_64_64: a function pointer in data
+  HK_SLOT_GLOB_DAT = 6,   // R_X86_64_GLOB_DAT: an address-taken import
+  HK_SLOT_JUMP = 7        // R_X86_64_JUMP_SLOT: a PLT call
+};
+
+typedef struct {
+  void *address;               // the 8-byte slot
+  void *previous;              // what it held before (for HK_SLOT_SYMBOL: st_value)
+  void *current;               // filled by hk_import_read
+  uintptr_t object_base;       // dlpi_addr of the object that holds it
+  const void *object_dynamic;  // and its PT_DYNAMIC: together, the object's identity
+  const char *object_name;     // malloc'd copy of dlpi_name ("" for the program)
+  int kind;                    // HK_SLOT_*
+  unsigned char previous_info; // st_info of a symbol entry
+  unsigned char unprotected;   // the page was read-only and made writable for the store
+  unsigned char live;          // the object was loaded at the last walk
+  unsigned char restored;      // hk_import_restore put the previous value back
+} hk_import_slot;
+
+typedef struct {
+  const char *symbol;
+  void *original;                  // the real function (dlsym)
+  void *replacement;               // the hook's entry
+  const uintptr_t *excluded_bases; // objects never patched (Hook's image, libffi)
+  size_t excluded_count;
+  const char *const *scope;        // object names (full path or file name); NULL: every object
+  size_t scope_count;
+  int patch_definition;            // also point the definition's symbol-table entry at replacement
+  uintptr_t definition_base;       // the object that defines original
+  int refuse_protection_change;    // test seam: mprotect fails with EACCES
+  int dry_run;                     // write nothing: count imports, list the slots holding replacement
+} hk_import_request;
+
+typedef struct {
+  hk_import_slot *slots;   // slots written by the operation (malloc'd)
+  size_t count, capacity;
+  size_t objects;          // loaded objects with a dynamic section
+  size_t objects_in_scope; // of those, in scope and not excluded
+  size_t imports;          // relocations naming the symbol in the objects in scope
+  size_t bound_elsewhere;  // slots bound to another definition, left alone
+  int error;               // errno of a refused mprotect (or ENOENT: page not mapped)
+  void *error_address;
+  char error_object[256];
+} hk_import_outcome;
+
+// Points every slot naming request->symbol in the objects in scope at
+// replacement, and records what each held. -1 if a page could not be unprotected
+// (outcome->error); the slots written before stay in outcome.
+int hk_import_patch(const hk_import_request *request, hk_import_outcome *outcome);
+
+// Puts back the previous value of each of `slots` that still holds the
+// replacement in an object still loaded (sets live and restored), then points
+// every other slot the loader bound to the replacement back at the original
+// (those are added to outcome).
+int hk_import_restore(const hk_import_request *request, hk_import_slot *slots, size_t count,
+                      hk_import_outcome *outcome);
+
+// Sets live and current of each slot (current only when live).
+void hk_import_read(hk_import_slot *slots, size_t count);
+
+void hk_import_outcome_free(hk_import_outcome *outcome);
+void hk_import_slot_free_name(hk_import_slot *slot);
+
+// The protection (PROT_*) of the mapping holding `address`, from /proc/self/maps; -1 if unmapped.
+int hk_import_page_protection(const void *address);
+
+// The base of the object holding `address`, and the ELF type (STT_*) of the
+// symbol that starts exactly there or -1. 0 if no object holds it.
+int hk_import_describe(const void *address, uintptr_t *base, int *type);
+uintptr_t hk_import_image_base(const void *address);
+// The object holding this shim (and the Hook code linked with it), and libffi.
+uintptr_t hk_import_own_image_base(void);
+uintptr_t hk_import_libffi_base(void);
+// dlsym(RTLD_DEFAULT, symbol) and dlvsym(RTLD_DEFAULT, symbol, version).
+void *hk_import_lookup(const char *symbol);
+void *hk_import_lookup_version(const char *symbol, const char *version);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,6 +2,8 @@
 #ifndef CHOOKDEMOSUPPORT_H
 #define CHOOKDEMOSUPPORT_H
 #include <stdint.h>
+// The import-hook tour watches SQLite from outside.
+#include <sqlite3.h>
 
 // int64_t add(int64_t, int64_t): the function the demo hooks.
 int64_t demo_add(int64_t a, int64_t b);

@@ -7,6 +7,13 @@
 #define CHOOKTESTSUPPORT_H
 #include <stdbool.h>
 #include <stdint.h>
+// System libraries whose imported calls the ImportHook tests observe.
+#include <sqlite3.h>
+#include <zlib.h>
+#include <stddef.h>
+
+// malloc_usable_size, which <malloc.h> declares only for C.
+size_t hk_test_usable_size(void *pointer);
 
 // MARK: scalars: T abi_NAME(T a, T b), recording a and b.
 #define ABI_SCALAR_DECL(NAME, T) \

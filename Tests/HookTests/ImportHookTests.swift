@@ -1,0 +1,408 @@
+import CFFIShim
+import CHookTestSupport
+import Foundation
+@testable import Hook
+import Synchronization
+import Testing
+
+// The signatures of the libc functions these tests take over (one per symbol:
+// a symbol has one hook point, whose signature every request must repeat).
+let mallocSignature = Signature(returning: UnsafeMutableRawPointer?.self, arguments: Int.self)
+let pwriteSignature = Signature(returning: Int.self, arguments: Int32.self, UnsafeRawPointer?.self, Int.self, Int64.self)
+let gettimeofdaySignature = Signature(returning: Int32.self, arguments: UnsafeMutableRawPointer?.self, UnsafeMutableRawPointer?.self)
+let getenvSignature = Signature(returning: UnsafeMutablePointer<CChar>?.self, arguments: UnsafePointer<CChar>?.self)
+let fopenSignature = Signature(returning: UnsafeMutableRawPointer?.self, arguments: UnsafePointer<CChar>?.self, UnsafePointer<CChar>?.self)
+
+/// The calling thread, comparable inside a hook that runs on every thread.
+func threadID() -> UInt { UInt(pthread_self()) }
+
+/// A fresh directory, removed by the caller.
+func temporaryDirectory() throws -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("hook-import-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+/// zlib's compress2 on `input`, checked by uncompressing; returns zlib's status.
+@discardableResult
+func zlibRoundTrip(_ input: [UInt8]) -> Int32 {
+    var compressed = [UInt8](repeating: 0, count: Int(compressBound(uLong(input.count))))
+    var length = uLongf(compressed.count)
+    let status = compress2(&compressed, &length, input, uLong(input.count), 6)
+    guard status == Z_OK else { return status }
+    var output = [UInt8](repeating: 0, count: input.count)
+    var outputLength = uLongf(output.count)
+    let back = uncompress(&output, &outputLength, compressed, length)
+    return back == Z_OK && output == input ? Z_OK : Z_DATA_ERROR
+}
+
+/// Runs SQL on a database file; returns the first column of the last row, if any.
+@discardableResult
+func sqlite(_ path: String, _ sql: String) -> String? {
+    var db: OpaquePointer?
+    guard sqlite3_open(path, &db) == SQLITE_OK else { return nil }
+    defer { sqlite3_close(db) }
+    var statement: OpaquePointer?
+    var last: String?
+    var rest: UnsafePointer<CChar>?
+    let text = strdup(sql)!
+    defer { free(text) }
+    rest = UnsafePointer(text)
+    while let current = rest, current.pointee != 0 {
+        guard sqlite3_prepare_v2(db, current, -1, &statement, &rest) == SQLITE_OK else { return nil }
+        guard let statement else { continue }
+        while sqlite3_step(statement) == SQLITE_ROW {
+            last = sqlite3_column_text(statement, 0).map { String(cString: $0) }
+        }
+        sqlite3_finalize(statement)
+    }
+    return last
+}
+
+func expectImportError(_ kind: HookError.Kind, symbol: String, containing text: String, _ body: () throws -> Void) {
+    do {
+        try body()
+        Issue.record("expected \(kind) for \(symbol)")
+    } catch let error as HookError {
+        #expect(error.kind == kind, "\(error)")
+        #expect(error.point == symbol)
+        #expect(error.description.contains("hook point '\(symbol)'"), "\(error)")
+        #expect(error.description.contains(text), "\(error)")
+    } catch {
+        Issue.record("expected a HookError, got \(error)")
+    }
+}
+
+/// One suite, run serially: a symbol has one hook point for the whole process.
+@Suite("ImportHook: imported functions hooked in libraries the package does not control", .serialized)
+struct ImportHookTests {
+    @Test func zlibMallocCallsAreSeenWithTheirArgumentsAndResults() throws {
+        let hook = try ImportHook(symbol: "malloc", signature: mallocSignature, in: ["libz.so.1"])
+        defer { try? hook.restore() }
+        let me = threadID()
+        let seen = Shared<[(size: Int, result: UInt, usable: Int)]>([])
+        hook.after { call in
+            guard threadID() == me else { return }
+            let size = try call.argument(0, as: Int.self)
+            let result = try call.result(as: UnsafeMutableRawPointer?.self)
+            seen.mutate { $0.append((size, UInt(bitPattern: result), hk_test_usable_size(result))) }
+        }
+        #expect(zlibRoundTrip(Array(repeating: 7, count: 10_000)) == Z_OK)
+        let calls = seen.value
+        // deflateInit2 allocates its state, window, prev, head and pending buffers; inflateInit2 its state and window.
+        #expect(calls.count >= 5, "\(calls.count) calls")
+        for call in calls {
+            #expect(call.result != 0)
+            #expect(call.usable >= call.size, "the result is a block of at least the size asked for")
+        }
+        #expect(calls.contains { $0.size == 32 * 1024 * 2 })  // the window: 2 * 32 KiB, windowBits 15
+        #expect(hook.original == UnsafeRawPointer(dlsym(nil, "malloc")))
+    }
+
+    @Test func zlibMallocArgumentsAndResultsCanBeReplaced() throws {
+        let hook = try ImportHook(symbol: "malloc", signature: mallocSignature, in: ["libz.so.1"])
+        defer { try? hook.restore() }
+        let me = threadID()
+        let grown = Shared<[(Int, Int)]>([])
+        let before = hook.before { call in
+            guard threadID() == me else { return }
+            try call.setArgument(0, to: try call.argument(0, as: Int.self) + 4096)
+        }
+        hook.after { call in
+            guard threadID() == me else { return }
+            let size = try call.argument(0, as: Int.self)
+            let result = try call.result(as: UnsafeMutableRawPointer?.self)
+            grown.mutate { $0.append((size, hk_test_usable_size(result))) }
+        }
+        #expect(zlibRoundTrip(Array(repeating: 1, count: 1000)) == Z_OK)
+        #expect(!grown.value.isEmpty)
+        #expect(grown.value.allSatisfy { $0.1 >= $0.0 && $0.0 > 4096 })
+        before.remove()
+        // Every allocation zlib asks for fails: compress2 reports it.
+        hook.after { call in
+            guard threadID() == me else { return }
+            free(try call.result(as: UnsafeMutableRawPointer?.self))
+            try call.setResult(nil as UnsafeMutableRawPointer?)
+        }
+        #expect(zlibRoundTrip(Array(repeating: 1, count: 1000)) == Z_MEM_ERROR)
+        try hook.restore()
+        #expect(zlibRoundTrip(Array(repeating: 1, count: 1000)) == Z_OK)
+    }
+
+    @Test func sqliteWritesToItsDatabaseFileAreSeen() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("test.db").path
+        let hook = try ImportHook(symbol: "pwrite64", signature: pwriteSignature, in: ["libsqlite3.so.0"])
+        defer { try? hook.restore() }
+        // SQLite keeps write and pwrite64 in a table of function pointers (R_X86_64_64 relocations).
+        #expect(hook.slots.contains { $0.kind == .dataPointer })
+        let me = threadID()
+        let writes = Shared<[(fd: Int32, count: Int, offset: Int64, result: Int)]>([])
+        hook.after { call in
+            guard threadID() == me else { return }
+            let fd = try call.argument(0, as: Int32.self)
+            let count = try call.argument(2, as: Int.self)
+            let offset = try call.argument(3, as: Int64.self)
+            let result = try call.result(as: Int.self)
+            writes.mutate { $0.append((fd, count, offset, result)) }
+        }
+        sqlite(path, "CREATE TABLE t(x TEXT); INSERT INTO t VALUES ('hello'); INSERT INTO t VALUES (zeroblob(10000));")
+        let seen = writes.value
+        #expect(!seen.isEmpty)
+        #expect(seen.allSatisfy { $0.result == $0.count && $0.count > 0 && $0.offset >= 0 })
+        let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int
+        let end = seen.map { Int($0.offset) + $0.count }.max() ?? 0
+        #expect(end <= size + 512)  // the journal is written too; the database ends where its last page does
+        #expect(seen.map(\.count).reduce(0, +) >= 10_000)
+    }
+
+    @Test func sqliteClockCanBePinned() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("clock.db").path
+        // gettimeofday is an IFUNC: the slot holds the implementation the resolver chose, and so does `original`.
+        let hook = try ImportHook(symbol: "gettimeofday", signature: gettimeofdaySignature, in: ["libsqlite3.so.0"])
+        defer { try? hook.restore() }
+        hook.instead { call in
+            let tv = try call.argument(0, as: UnsafeMutableRawPointer?.self)!.assumingMemoryBound(to: timeval.self)
+            tv.pointee = timeval(tv_sec: 1_000_000_000, tv_usec: 0)
+            try call.setResult(Int32(0))
+        }
+        #expect(sqlite(path, "SELECT strftime('%s', 'now');") == "1000000000")
+        try hook.restore()
+        #expect(sqlite(path, "SELECT strftime('%s', 'now');") != "1000000000")
+    }
+
+    @Test func fullRelroSlotsArePatchedAndProtectedAgain() throws {
+        let hook = try ImportHook(symbol: "getenv", signature: getenvSignature, in: ["libsqlite3.so.0"])
+        defer { try? hook.restore() }
+        let slots = hook.slots.filter { $0.kind == .jumpSlot }
+        #expect(!slots.isEmpty)
+        for slot in slots {
+            #expect(slot.wasReadOnly, "libsqlite3 is linked with -z relro -z now: its GOT is read-only")
+            #expect(slot.currentValue == hook.entry)
+            #expect(ImportHook.protection(at: slot.address) == PROT_READ)
+        }
+        try hook.restore()
+        for slot in slots {
+            #expect(slot.currentValue == slot.previous)
+            #expect(ImportHook.protection(at: slot.address) == PROT_READ)
+        }
+    }
+
+    @Test func removalPutsEverySlotBack() throws {
+        let hook = try ImportHook(symbol: "malloc", signature: mallocSignature, in: ["libz.so.1", "libsqlite3.so.0"])
+        let slots = hook.slots
+        #expect(Set(slots.map { ($0.object as NSString).lastPathComponent }) == ["libz.so.1", "libsqlite3.so.0"])
+        #expect(slots.allSatisfy { $0.currentValue == hook.entry && $0.previous != nil })
+        try hook.restore()
+        #expect(!hook.isInstalled)
+        #expect(hook.slots.isEmpty)
+        for slot in slots { #expect(slot.currentValue == slot.previous, "\(slot)") }
+        try hook.restore()  // idempotent
+        for slot in slots { #expect(slot.currentValue == slot.previous, "\(slot)") }
+        #expect(zlibRoundTrip([1, 2, 3]) == Z_OK)
+    }
+
+    @Test func aSecondRequestSharesTheHookPoint() throws {
+        let first = try ImportHook(symbol: "malloc", signature: mallocSignature, in: ["libz.so.1"])
+        defer { try? first.restore() }
+        let second = try ImportHook(symbol: "malloc", signature: mallocSignature, in: ["libsqlite3.so.0"])
+        #expect(first === second)
+        #expect(first.objects == ["libsqlite3.so.0", "libz.so.1"])
+        #expect(Set(first.slots.map { ($0.object as NSString).lastPathComponent }) == ["libz.so.1", "libsqlite3.so.0"])
+        let me = threadID()
+        let count = Shared(0)
+        second.after { _ in if threadID() == me { count.mutate { $0 += 1 } } }
+        #expect(first.hookCount == 1)
+        zlibRoundTrip([1, 2, 3])
+        #expect(count.value > 0)
+        try first.restore()
+        #expect(second.hookCount == 0)
+        // Asked for again after restore(): the same trampoline, reinstalled.
+        let again = try ImportHook(symbol: "malloc", signature: mallocSignature, in: ["libz.so.1"])
+        #expect(again === first && again.isInstalled)
+    }
+
+    @Test func aLibraryLoadedLaterIsPatchedAndDlsymReturnsTheEntry() throws {
+        #expect(dlopen("libbz2.so.1.0", RTLD_NOW | RTLD_NOLOAD) == nil, "libbz2 must not be loaded before the hook")
+        let hook = try ImportHook(symbol: "fopen64", signature: fopenSignature)
+        defer { try? hook.restore() }
+        // dlsym and dlvsym after the hook hand out the entry.
+        #expect(UnsafeRawPointer(dlsym(nil, "fopen64")) == hook.entry)
+        // dlvsym finds the versioned definition: libc's, unless the program interposes fopen64
+        // itself (ThreadSanitizer's runtime does, unversioned), and then libc's is not the original.
+        if hk_import_image_base(hook.original) != hk_import_own_image_base() {
+            #expect(UnsafeRawPointer(hk_import_lookup_version("fopen64", "GLIBC_2.2.5")) == hook.entry)
+        }
+        #expect(hook.slots.contains { $0.kind == .symbolTable })
+
+        let me = threadID()
+        let opened = Shared<[String]>([])
+        hook.before { call in
+            guard threadID() == me else { return }
+            let path = try call.argument(0, as: UnsafePointer<CChar>?.self).map { String(cString: $0) } ?? ""
+            opened.mutate { $0.append(path) }
+        }
+        let library = try #require(dlopen("libbz2.so.1.0", RTLD_NOW))
+        defer { dlclose(library) }
+        let bzopen = unsafeBitCast(try #require(dlsym(library, "BZ2_bzopen")),
+                                   to: (@convention(c) (UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> OpaquePointer?).self)
+        let bzclose = unsafeBitCast(try #require(dlsym(library, "BZ2_bzclose")), to: (@convention(c) (OpaquePointer?) -> Void).self)
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("later.bz2").path
+        let file = bzopen(path, "w")
+        #expect(file != nil)
+        bzclose(file)
+        #expect(opened.value == [path])
+        let bz2Slots = hook.slots.filter { $0.object.hasSuffix("libbz2.so.1.0") }
+        #expect(!bz2Slots.isEmpty && bz2Slots.allSatisfy { $0.currentValue == hook.entry })
+
+        try hook.restore()
+        #expect(UnsafeRawPointer(dlsym(nil, "fopen64")) == hook.original)
+        for slot in bz2Slots { #expect(slot.currentValue == hook.original) }
+    }
+
+    @Test func aClosedLibraryIsNeverWrittenTo() throws {
+        let hook = try ImportHook(symbol: "fopen64", signature: fopenSignature)
+        defer { try? hook.restore() }
+        let library = try #require(dlopen("libbz2.so.1.0", RTLD_NOW))
+        let bz2Slots = hook.slots.filter { $0.object.hasSuffix("libbz2.so.1.0") }
+        #expect(!bz2Slots.isEmpty)
+        dlclose(library)
+        #expect(dlopen("libbz2.so.1.0", RTLD_NOW | RTLD_NOLOAD) == nil)
+        for slot in bz2Slots { #expect(slot.currentValue == nil, "unloaded: not even read") }
+        #expect(!hook.slots.contains { $0.object.hasSuffix("libbz2.so.1.0") })
+        try hook.refresh()
+        try hook.restore()  // would fault on an unmapped page if it wrote there
+        #expect(UnsafeRawPointer(dlsym(nil, "fopen64")) == hook.original)
+    }
+
+    @Test func eightThreadsCallWhileTheHookIsMadeAndRestored() throws {
+        let input = (0..<4000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        // How many allocations one round trip makes through zlib's GOT.
+        let probe = try ImportHook(symbol: "malloc", signature: mallocSignature, in: ["libz.so.1"])
+        let me = threadID()
+        let single = Shared(0)
+        let token = probe.after { _ in if threadID() == me { single.mutate { $0 += 1 } } }
+        #expect(zlibRoundTrip(input) == Z_OK)
+        token.remove()
+        let perCall = single.value
+        #expect(perCall >= 5)
+
+        // Attached throughout: exact counts.
+        let calls = 200
+        let counted = Counter()
+        probe.after { _ in counted.increment() }
+        let failures = Counter()
+        onThreads(8) { _ in
+            for _ in 0..<calls where zlibRoundTrip(input) != Z_OK { failures.increment() }
+        }
+        #expect(failures.value.load(ordering: .relaxed) == 0)
+        #expect(counted.value.load(ordering: .relaxed) == 8 * calls * perCall)
+        try probe.restore()
+
+        // Made and restored over and over while the threads call: no crash, no call lost.
+        let done = Atomic<Bool>(false)
+        let completed = Counter()
+        let group = DispatchGroup()
+        for _ in 0..<8 {
+            group.enter()
+            Thread {
+                while !done.load(ordering: .relaxed) {
+                    if zlibRoundTrip(input) == Z_OK { completed.increment() } else { failures.increment() }
+                }
+                group.leave()
+            }.start()
+        }
+        for _ in 0..<50 {
+            let hook = try ImportHook(symbol: "malloc", signature: mallocSignature, in: ["libz.so.1"])
+            hook.after { _ in counted.increment() }
+            usleep(200)
+            try hook.restore()
+        }
+        done.store(true, ordering: .relaxed)
+        group.wait()
+        #expect(failures.value.load(ordering: .relaxed) == 0)
+        #expect(completed.value.load(ordering: .relaxed) > 0)
+    }
+
+    @Test func aMallocHookThatAllocatesDoesNotRecurse() throws {
+        // Swift allocates through libswiftCore's GOT: the hook body's own
+        // allocations reach this hook point again, and run the original only.
+        let hook = try ImportHook(symbol: "malloc", signature: mallocSignature, in: ["libz.so.1", "libswiftCore.so"])
+        defer { try? hook.restore() }
+        let me = threadID()
+        let depth = Shared(0)
+        let deepest = Shared(0)
+        let sizes = Shared<[Int]>([])
+        hook.after { call in
+            guard threadID() == me else { return }
+            depth.mutate { $0 += 1 }
+            deepest.mutate { [d = depth.value] in $0 = max($0, d) }
+            let size = try call.argument(0, as: Int.self)
+            let description = "malloc(\(size)) from a hooked library"  // allocates
+            var copy = [Int](repeating: size, count: 64)  // allocates
+            copy.append(description.count)
+            sizes.mutate { $0.append(size) }
+            depth.mutate { $0 -= 1 }
+        }
+        #expect(zlibRoundTrip(Array(repeating: 3, count: 5000)) == Z_OK)
+        #expect(deepest.value == 1)
+        #expect(sizes.value.count >= 5)
+    }
+
+    // MARK: Errors name the symbol
+
+    @Test func noSuchSymbol() {
+        expectImportError(.symbolNotFound, symbol: "hk_no_such_function", containing: "no loaded object defines") {
+            _ = try ImportHook(symbol: "hk_no_such_function", signature: mallocSignature)
+        }
+        expectImportError(.symbolNotFound, symbol: "environ", containing: "data object") {
+            _ = try ImportHook(symbol: "environ", signature: mallocSignature)
+        }
+        expectImportError(.symbolNotFound, symbol: "", containing: "empty") {
+            _ = try ImportHook(symbol: "", signature: mallocSignature)
+        }
+    }
+
+    @Test func noObjectInScopeImportsIt() {
+        expectImportError(.notImported, symbol: "sqlite3_libversion", containing: "libz.so.1") {
+            _ = try ImportHook(symbol: "sqlite3_libversion", signature: Signature(returning: .pointer, arguments: []), in: ["libz.so.1"])
+        }
+        expectImportError(.notImported, symbol: "getenv", containing: "not loaded: libhk-not-here.so") {
+            _ = try ImportHook(symbol: "getenv", signature: getenvSignature, in: ["libhk-not-here.so"])
+        }
+    }
+
+    @Test func mprotectRefused() throws {
+        let before = try #require(try sqliteGetenvSlotValue())
+        expectImportError(.protectionRefused, symbol: "getenv", containing: "libsqlite3.so.0") {
+            try ImportHook.$protectionChangeRefused.withValue(true) {
+                _ = try ImportHook(symbol: "getenv", signature: getenvSignature, in: ["libsqlite3.so.0"])
+            }
+        }
+        #expect(try sqliteGetenvSlotValue() == before, "nothing stays patched")
+    }
+
+    @Test func signatureThatCannotMatch() throws {
+        let hook = try ImportHook(symbol: "malloc", signature: mallocSignature, in: ["libz.so.1"])
+        defer { try? hook.restore() }
+        expectImportError(.signatureMismatch, symbol: "malloc", containing: "2 arguments instead of 1") {
+            _ = try ImportHook(symbol: "malloc", signature: Signature(returning: UnsafeMutableRawPointer?.self, arguments: Int.self, Int.self))
+        }
+        expectImportError(.variadicClosure, symbol: "printf", containing: "variadic") {
+            _ = try ImportHook(symbol: "printf", signature: .variadic(returning: .int32, fixed: [.pointer]))
+        }
+    }
+
+    /// What libsqlite3's getenv slot holds, found by a hook made and restored.
+    func sqliteGetenvSlotValue() throws -> UnsafeRawPointer? {
+        let hook = try ImportHook(symbol: "getenv", signature: getenvSignature, in: ["libsqlite3.so.0"])
+        let slot = hook.slots.first { $0.kind == .jumpSlot }
+        try hook.restore()
+        return slot?.currentValue
+    }
+}
