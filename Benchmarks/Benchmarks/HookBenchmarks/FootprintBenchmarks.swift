@@ -77,7 +77,7 @@ func footprint<Prepared>(
 
 func footprintBenchmarks(_ base: Benchmark.Configuration) {
     var configuration = base
-    configuration.metrics = [.wallClock, .mallocCountTotal, heapBytes]
+    configuration.metrics = [.wallClock, .mallocCountTotal, .freeCountTotal, heapBytes]
     configuration.maxIterations = smoke ? 3 : 200
     configuration.warmupIterations = smoke ? 1 : 2
     for n in [1_000, 100_000] {

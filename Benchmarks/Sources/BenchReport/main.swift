@@ -142,9 +142,10 @@ func footprintTable(_ results: [String: Measured]) -> String {
             let ns = total * callsPerSample / per
             let mallocs = m.mallocs.map { $0 * callsPerSample / per }
             // glibc's chunks, less the 16 bytes package-benchmark's malloc
-            // counter adds to each allocation (measured: a 48-byte object
-            // grows the heap by 80 bytes under it, by 64 without it).
-            let bytes = m.heapBytes.map { $0 / per - 16 * (mallocs ?? 0) }
+            // counter adds to each allocation still held (measured: a 48-byte
+            // object grows the heap by 80 bytes under it, by 64 without it).
+            let held = Swift.max((mallocs ?? 0) - (m.frees.map { $0 * callsPerSample / per } ?? 0), 0)
+            let bytes = m.heapBytes.map { $0 / per - 16 * held }
             var target = ""
             if let t = c.target {
                 var met: Bool?
@@ -172,6 +173,7 @@ struct Measured {
     var worstMallocs: Double?
     /// Heap growth of one sample (the footprint cases).
     var heapBytes: Double?
+    var frees: Double?
 }
 
 /// Case id and metric from a file name such as
@@ -211,6 +213,8 @@ func read(_ directory: String) throws -> [String: Measured] {
         switch metric {
         case "wallClock":
             results[id, default: Measured()].ns = value(at: 50, in: text).map { $0 / callsPerSample }
+        case "freeCountTotal":
+            results[id, default: Measured()].frees = value(at: 50, in: text).map { $0 / callsPerSample }
         case "heapBytes":
             results[id, default: Measured()].heapBytes = value(at: 50, in: text)
         case "mallocCountTotal":

@@ -86,6 +86,10 @@ enum _KeyPathResolver {
     /// The hook point of the `@Hooked` property that `keyPath` sets, made if
     /// needed; nil if the key path names no `@Hooked` property of this type.
     static func propertyPoint<Object: AnyObject, Value>(_ object: Object, _ keyPath: ReferenceWritableKeyPath<Object, Value>) -> PropertyHook<Value>? {
+        // The common case first: no key to build, no reference counting.
+        if let offset = _OffsetTable.find(ObjectIdentifier(Object.self), keyPath) {
+            return offset < 0 ? nil : _HookedCell<Value>.point(in: object, cellOffset: offset)
+        }
         let key = Key(type: ObjectIdentifier(Object.self), keyPath: keyPath)
         if let offset = knownOffset(key) {
             return offset < 0 ? nil : _HookedCell<Value>.point(in: object, cellOffset: offset)
@@ -116,6 +120,9 @@ enum _KeyPathResolver {
 
     /// The hook point of the `Hooked` storage at `storage` (the `$name` projection).
     static func storagePoint<Object: AnyObject, Value>(_ object: Object, _ storage: KeyPath<Object, Hooked<Value>>) -> PropertyHook<Value> {
+        if let offset = _OffsetTable.find(ObjectIdentifier(Object.self), storage) {
+            return _HookedCell<Value>.point(in: object, cellOffset: offset)
+        }
         let key = Key(type: ObjectIdentifier(Object.self), keyPath: storage)
         if let offset = knownOffset(key) { return _HookedCell<Value>.point(in: object, cellOffset: offset) }
         let fields = hookedFields(of: type(of: object)).filter { $0.type == Hooked<Value>.self }

@@ -60,6 +60,7 @@ enum _OffsetTable {
     private static let lockTag = LockTag()
     private final class LockTag: Sendable {}
 
+    @inline(__always)
     static func find(_ type: ObjectIdentifier, _ keyPath: AnyKeyPath) -> Int? {
         let bits = current.load(ordering: .acquiring)
         guard bits != 0 else { return nil }
