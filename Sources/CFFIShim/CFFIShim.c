@@ -113,18 +113,6 @@ void swift_unownedRelease(void *object);
 void hk_object_keep_memory(void *object) { swift_unownedRetain(object); }
 void hk_object_drop_memory(void *object) { swift_unownedRelease(object); }
 
-// The Swift runtime's entry points for a task leaving and re-entering a
-// thread: with a zeroed state, leaving moves every tracked access into it.
-void swift_task_exitThreadLocalContext(char *state);
-void swift_task_enterThreadLocalContext(char *state);
-
-void hk_accesses_set_aside(uintptr_t state[2]) {
-  state[0] = 0;
-  state[1] = 0;
-  swift_task_exitThreadLocalContext((char *)state);
-}
-
-void hk_accesses_restore(uintptr_t state[2]) { swift_task_enterThreadLocalContext((char *)state); }
 
 int hk_registered_thread_count(void) {
   pthread_mutex_lock(&registry_lock);

@@ -31,12 +31,13 @@ import Synchronization
 /// leaves every other object alone. Until then the property costs its value
 /// plus one word (where the hook point will be), and making the object
 /// allocates nothing more. Reading the property is one plain load; a set with
-/// no hook point, or a hook point with no hook, adds one load and a test to
-/// the store and allocates nothing.
+/// no hook point is a load, a test and the store, with no dynamic
+/// exclusivity check; with a hook point and no hook, a call more. Neither
+/// allocates.
 ///
-/// While the hooks of a set run, the Swift runtime's record of the thread's
-/// dynamic accesses is set aside, so that hooks may read and set the property
-/// (and others) although the set is, for Swift, still modifying its storage.
+/// The hooks of a set run outside any access to the property's storage, so
+/// they may read and set the property. `@Hooked` is for properties of
+/// classes (its accessors need the object).
 ///
 /// A hook that sets the same property of the same object is not re-entered:
 /// that set is stored without hooks.
@@ -60,21 +61,46 @@ public struct Hooked<Value> {
         _point = nil
     }
 
-    @inlinable
+    @available(*, unavailable, message: "@Hooked is only for properties of classes")
     public var wrappedValue: Value {
-        get { _value }
-        set {
-            let bits = _pointBits()
-            if _fastPath(bits == 0) {
-                _value = newValue
-                return
+        get { fatalError("unavailable") }
+        set { fatalError("unavailable") }
+    }
+
+    /// The property's accessors. Inlined into the class's own accessors, the
+    /// two key paths fold away: a get is one load, a set with no hook point is
+    /// a load, a test and a store. Each touches the storage in one short
+    /// access of its own, so hooks run outside any access to it (they may read
+    /// and set the property) and nothing is tracked at run time.
+    @inlinable
+    public static subscript<Object: AnyObject>(
+        _enclosingInstance object: Object,
+        wrapped wrapped: ReferenceWritableKeyPath<Object, Value>,
+        storage storage: ReferenceWritableKeyPath<Object, Hooked<Value>>
+    ) -> Value {
+        @inline(__always) get {
+            // Unoptimized, a key path access allocates: go by the remembered offset.
+            if _isDebugAssertConfiguration() { return _KeyPathResolver.cell(object, storage).pointee._value }
+            return object[keyPath: storage]._value
+        }
+        @inline(__always) set {
+            // The word is read atomically: another thread may be making the point.
+            let bits: UInt
+            if _isDebugAssertConfiguration() {
+                let cell = _KeyPathResolver.cell(object, storage)
+                bits = hk_word_load(UnsafeRawPointer(cell) + _pointOffset)
+                if bits == 0 { cell.pointee._value = newValue }
+            } else {
+                // The storage's address (a class's stored property does not
+                // move), taken in an access of its own; the load is a C call,
+                // which inside an access would make Swift track the access.
+                let cell = withUnsafeMutablePointer(to: &object[keyPath: storage]) { UnsafeRawPointer($0) }
+                bits = hk_word_load(cell + _pointOffset)
+                if bits == 0 { object[keyPath: storage]._value = newValue }
             }
-            let point = Unmanaged<PropertyHook<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
-            if _fastPath(!point._withUnsafeGuaranteedRef { $0.hasHooks }) {
-                _value = newValue
-                return
-            }
-            point._withUnsafeGuaranteedRef { $0._setSettingAsideAccesses(newValue) }
+            if _fastPath(bits == 0) { return }
+            Unmanaged<PropertyHook<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
+                ._withUnsafeGuaranteedRef { $0._setAsProperty(newValue) }
         }
     }
 
@@ -217,15 +243,15 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
         return point
     }
 
-    /// A set with hooks attached, from the property's setter: the setter is
-    /// still inside Swift's modify access of the storage, so the thread's
-    /// record of dynamic accesses is set aside while the hooks run.
-    @usableFromInline
-    final func _setSettingAsideAccesses(_ newValue: Value) {
-        var accesses: (UInt, UInt) = (0, 0)
-        withUnsafeMutablePointer(to: &accesses) { $0.withMemoryRebound(to: UInt.self, capacity: 2) { hk_accesses_set_aside($0) } }
-        _set(newValue)
-        withUnsafeMutablePointer(to: &accesses) { $0.withMemoryRebound(to: UInt.self, capacity: 2) { hk_accesses_restore($0) } }
+    /// A set from the property's setter once the hook point exists: through
+    /// the hooks if there are any, else a plain store.
+    @inlinable @inline(never)
+    final func _setAsProperty(_ newValue: Value) {
+        if _fastPath(!hasHooks) {
+            storage.pointee = newValue
+        } else {
+            _set(newValue)
+        }
     }
 
     /// The slow path of a set: hooks attached, or a key path probe.

@@ -205,15 +205,6 @@ void *hk_object_try_retain(void *object);
 void hk_object_keep_memory(void *object);
 void hk_object_drop_memory(void *object);
 
-// MARK: - Exclusivity while hooks run
-
-// Sets aside the Swift runtime's record of this thread's dynamic accesses
-// (`state` receives it), and puts it back. A `@Hooked` setter runs inside the
-// class's modify access to the property's storage; its hooks run between these
-// two calls, so that they may read or set the property (the same runtime entry
-// points a task uses when it leaves and re-enters a thread).
-void hk_accesses_set_aside(uintptr_t state[2]);
-void hk_accesses_restore(uintptr_t state[2]);
 
 // Tell ThreadSanitizer about synchronization it cannot see: Swift's
 // Synchronization.Mutex locks with atomics and futex calls made inside the

@@ -118,6 +118,21 @@ enum _KeyPathResolver {
         return found
     }
 
+    /// The address of the `Hooked` storage at `storage` in `object`, by the
+    /// offset remembered for the class and key path (the accessors of an
+    /// unoptimized build, where a key path access allocates).
+    @usableFromInline
+    static func cell<Object: AnyObject, Value>(_ object: Object, _ storage: ReferenceWritableKeyPath<Object, Hooked<Value>>) -> UnsafeMutablePointer<Hooked<Value>> {
+        let base = Unmanaged.passUnretained(object).toOpaque()
+        if let offset = _OffsetTable.find(ObjectIdentifier(Object.self), storage) {
+            return (base + offset).assumingMemoryBound(to: Hooked<Value>.self)
+        }
+        // Once per class and key path: the key path projects the stored property in place.
+        let offset = withUnsafeMutablePointer(to: &object[keyPath: storage]) { UnsafeMutableRawPointer($0) - base }
+        remember(Key(type: ObjectIdentifier(Object.self), keyPath: storage), offset)
+        return (base + offset).assumingMemoryBound(to: Hooked<Value>.self)
+    }
+
     /// The hook point of the `Hooked` storage at `storage` (the `$name` projection).
     static func storagePoint<Object: AnyObject, Value>(_ object: Object, _ storage: KeyPath<Object, Hooked<Value>>) -> PropertyHook<Value> {
         if let offset = _OffsetTable.find(ObjectIdentifier(Object.self), storage) {
