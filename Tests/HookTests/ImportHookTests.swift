@@ -73,6 +73,32 @@ func expectImportError(_ kind: HookError.Kind, symbol: String, containing text: 
     }
 }
 
+/// A small library, compiled here with the system C compiler (nil if there is none), that defines
+/// getenv itself and calls it through its PLT: loaded with RTLD_DEEPBIND, that slot binds to its own getenv.
+let deepBindLibrary: String? = {
+    guard let directory = try? temporaryDirectory() else { return nil }
+    let source = directory.appendingPathComponent("hkdeep.c")
+    let library = directory.appendingPathComponent("libhkdeep.so").path
+    let text = """
+        char *getenv(const char *name) { (void)name; return (char *)"deep"; }
+        const char *hk_deep_getenv(const char *name) { return getenv(name); }
+        """
+    guard (try? text.write(to: source, atomically: true, encoding: .utf8)) != nil else { return nil }
+    for compiler in ["cc", "clang", "gcc"] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        // -fsemantic-interposition: the call to getenv goes through the PLT (clang may bind it directly otherwise).
+        let flags = compiler == "gcc" ? [] : ["-fsemantic-interposition"]
+        process.arguments = [compiler, "-shared", "-fPIC", "-O0"] + flags + ["-Wl,-z,now", "-o", library, source.path]
+        process.standardError = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { continue }
+        process.waitUntilExit()
+        if process.terminationStatus == 0 { return library }
+    }
+    return nil
+}()
+
 /// One suite, run serially: a symbol has one hook point for the whole process.
 @Suite("ImportHook: imported functions hooked in libraries the package does not control", .serialized)
 struct ImportHookTests {
@@ -367,6 +393,26 @@ struct ImportHookTests {
         #expect(zlibRoundTrip(Array(repeating: 3, count: 5000)) == Z_OK)
         #expect(deepest.value == 1)
         #expect(sizes.value.count >= 5)
+    }
+
+    @Test(.enabled(if: deepBindLibrary != nil, "needs a C compiler"))
+    func aSlotBoundToItsOwnObjectsDefinitionIsLeftAlone() throws {
+        let path = try #require(deepBindLibrary)
+        let handle = try #require(dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND))
+        defer { dlclose(handle) }
+        try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent)  // mapped now
+        typealias Lookup = @convention(c) (UnsafePointer<CChar>?) -> UnsafePointer<CChar>?
+        let lookup = unsafeBitCast(try #require(dlsym(handle, "hk_deep_getenv")), to: Lookup.self)
+        #expect(lookup("HOME").map { String(cString: $0) } == "deep", "its getenv slot is bound to its own getenv")
+        // Its slot imports getenv but holds a definition inside the object that is not the original (libc's):
+        // not a lazy slot, not ours.
+        let hook = try ImportHook(symbol: "getenv", signature: getenvSignature, in: ["libhkdeep.so"])
+        defer { try? hook.restore() }
+        #expect(!hook.slots.contains { $0.object.hasSuffix("libhkdeep.so") })
+        let calls = Shared(0)
+        hook.before { _ in calls.mutate { $0 += 1 } }
+        #expect(lookup("HOME").map { String(cString: $0) } == "deep")
+        #expect(calls.value == 0)
     }
 
     // MARK: Errors name the symbol
