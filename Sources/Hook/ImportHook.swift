@@ -33,7 +33,8 @@ import Synchronization
 /// store and given its protection back after. Slots that hold another
 /// function (bound to another definition, or rewritten by their program) are
 /// left alone. Hook's own image and libffi are never patched, so the original
-/// call cannot loop back into the hook.
+/// call cannot loop back into the hook; SwiftPM links Hook into the program,
+/// so the program's own imports are not patched either.
 ///
 /// Without a scope, the definition's entry in its object's dynamic symbol
 /// table is pointed at the entry too (also one atomic store). That is what
@@ -198,7 +199,9 @@ extension _ImportHookMaking where Self == ImportHook {
     /// - Throws: ``HookError`` naming the symbol: `.symbolNotFound` (no loaded
     ///   object defines a function of that name), `.notImported` (no object in
     ///   scope imports it), `.protectionRefused` (a RELRO page could not be made
-    ///   writable; nothing stays patched), `.signatureMismatch` (the symbol
+    ///   writable) or `.patchingFailed` (`/proc/self/maps` unreadable, out of
+    ///   memory): nothing this request wrote stays patched, and the slots of
+    ///   earlier requests for the symbol stay as they were; `.signatureMismatch` (the symbol
     ///   has a hook point with another signature), or the errors of ``FunctionHook``.
     public init(symbol: String, signature: Signature, in objects: [String]? = nil) throws(HookError) {
         self = try _ImportRegistry.shared.install(symbol: symbol, signature: signature, scope: objects)
