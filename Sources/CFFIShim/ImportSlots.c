@@ -283,9 +283,9 @@ static int grow(hk_walk *w) {
 typedef int (*walk_callback)(struct dl_phdr_info *info, size_t size, void *data);
 
 // Runs `callback` over the loaded objects until no record found its buffers
-// full. `again` is called before each walk after the first (a dry run starts
-// its records over; a writing walk keeps them: what it wrote holds the
-// replacement now and is not taken again).
+// full, growing them between walks. With `keep_records` 0 (a dry run) each
+// walk starts its records over; a writing walk keeps them: what it wrote
+// holds the replacement now and is not taken again.
 static void walk_objects(hk_walk *w, walk_callback callback, void *data, int keep_records) {
   hk_import_outcome *out = w->outcome;
   if (!out->capacity && grow(w) < 0) return;
