@@ -7,6 +7,14 @@
 // loader still lists: dl_iterate_phdr holds the loader's write lock, and
 // dlclose removes an object from the list under that lock before unmapping
 // it, so an object being closed is never written to.
+//
+// Nothing is allocated inside a callback: with a hook on malloc, an allocation
+// there (glibc's strdup reaches malloc through libc's own GOT) would run the
+// program's hooks while the loader's lock is held. Records go into buffers
+// allocated before the walk; a walk that finds them full stops, they are grown
+// outside it, and the walk runs again (written slots hold the replacement by
+// then and are not taken twice). Object names are copied into a buffer of
+// their own during the walk and duplicated after it.
 #define _GNU_SOURCE
 #include "CFFIShim.h"
 
@@ -40,6 +48,11 @@ typedef struct {
   const uint32_t *sysv_hash;
   uintptr_t relro_start, relro_end;
 } hk_object;
+
+// Set while this thread is inside one of this file's dl_iterate_phdr callbacks.
+static __thread int walking;
+
+int hk_import_walking(void) { return walking; }
 
 // glibc relocates most d_ptr values of a loaded object in place; the vDSO's
 // and some other loaders' are left as file addresses.
@@ -94,6 +107,7 @@ static const ElfW(Phdr) *segment_of(const hk_object *o, uintptr_t address, size_
   return 0;
 }
 
+// An object's identity: its load bias (dlpi_addr, l_addr) and its PT_DYNAMIC (l_ld).
 static int object_is(const hk_object *o, uintptr_t base, const void *dynamic) {
   return o->base == base && (const void *)o->dynamic == dynamic;
 }
@@ -150,60 +164,88 @@ int hk_import_page_protection(const void *address) { return mapped_protection((u
 typedef struct {
   const hk_import_request *request;
   hk_import_outcome *outcome;
+  // Allocated outside the walk, never inside it. name_offsets[i] is where
+  // outcome->slots[i]'s object name starts in names.
+  size_t *name_offsets;
+  char *names;
+  size_t names_used, names_capacity;
+  int full;  // a record found no room: the walk stopped, to be grown and run again
 } hk_walk;
 
-static void fail(hk_walk *w, const hk_object *o, uintptr_t address, int error) {
+static void fail(hk_walk *w, const hk_object *o, uintptr_t address, int error, int kind) {
   if (w->outcome->error) return;
   w->outcome->error = error;
+  w->outcome->error_kind = kind;
   w->outcome->error_address = (void *)address;
-  strncpy(w->outcome->error_object, o->name, sizeof w->outcome->error_object - 1);
+  if (o) strncpy(w->outcome->error_object, o->name, sizeof w->outcome->error_object - 1);
 }
 
-// Stores `value` at `address` (8 bytes, atomically), making the page writable
-// for the store if it is not, and putting its protection back after.
-// Returns 1 if the page had to be unprotected, 0 if it was writable, -1 on failure.
+// Stores `value` at `address` (8 bytes, atomically). A page inside the
+// object's PT_GNU_RELRO range is always made writable for the store and given
+// back the protection /proc/self/maps listed (even one listed writable:
+// dlopen may protect RELRO after it added the object to the list); any other
+// page that is not writable is treated the same way.
+// Returns 1 if the page was read-only, 0 if it was writable, -1 on failure.
 static int store_word(hk_walk *w, const hk_object *o, uintptr_t address, uintptr_t value) {
   const ElfW(Phdr) *segment = segment_of(o, address, sizeof(uintptr_t));
   int in_relro = address >= o->relro_start && address < o->relro_end;
-  int writable = segment && (segment->p_flags & PF_W) && !in_relro;
-  int protection = PROT_READ | PROT_WRITE;
-  if (!writable) {
-    protection = mapped_protection(address);
-    if (protection < 0) {
-      fail(w, o, address, ENOENT);
-      return -1;
-    }
-    writable = (protection & PROT_WRITE) != 0;
+  if (segment && (segment->p_flags & PF_W) && !in_relro) {
+    __atomic_store_n((uintptr_t *)address, value, __ATOMIC_RELEASE);
+    return 0;
   }
-  if (writable) {
+  int protection = mapped_protection(address);
+  if (protection < 0) {
+    fail(w, o, address, ENOENT, HK_IMPORT_ERROR_UNMAPPED);
+    return -1;
+  }
+  if (!in_relro && (protection & PROT_WRITE)) {
     __atomic_store_n((uintptr_t *)address, value, __ATOMIC_RELEASE);
     return 0;
   }
   uintptr_t page = address & ~(uintptr_t)(page_size() - 1);
   if (w->request->refuse_protection_change || mprotect((void *)page, page_size(), protection | PROT_WRITE) != 0) {
-    fail(w, o, address, w->request->refuse_protection_change ? EACCES : errno);
+    fail(w, o, address, w->request->refuse_protection_change ? EACCES : errno, HK_IMPORT_ERROR_PROTECTION);
     return -1;
   }
   __atomic_store_n((uintptr_t *)address, value, __ATOMIC_RELEASE);
   if (mprotect((void *)page, page_size(), protection) != 0) {
-    fail(w, o, address, errno);
+    fail(w, o, address, errno, HK_IMPORT_ERROR_PROTECTION);
     return -1;
   }
-  return 1;
+  return (protection & PROT_WRITE) ? 0 : 1;
 }
 
+// Whether the last record is of `o`: its name is in the buffer already.
+static int named_last(const hk_walk *w, const hk_object *o) {
+  const hk_import_outcome *out = w->outcome;
+  if (!out->count) return 0;
+  const hk_import_slot *last = &out->slots[out->count - 1];
+  return last->object_base == o->base && last->object_dynamic == (const void *)o->dynamic;
+}
+
+// Whether one more record of `o` fits; if not, marks the walk full, and the
+// caller stops before writing anything.
+static int room(hk_walk *w, const hk_object *o) {
+  size_t name = named_last(w, o) ? 0 : strlen(o->name) + 1;
+  if (w->outcome->count < w->outcome->capacity && w->names_used + name <= w->names_capacity) return 0;
+  w->full = 1;
+  return -1;
+}
+
+// Records a slot; room() has said it fits. Allocates nothing.
 static int record(hk_walk *w, const hk_object *o, uintptr_t address, uintptr_t previous, unsigned previous_info,
                   int kind, int unprotected) {
   hk_import_outcome *out = w->outcome;
-  if (out->count == out->capacity) {
-    size_t capacity = out->capacity ? out->capacity * 2 : 16;
-    hk_import_slot *slots = (hk_import_slot *)realloc(out->slots, capacity * sizeof *slots);
-    if (!slots) return -1;
-    out->slots = slots;
-    out->capacity = capacity;
+  size_t name;
+  if (named_last(w, o)) {
+    name = w->name_offsets[out->count - 1];
+  } else {
+    size_t length = strlen(o->name) + 1;
+    name = w->names_used;
+    memcpy(w->names + name, o->name, length);
+    w->names_used += length;
   }
-  char *name = strdup(o->name);
-  if (!name) return -1;
+  w->name_offsets[out->count] = name;
   hk_import_slot *s = &out->slots[out->count++];
   memset(s, 0, sizeof *s);
   s->address = (void *)address;
@@ -211,18 +253,73 @@ static int record(hk_walk *w, const hk_object *o, uintptr_t address, uintptr_t p
   s->previous_info = (unsigned char)previous_info;
   s->object_base = o->base;
   s->object_dynamic = o->dynamic;
-  s->object_name = name;
+  s->object_name = 0;  // duplicated from names after the walk
   s->kind = kind;
   s->unprotected = unprotected;
   s->live = 1;
   return 0;
 }
 
+// Grows the record buffers, outside any walk. -1 (ENOMEM in outcome) if memory ran out.
+static int grow(hk_walk *w) {
+  hk_import_outcome *out = w->outcome;
+  size_t capacity = out->capacity ? out->capacity * 2 : 32;
+  hk_import_slot *slots = (hk_import_slot *)realloc(out->slots, capacity * sizeof *slots);
+  if (slots) out->slots = slots;
+  size_t *offsets = slots ? (size_t *)realloc(w->name_offsets, capacity * sizeof *offsets) : 0;
+  if (offsets) w->name_offsets = offsets;
+  size_t names_capacity = w->names_capacity ? w->names_capacity * 2 : 4096;
+  char *names = offsets ? (char *)realloc(w->names, names_capacity) : 0;
+  if (!names) {
+    fail(w, 0, 0, ENOMEM, HK_IMPORT_ERROR_MEMORY);
+    return -1;
+  }
+  w->names = names;
+  w->names_capacity = names_capacity;
+  out->capacity = capacity;
+  return 0;
+}
+
+typedef int (*walk_callback)(struct dl_phdr_info *info, size_t size, void *data);
+
+// Runs `callback` over the loaded objects until no record found its buffers
+// full, growing them between walks. With `keep_records` 0 (a dry run) each
+// walk starts its records over; a writing walk keeps them: what it wrote
+// holds the replacement now and is not taken again.
+static void walk_objects(hk_walk *w, walk_callback callback, void *data, int keep_records) {
+  hk_import_outcome *out = w->outcome;
+  if (!out->capacity && grow(w) < 0) return;
+  for (;;) {
+    out->objects = out->objects_in_scope = out->imports = out->bound_elsewhere = 0;
+    w->full = 0;
+    dl_iterate_phdr(callback, data);
+    if (!w->full || out->error) return;
+    if (!keep_records) {
+      out->count = 0;
+      w->names_used = 0;
+    }
+    if (grow(w) < 0) return;
+  }
+}
+
+// Gives each record written by the walks its own copy of its object's name,
+// and frees the walk's buffers. A name that cannot be copied stays NULL.
+static void finish_walk(hk_walk *w, size_t first) {
+  hk_import_outcome *out = w->outcome;
+  for (size_t i = first; i < out->count; i++) {
+    if (!out->slots[i].object_name) out->slots[i].object_name = strdup(w->names + w->name_offsets[i]);
+  }
+  free(w->names);
+  free(w->name_offsets);
+  w->names = 0;
+  w->name_offsets = 0;
+}
+
 // MARK: - Which objects a request covers
 
 static int excluded(const hk_import_request *r, const hk_object *o) {
   for (size_t i = 0; i < r->excluded_count; i++) {
-    if (r->excluded_bases[i] == o->base) return 1;
+    if (object_is(o, r->excluded_bases[i], r->excluded_dynamics[i])) return 1;
   }
   return 0;
 }
@@ -250,10 +347,13 @@ static int in_scope(const hk_import_request *r, const hk_object *o) {
 
 // MARK: - Relocations
 
-typedef int (*relocation_visitor)(hk_walk *w, const hk_object *o, uintptr_t slot, int kind);
+// `plt_index` is the relocation's index in DT_JMPREL (what its lazy PLT stub
+// pushes), or -1 for one from DT_RELA.
+typedef int (*relocation_visitor)(hk_walk *w, const hk_object *o, uintptr_t slot, int kind, long plt_index);
 
-// Calls `visit` for every JUMP_SLOT, GLOB_DAT and R_X86_64_64 (addend 0)
-// relocation of `o` that names the request's symbol. Stops at a negative result.
+// Calls `visit` once for every JUMP_SLOT, GLOB_DAT and R_X86_64_64 (addend 0)
+// relocation of `o` that names the request's symbol (DT_RELASZ may cover
+// DT_JMPREL too: those are visited as DT_JMPREL's only). Stops at a negative result.
 static int each_relocation(hk_walk *w, const hk_object *o, relocation_visitor visit) {
   const char *symbol = w->request->symbol;
   const ElfW(Rela) *tables[2] = {o->jmprel, o->rela};
@@ -263,6 +363,8 @@ static int each_relocation(hk_walk *w, const hk_object *o, relocation_visitor vi
     size_t stride = t == 0 ? sizeof(ElfW(Rela)) : o->rela_entry;
     for (size_t offset = 0; offset + sizeof(ElfW(Rela)) <= sizes[t]; offset += stride) {
       const ElfW(Rela) *r = (const ElfW(Rela) *)((const char *)tables[t] + offset);
+      if (t == 1 && o->jmprel && (const char *)r >= (const char *)o->jmprel &&
+          (const char *)r < (const char *)o->jmprel + o->jmprel_size) continue;
       unsigned type = (unsigned)ELF64_R_TYPE(r->r_info);
       int kind;
       if (type == R_X86_64_JUMP_SLOT) kind = HK_SLOT_JUMP;
@@ -274,24 +376,44 @@ static int each_relocation(hk_walk *w, const hk_object *o, relocation_visitor vi
       if (strcmp(o->strtab + o->symtab[index].st_name, symbol) != 0) continue;
       uintptr_t slot = o->base + r->r_offset;
       if (!segment_of(o, slot, sizeof(uintptr_t))) continue;
-      if (visit(w, o, slot, kind) < 0) return -1;
+      if (visit(w, o, slot, kind, t == 0 ? (long)(offset / sizeof(ElfW(Rela))) : -1) < 0) return -1;
     }
   }
   return 0;
 }
 
-static int patch_slot(hk_walk *w, const hk_object *o, uintptr_t slot, int kind) {
+// Whether a JUMP_SLOT holding `value` is not bound yet: it holds the address
+// of its own lazy PLT stub, in an executable segment of `o`, which pushes the
+// slot's relocation index (`push $index`, after an `endbr64` with IBT). A
+// slot bound to a definition inside `o` (RTLD_DEEPBIND, a self-call) is not.
+static int unbound_lazy(const hk_object *o, uintptr_t value, long plt_index) {
+  if (plt_index < 0) return 0;
+  const ElfW(Phdr) *segment = segment_of(o, value, 9);
+  if (!segment || !(segment->p_flags & PF_X) || !(segment->p_flags & PF_R)) return 0;
+  const unsigned char *code = (const unsigned char *)value;
+  static const unsigned char endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+  if (memcmp(code, endbr64, 4) == 0) code += 4;
+  if (code[0] != 0x68) return 0;
+  int32_t pushed;
+  memcpy(&pushed, code + 1, sizeof pushed);
+  return pushed == plt_index;
+}
+
+static int patch_slot(hk_walk *w, const hk_object *o, uintptr_t slot, int kind, long plt_index) {
   const hk_import_request *r = w->request;
   int mine = !excluded(r, o) && in_scope(r, o);
   if (mine) w->outcome->imports++;
   uintptr_t current = __atomic_load_n((uintptr_t *)slot, __ATOMIC_ACQUIRE);
   uintptr_t original = (uintptr_t)r->original, replacement = (uintptr_t)r->replacement;
-  if (r->dry_run) return mine && current == replacement ? record(w, o, slot, current, 0, kind, 0) : 0;
+  if (r->dry_run) {
+    if (!mine || current != replacement) return 0;
+    return room(w, o) < 0 ? -1 : record(w, o, slot, current, 0, kind, 0);
+  }
   if (current == replacement) return 0;
   // Only a slot bound to the original, or a lazy slot not bound yet (it holds
   // an address in the object's own PLT), is ours to take over: a slot bound to
   // another definition, or rewritten by the program, is left alone.
-  int lazy = kind == HK_SLOT_JUMP && segment_of(o, current, 1) != 0;
+  int lazy = kind == HK_SLOT_JUMP && unbound_lazy(o, current, plt_index);
   if (current != original && !lazy) {
     if (mine) w->outcome->bound_elsewhere++;
     return 0;
@@ -303,6 +425,7 @@ static int patch_slot(hk_walk *w, const hk_object *o, uintptr_t slot, int kind) 
     return 0;
   }
   if (!mine) return 0;
+  if (room(w, o) < 0) return -1;
   int unprotected = store_word(w, o, slot, replacement);
   if (unprotected < 0) return -1;
   return record(w, o, slot, current, 0, kind, unprotected);
@@ -370,6 +493,7 @@ static int patch_definition(hk_walk *w, const hk_object *o, ElfW(Sym) *sym) {
   if (o->base + sym->st_value != (uintptr_t)w->request->original) return 0;
   uintptr_t value = (uintptr_t)w->request->replacement - o->base;  // wraps: base + value == entry
   uintptr_t previous = sym->st_value;
+  if (room(w, o) < 0) return -1;
   int unprotected = store_word(w, o, (uintptr_t)&sym->st_value, value);
   if (unprotected < 0) return -1;
   return record(w, o, (uintptr_t)&sym->st_value, previous, sym->st_info, HK_SLOT_SYMBOL, unprotected);
@@ -382,17 +506,23 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *data) {
   hk_walk *w = (hk_walk *)data;
   hk_object o;
   if (!read_object(info, &o)) return 0;
+  walking = 1;
+  int stop = 0;
   w->outcome->objects++;
-  if (w->request->patch_definition && !w->request->dry_run && w->request->definition_base == o.base) {
-    if (each_definition(w, &o, w->request->symbol, patch_definition) < 0) return 1;
+  if (w->request->patch_definition && !w->request->dry_run &&
+      object_is(&o, w->request->definition_base, w->request->definition_dynamic)) {
+    stop = each_definition(w, &o, w->request->symbol, patch_definition) < 0;
   }
-  if (in_scope(w->request, &o) && !excluded(w->request, &o)) w->outcome->objects_in_scope++;
-  return each_relocation(w, &o, patch_slot) < 0 ? 1 : 0;
+  if (!stop && in_scope(w->request, &o) && !excluded(w->request, &o)) w->outcome->objects_in_scope++;
+  if (!stop) stop = each_relocation(w, &o, patch_slot) < 0;
+  walking = 0;
+  return stop;
 }
 
 int hk_import_patch(const hk_import_request *request, hk_import_outcome *outcome) {
-  hk_walk w = {request, outcome};
-  dl_iterate_phdr(patch_object, &w);
+  hk_walk w = {request, outcome, 0, 0, 0, 0, 0};
+  walk_objects(&w, patch_object, &w, !request->dry_run);
+  finish_walk(&w, 0);
   return outcome->error ? -1 : 0;
 }
 
@@ -405,11 +535,12 @@ typedef struct {
   int symbols;  // 1: the walk that restores symbol-table entries; 0: the one for slots
 } hk_restore;
 
-static int restore_unrecorded(hk_walk *w, const hk_object *o, uintptr_t slot, int kind) {
-  (void)kind;
+static int restore_unrecorded(hk_walk *w, const hk_object *o, uintptr_t slot, int kind, long plt_index) {
+  (void)plt_index;
   // A slot the loader bound to the entry (an object loaded while the symbol
   // table named the entry) goes back to the original.
   if (__atomic_load_n((uintptr_t *)slot, __ATOMIC_ACQUIRE) != (uintptr_t)w->request->replacement) return 0;
+  if (room(w, o) < 0) return -1;
   int unprotected = store_word(w, o, slot, (uintptr_t)w->request->original);
   if (unprotected < 0) return -1;
   return record(w, o, slot, (uintptr_t)w->request->replacement, 0, kind, unprotected);
@@ -421,7 +552,9 @@ static int restore_object(struct dl_phdr_info *info, size_t size, void *data) {
   hk_walk *w = &r->walk;
   hk_object o;
   if (!read_object(info, &o)) return 0;
-  for (size_t i = 0; i < r->count; i++) {
+  walking = 1;
+  int stop = 0;
+  for (size_t i = 0; i < r->count && !stop; i++) {
     hk_import_slot *s = &r->slots[i];
     if ((s->kind == HK_SLOT_SYMBOL) != r->symbols || !object_is(&o, s->object_base, s->object_dynamic)) continue;
     uintptr_t address = (uintptr_t)s->address;
@@ -430,11 +563,18 @@ static int restore_object(struct dl_phdr_info *info, size_t size, void *data) {
     uintptr_t expected = (uintptr_t)w->request->replacement;
     if (s->kind == HK_SLOT_SYMBOL) expected -= o.base;
     if (__atomic_load_n((uintptr_t *)address, __ATOMIC_ACQUIRE) != expected) continue;
-    if (store_word(w, &o, address, (uintptr_t)s->previous) < 0) return 1;
+    if (store_word(w, &o, address, (uintptr_t)s->previous) < 0) {
+      stop = 1;
+      break;
+    }
     s->restored = 1;
   }
-  if (!r->symbols && !excluded(w->request, &o) && each_relocation(w, &o, restore_unrecorded) < 0) return 1;
-  return 0;
+  // Only when the hook point ends: then no slot anywhere should hold the entry.
+  if (!stop && !r->symbols && w->request->restore_loader_bound && !excluded(w->request, &o)) {
+    stop = each_relocation(w, &o, restore_unrecorded) < 0;
+  }
+  walking = 0;
+  return stop;
 }
 
 int hk_import_restore(const hk_import_request *request, hk_import_slot *slots, size_t count,
@@ -445,11 +585,13 @@ int hk_import_restore(const hk_import_request *request, hk_import_slot *slots, s
   }
   // The symbol tables first, in a walk of their own, so that no new binding
   // to the entry is made while the slots are put back.
-  hk_restore r = {{request, outcome}, slots, count, 1};
-  dl_iterate_phdr(restore_object, &r);
-  if (outcome->error) return -1;
-  r.symbols = 0;
-  dl_iterate_phdr(restore_object, &r);
+  hk_restore r = {{request, outcome, 0, 0, 0, 0, 0}, slots, count, 1};
+  walk_objects(&r.walk, restore_object, &r, 1);
+  if (!outcome->error) {
+    r.symbols = 0;
+    walk_objects(&r.walk, restore_object, &r, 1);
+  }
+  finish_walk(&r.walk, 0);
   return outcome->error ? -1 : 0;
 }
 
@@ -465,6 +607,7 @@ static int mark_live(struct dl_phdr_info *info, size_t size, void *data) {
   hk_liveness *l = (hk_liveness *)data;
   hk_object o;
   if (!read_object(info, &o)) return 0;
+  walking = 1;
   for (size_t i = 0; i < l->count; i++) {
     hk_import_slot *s = &l->slots[i];
     if (object_is(&o, s->object_base, s->object_dynamic) && segment_of(&o, (uintptr_t)s->address, sizeof(uintptr_t))) {
@@ -472,6 +615,7 @@ static int mark_live(struct dl_phdr_info *info, size_t size, void *data) {
       s->current = (void *)__atomic_load_n((uintptr_t *)s->address, __ATOMIC_ACQUIRE);
     }
   }
+  walking = 0;
   return 0;
 }
 
@@ -500,20 +644,41 @@ void hk_import_slot_free_name(hk_import_slot *slot) {
 int hk_import_describe(const void *address, uintptr_t *base, int *type) {
   Dl_info info;
   const ElfW(Sym) *sym = 0;
+  const void *dynamic = 0;
   if (!dladdr1(address, &info, (void **)&sym, RTLD_DL_SYMENT)) return 0;
-  *base = (uintptr_t)info.dli_fbase;
+  if (!hk_import_image(address, base, &dynamic)) return 0;
   *type = sym && info.dli_saddr == address ? (int)ELF64_ST_TYPE(sym->st_info) : -1;
   return 1;
 }
 
-uintptr_t hk_import_image_base(const void *address) {
+// The link map's l_addr (the load bias, what dl_iterate_phdr calls dlpi_addr)
+// and l_ld, not dladdr's dli_fbase (the start of the first mapping), which
+// differs from the bias for an object whose first segment is not at address 0
+// (a non-PIE program).
+int hk_import_image(const void *address, uintptr_t *base, const void **dynamic) {
   Dl_info info;
-  return dladdr(address, &info) ? (uintptr_t)info.dli_fbase : 0;
+  struct link_map *map = 0;
+  if (!dladdr1(address, &info, (void **)&map, RTLD_DL_LINKMAP) || !map) return 0;
+  *base = (uintptr_t)map->l_addr;
+  *dynamic = map->l_ld;
+  return 1;
+}
+
+uintptr_t hk_import_image_base(const void *address) {
+  uintptr_t base = 0;
+  const void *dynamic = 0;
+  return hk_import_image(address, &base, &dynamic) ? base : 0;
+}
+
+int hk_import_own_image(uintptr_t *base, const void **dynamic) {
+  return hk_import_image((const void *)hk_import_patch, base, dynamic);
+}
+
+int hk_import_libffi_image(uintptr_t *base, const void **dynamic) {
+  return hk_import_image((const void *)ffi_call, base, dynamic);
 }
 
 uintptr_t hk_import_own_image_base(void) { return hk_import_image_base((const void *)hk_import_patch); }
-
-uintptr_t hk_import_libffi_base(void) { return hk_import_image_base((const void *)ffi_call); }
 
 void *hk_import_lookup(const char *symbol) { return dlsym(RTLD_DEFAULT, symbol); }
 

@@ -38,6 +38,8 @@ public struct HookError: Error, Equatable, Sendable, CustomStringConvertible {
         case notImported = "not imported"
         /// ``ImportHook``: `mprotect` refused to make a slot's page writable.
         case protectionRefused = "mprotect refused"
+        /// ``ImportHook``: a slot's page could not be found in `/proc/self/maps`, or memory ran out while patching.
+        case patchingFailed = "patching failed"
         /// ``ImportHook``: the symbol already has a hook point with another signature.
         case signatureMismatch = "signature mismatch"
     }

@@ -33,7 +33,8 @@ import Synchronization
 /// store and given its protection back after. Slots that hold another
 /// function (bound to another definition, or rewritten by their program) are
 /// left alone. Hook's own image and libffi are never patched, so the original
-/// call cannot loop back into the hook.
+/// call cannot loop back into the hook; SwiftPM links Hook into the program,
+/// so the program's own imports are not patched either.
 ///
 /// Without a scope, the definition's entry in its object's dynamic symbol
 /// table is pointed at the entry too (also one atomic store). That is what
@@ -80,6 +81,7 @@ public final class ImportHook: FunctionHook, _ImportHookMaking, @unchecked Senda
     public let symbol: String
 
     /// The scope asked for: object names, or `nil` for every loaded object.
+    /// After ``restore()``, the scope the hook point had when it was restored.
     public var objects: [String]? {
         _ImportRegistry.shared.withState(of: self) { $0.scope.map { $0.sorted() } }
     }
@@ -111,7 +113,6 @@ public final class ImportHook: FunctionHook, _ImportHookMaking, @unchecked Senda
     ///   a later call tries them again.
     public func restore() throws(HookError) {
         try _ImportRegistry.shared.restore(self)
-        removeAllHooks()
     }
 
     /// The slots that point at the entry now, in objects still loaded: those
@@ -198,7 +199,9 @@ extension _ImportHookMaking where Self == ImportHook {
     /// - Throws: ``HookError`` naming the symbol: `.symbolNotFound` (no loaded
     ///   object defines a function of that name), `.notImported` (no object in
     ///   scope imports it), `.protectionRefused` (a RELRO page could not be made
-    ///   writable; nothing stays patched), `.signatureMismatch` (the symbol
+    ///   writable) or `.patchingFailed` (`/proc/self/maps` unreadable, out of
+    ///   memory): nothing this request wrote stays patched, and the slots of
+    ///   earlier requests for the symbol stay as they were; `.signatureMismatch` (the symbol
     ///   has a hook point with another signature), or the errors of ``FunctionHook``.
     public init(symbol: String, signature: Signature, in objects: [String]? = nil) throws(HookError) {
         self = try _ImportRegistry.shared.install(symbol: symbol, signature: signature, scope: objects)
@@ -214,6 +217,9 @@ struct _ImportState {
     var isInstalled = false
     /// Slots written, with what they held; object names are malloc'd by the shim.
     var slots: [hk_import_slot] = []
+    /// Whether any walk ever pointed a slot at the entry (even one undone since):
+    /// the entry may have been handed out, so the hook point is never dropped.
+    var everWritten = false
 }
 
 /// Every ImportHook of the process, by symbol, and the lock that serializes patching.
@@ -227,13 +233,20 @@ final class _ImportRegistry: @unchecked Sendable {
 
     private let entries = Mutex<[String: Entry]>([:])
 
-    /// Hook's own image and libffi: never patched.
-    private let excludedBases: [UInt] = {
-        var bases = [hk_import_own_image_base(), hk_import_libffi_base()]
+    /// Hook's own image and libffi, never patched: each one's load bias (l_addr) and dynamic section (l_ld).
+    private let excludedImages: (bases: [UInt], dynamics: [UnsafeRawPointer?]) = {
+        var images: [(UInt, UnsafeRawPointer?)] = []
+        func add(_ found: Int32, _ base: UInt, _ dynamic: UnsafeRawPointer?) {
+            if found != 0, !images.contains(where: { $0.0 == base && $0.1 == dynamic }) { images.append((base, dynamic)) }
+        }
+        var base: UInt = 0
+        var dynamic: UnsafeRawPointer?
+        add(hk_import_own_image(&base, &dynamic), base, dynamic)
+        add(hk_import_libffi_image(&base, &dynamic), base, dynamic)
         // The image holding this Swift code, should Hook be linked apart from its shim.
         let swiftCode: @convention(c) () -> Void = {}
-        bases.append(hk_import_image_base(unsafeBitCast(swiftCode, to: UnsafeRawPointer.self)))
-        return Array(Set(bases.filter { $0 != 0 }))
+        add(hk_import_image(unsafeBitCast(swiftCode, to: UnsafeRawPointer.self), &base, &dynamic), base, dynamic)
+        return (images.map(\.0), images.map(\.1))
     }()
 
     private func locked<R, E: Error>(_ body: (inout [String: Entry]) throws(E) -> R) throws(E) -> R {
@@ -245,6 +258,11 @@ final class _ImportRegistry: @unchecked Sendable {
 
     func withState<R>(of point: ImportHook, _ body: (_ImportState) -> R) -> R {
         locked { body($0[point.symbol]!.state) }
+    }
+
+    /// The hook point the registry keeps for `symbol`, if any (tests).
+    func point(for symbol: String) -> ImportHook? {
+        locked { $0[symbol]?.point }
     }
 
     func install(symbol: String, signature: Signature, scope: [String]?) throws(HookError) -> ImportHook {
@@ -269,6 +287,9 @@ final class _ImportRegistry: @unchecked Sendable {
                 entry = Entry(point: try makePoint(symbol: symbol, signature: signature), state: _ImportState())
             }
             let requested: Set<String>? = scope.map(Set.init)
+            // Undoing this request may also unbind slots the loader bound to the entry only if
+            // the hook point was not installed: otherwise those are the earlier requests' slots.
+            let sweep = !entry.state.isInstalled
             // A widened scope is only kept if patching it succeeds.
             let widened: Set<String>?
             if entry.state.isInstalled, let old = entry.state.scope, let requested {
@@ -278,13 +299,16 @@ final class _ImportRegistry: @unchecked Sendable {
             } else {
                 widened = requested
             }
-            defer { if entry.state.isInstalled || !entry.state.slots.isEmpty { entries[symbol] = entry } }
+            // Once a slot was pointed at the entry, the entry may have been handed out (read
+            // from a slot, dlsym, lazy binding): the hook point is kept, installed or not,
+            // so that its trampoline is never freed.
+            defer { if entry.state.isInstalled || !entry.state.slots.isEmpty || entry.state.everWritten { entries[symbol] = entry } }
             let before = entry.state.slots.count
-            try patch(entry.point, &entry.state, scope: widened, definition: false)
+            try patch(entry.point, &entry.state, scope: widened, definition: false, sweepOnUndo: sweep)
             // Whether the objects this request names import the symbol (already patched ones count).
             let wanted = requestedImports(entry.point, scope: requested)
             guard wanted > 0 else {
-                rollBack(entry.point, &entry.state, from: before)
+                rollBack(entry.point, &entry.state, from: before, sweep: sweep)
                 let place = scope.map { "the loaded objects named \($0.joined(separator: ", "))" } ?? "any loaded object (Hook's own image and libffi aside)"
                 let missing = scope?.filter { !isLoaded($0) } ?? []
                 throw HookError(.notImported, point: symbol, """
@@ -294,11 +318,11 @@ final class _ImportRegistry: @unchecked Sendable {
             }
             if widened == nil {
                 do throws(HookError) {
-                    try patch(entry.point, &entry.state, scope: nil, definition: true)
+                    try patch(entry.point, &entry.state, scope: nil, definition: true, sweepOnUndo: sweep)
                     // A library loaded between the first walk and the symbol table's change got the original.
-                    try patch(entry.point, &entry.state, scope: nil, definition: false)
+                    try patch(entry.point, &entry.state, scope: nil, definition: false, sweepOnUndo: sweep)
                 } catch {
-                    rollBack(entry.point, &entry.state, from: before)
+                    rollBack(entry.point, &entry.state, from: before, sweep: sweep)
                     throw error
                 }
             }
@@ -322,21 +346,25 @@ final class _ImportRegistry: @unchecked Sendable {
     }
 
     /// Runs the shim over the loaded objects; on a refused `mprotect`, undoes this run's writes and throws.
+    /// `sweepOnUndo`: the undo also unbinds every slot the loader bound to the entry (only when the
+    /// hook point was not installed before this request; otherwise only this run's slots are undone).
     @discardableResult
-    private func patch(_ point: ImportHook, _ state: inout _ImportState, scope: Set<String>?, definition: Bool) throws(HookError) -> hk_import_outcome {
+    private func patch(_ point: ImportHook, _ state: inout _ImportState, scope: Set<String>?, definition: Bool,
+                       sweepOnUndo: Bool = false) throws(HookError) -> hk_import_outcome {
         forgetUnloaded(&state)
         var outcome = hk_import_outcome()
         let status = withRequest(point, scope: scope, definition: definition) { request in
             hk_import_patch(&request, &outcome)
         }
         var written = Array(UnsafeBufferPointer(start: outcome.slots, count: outcome.count))
+        if !written.isEmpty { state.everWritten = true }
         free(outcome.slots)
         outcome.slots = nil
         outcome.count = 0
         outcome.capacity = 0
         if status != 0 {
             let error = protectionError(point, outcome)
-            _ = withRequest(point, scope: scope, definition: definition) { request in
+            _ = withRequest(point, scope: scope, definition: definition, restoreLoaderBound: sweepOnUndo) { request in
                 var undo = hk_import_outcome()
                 defer { hk_import_outcome_free(&undo) }
                 return hk_import_restore(&request, &written, written.count, &undo)
@@ -367,12 +395,13 @@ final class _ImportRegistry: @unchecked Sendable {
         return outcome.imports
     }
 
-    private func rollBack(_ point: ImportHook, _ state: inout _ImportState, from index: Int) {
-        guard index < state.slots.count else { return }
+    /// Undoes the slots recorded from `index` on; with `sweep`, also unbinds every slot the loader bound to the entry.
+    private func rollBack(_ point: ImportHook, _ state: inout _ImportState, from index: Int, sweep: Bool) {
+        guard index < state.slots.count || sweep else { return }
         var undone = Array(state.slots[index...])
         state.slots.removeSubrange(index...)
         var outcome = hk_import_outcome()
-        _ = withRequest(point, scope: nil, definition: false) { request in
+        _ = withRequest(point, scope: nil, definition: false, restoreLoaderBound: sweep) { request in
             hk_import_restore(&request, &undone, undone.count, &outcome)
         }
         hk_import_outcome_free(&outcome)
@@ -393,7 +422,7 @@ final class _ImportRegistry: @unchecked Sendable {
             defer { entries[point.symbol] = entry }
             var outcome = hk_import_outcome()
             defer { hk_import_outcome_free(&outcome) }
-            let status = withRequest(point, scope: nil, definition: false) { request in
+            let status = withRequest(point, scope: nil, definition: false, restoreLoaderBound: true) { request in
                 hk_import_restore(&request, &entry.state.slots, entry.state.slots.count, &outcome)
             }
             // Keep what could not be put back (a refused mprotect), forget the rest.
@@ -405,7 +434,8 @@ final class _ImportRegistry: @unchecked Sendable {
             }
             entry.state.isInstalled = !entry.state.slots.isEmpty
             if status != 0 { throw protectionError(point, outcome) }
-            entry.state.scope = nil
+            // Under the lock: a request that reinstalls the hook point and adds a hook cannot come in between.
+            point.removeAllHooks()
         }
     }
 
@@ -440,9 +470,9 @@ final class _ImportRegistry: @unchecked Sendable {
     private func slot(previousOf slot: hk_import_slot) -> UnsafeRawPointer? { UnsafeRawPointer(slot.previous) }
 
     private func slot(from s: hk_import_slot, previous: UnsafeRawPointer?) -> ImportHook.Slot {
-        let name = s.object_name.map { String(cString: $0) } ?? ""
+        let name = s.object_name.map { String(cString: $0) }
         return ImportHook.Slot(
-            object: name.isEmpty ? Self.programPath : name, address: UnsafeRawPointer(s.address)!, previous: previous,
+            object: name.map { $0.isEmpty ? Self.programPath : $0 } ?? "<unknown object>", address: UnsafeRawPointer(s.address)!, previous: previous,
             kind: ImportHook.Slot.kind(of: Int32(s.kind)), wasReadOnly: s.unprotected != 0,
             objectBase: s.object_base, objectDynamic: s.object_dynamic)
     }
@@ -476,37 +506,55 @@ final class _ImportRegistry: @unchecked Sendable {
     private func protectionError(_ point: ImportHook, _ outcome: hk_import_outcome) -> HookError {
         let object = withUnsafeBytes(of: outcome.error_object) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         let code = outcome.error
-        return HookError(.protectionRefused, point: point.symbol, """
-            mprotect refused to make the page of the slot at \(outcome.error_address.map { "\($0)" } ?? "?") in \
-            \(object.isEmpty ? Self.programPath : object) writable: errno \(code) (\(String(cString: strerror(code)))); \
-            no slot stays patched by this request
-            """)
+        let place = "the slot at \(outcome.error_address.map { "\($0)" } ?? "?") in \(object.isEmpty ? Self.programPath : object)"
+        let reason = "errno \(code) (\(String(cString: strerror(code))))"
+        let undone = "no slot stays patched by this request"
+        switch Int(outcome.error_kind) {
+        case Int(HK_IMPORT_ERROR_UNMAPPED):
+            return HookError(.patchingFailed, point: point.symbol, """
+                /proc/self/maps could not be read or lists no mapping for \(place): \(reason); \(undone)
+                """)
+        case Int(HK_IMPORT_ERROR_MEMORY):
+            return HookError(.patchingFailed, point: point.symbol, "out of memory while recording slots: \(reason); \(undone)")
+        default:
+            return HookError(.protectionRefused, point: point.symbol, """
+                mprotect refused to make the page of \(place) writable: \(reason); \(undone)
+                """)
+        }
     }
 
     /// Calls `body` with a request for `point`'s symbol, its scope as C strings, and the excluded images.
     private func withRequest<R>(_ point: ImportHook, scope: Set<String>?, definition: Bool,
-                                countOnly: Bool = false, listOnly: Bool = false,
+                                countOnly: Bool = false, listOnly: Bool = false, restoreLoaderBound: Bool = false,
                                 _ body: (inout hk_import_request) -> R) -> R {
         let names = scope.map { Array($0) } ?? []
         let cNames = names.map { strdup($0) }
         defer { cNames.forEach { free($0) } }
+        var definitionBase: UInt = 0
+        var definitionDynamic: UnsafeRawPointer?
+        _ = hk_import_image(point.original, &definitionBase, &definitionDynamic)
         return point.symbol.withCString { symbol in
-            excludedBases.withUnsafeBufferPointer { excluded in
+            excludedImages.bases.withUnsafeBufferPointer { excluded in
+              excludedImages.dynamics.withUnsafeBufferPointer { excludedDynamics in
                 cNames.map { UnsafePointer($0) }.withUnsafeBufferPointer { scopeNames in
                     var request = hk_import_request()
                     request.symbol = symbol
                     request.original = UnsafeMutableRawPointer(mutating: point.original)
                     request.replacement = UnsafeMutableRawPointer(mutating: point.entry)
                     request.excluded_bases = excluded.baseAddress
+                    request.excluded_dynamics = excludedDynamics.baseAddress
                     request.excluded_count = excluded.count
                     request.scope = scope == nil ? nil : scopeNames.baseAddress
                     request.scope_count = scopeNames.count
                     request.patch_definition = definition ? 1 : 0
-                    request.definition_base = hk_import_image_base(point.original)
+                    request.definition_base = definitionBase
+                    request.definition_dynamic = definitionDynamic
                     request.refuse_protection_change = ImportHook.protectionChangeRefused ? 1 : 0
                     request.dry_run = countOnly || listOnly ? 1 : 0
+                    request.restore_loader_bound = restoreLoaderBound ? 1 : 0
                     return body(&request)
                 }
+              }
             }
         }
     }

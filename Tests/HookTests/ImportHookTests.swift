@@ -73,6 +73,32 @@ func expectImportError(_ kind: HookError.Kind, symbol: String, containing text: 
     }
 }
 
+/// A small library, compiled here with the system C compiler (nil if there is none), that defines
+/// getenv itself and calls it through its PLT: loaded with RTLD_DEEPBIND, that slot binds to its own getenv.
+let deepBindLibrary: String? = {
+    guard let directory = try? temporaryDirectory() else { return nil }
+    let source = directory.appendingPathComponent("hkdeep.c")
+    let library = directory.appendingPathComponent("libhkdeep.so").path
+    let text = """
+        char *getenv(const char *name) { (void)name; return (char *)"deep"; }
+        const char *hk_deep_getenv(const char *name) { return getenv(name); }
+        """
+    guard (try? text.write(to: source, atomically: true, encoding: .utf8)) != nil else { return nil }
+    for compiler in ["cc", "clang", "gcc"] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        // -fsemantic-interposition: the call to getenv goes through the PLT (clang may bind it directly otherwise).
+        let flags = compiler == "gcc" ? [] : ["-fsemantic-interposition"]
+        process.arguments = [compiler, "-shared", "-fPIC", "-O0"] + flags + ["-Wl,-z,now", "-o", library, source.path]
+        process.standardError = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { continue }
+        process.waitUntilExit()
+        if process.terminationStatus == 0 { return library }
+    }
+    return nil
+}()
+
 /// One suite, run serially: a symbol has one hook point for the whole process.
 @Suite("ImportHook: imported functions hooked in libraries the package does not control", .serialized)
 struct ImportHookTests {
@@ -266,17 +292,22 @@ struct ImportHookTests {
     }
 
     @Test func aClosedLibraryIsNeverWrittenTo() throws {
-        let hook = try ImportHook(symbol: "fopen64", signature: fopenSignature)
-        defer { try? hook.restore() }
+        // Loaded first and named, so that its slots are written and recorded (not bound by the loader).
         let library = try #require(dlopen("libbz2.so.1.0", RTLD_NOW))
+        let hook = try ImportHook(symbol: "fopen64", signature: fopenSignature, in: ["libbz2.so.1.0"])
+        defer { try? hook.restore() }
         let bz2Slots = hook.slots.filter { $0.object.hasSuffix("libbz2.so.1.0") }
-        #expect(!bz2Slots.isEmpty)
+        #expect(!bz2Slots.isEmpty && bz2Slots.allSatisfy { $0.previous != nil && $0.wasReadOnly })
+        let recorded = _ImportRegistry.shared.withState(of: hook) { $0.slots.count }
+        #expect(recorded == bz2Slots.count)
         dlclose(library)
         #expect(dlopen("libbz2.so.1.0", RTLD_NOW | RTLD_NOLOAD) == nil)
         for slot in bz2Slots { #expect(slot.currentValue == nil, "unloaded: not even read") }
         #expect(!hook.slots.contains { $0.object.hasSuffix("libbz2.so.1.0") })
-        try hook.refresh()
+        // No refresh() in between: restore() itself meets the records of the unloaded library.
         try hook.restore()  // would fault on an unmapped page if it wrote there
+        #expect(_ImportRegistry.shared.withState(of: hook) { $0.slots.isEmpty }, "the records of the closed library are dropped")
+        #expect(!hook.isInstalled)
         #expect(UnsafeRawPointer(dlsym(nil, "fopen64")) == hook.original)
     }
 
@@ -301,7 +332,8 @@ struct ImportHookTests {
             for _ in 0..<calls where zlibRoundTrip(input) != Z_OK { failures.increment() }
         }
         #expect(failures.value.load(ordering: .relaxed) == 0)
-        #expect(counted.value.load(ordering: .relaxed) == 8 * calls * perCall)
+        let attached = counted.value.load(ordering: .relaxed)
+        #expect(attached == 8 * calls * perCall)
         try probe.restore()
 
         // Made and restored over and over while the threads call: no crash, no call lost.
@@ -317,16 +349,25 @@ struct ImportHookTests {
                 group.leave()
             }.start()
         }
-        for _ in 0..<50 {
+        let rounds = 50
+        for _ in 0..<rounds {
             let hook = try ImportHook(symbol: "malloc", signature: mallocSignature, in: ["libz.so.1"])
+            let start = counted.value.load(ordering: .relaxed)
             hook.after { _ in counted.increment() }
             usleep(200)
+            // Each time it is installed, the threads' calls reach the hook (waits up to 2 s for one).
+            for _ in 0..<10_000 where counted.value.load(ordering: .relaxed) == start { usleep(200) }
             try hook.restore()
         }
         done.store(true, ordering: .relaxed)
         group.wait()
         #expect(failures.value.load(ordering: .relaxed) == 0)
-        #expect(completed.value.load(ordering: .relaxed) > 0)
+        let finished = completed.value.load(ordering: .relaxed)
+        #expect(finished > 0)
+        // Counted while made and restored: at least one call a round, and no more than the round trips made.
+        let whileToggled = counted.value.load(ordering: .relaxed) - attached
+        #expect(whileToggled >= rounds, "\(whileToggled) calls counted in \(rounds) rounds")
+        #expect(whileToggled <= finished * perCall, "\(whileToggled) calls counted, \(finished) round trips of \(perCall)")
     }
 
     @Test func aMallocHookThatAllocatesDoesNotRecurse() throws {
@@ -354,6 +395,28 @@ struct ImportHookTests {
         #expect(sizes.value.count >= 5)
     }
 
+    // ThreadSanitizer's runtime refuses RTLD_DEEPBIND (it aborts the process).
+    @Test(.enabled(if: dlsym(nil, "__tsan_init") == nil, "RTLD_DEEPBIND is refused under ThreadSanitizer"),
+          .enabled(if: deepBindLibrary != nil, "needs a C compiler"))
+    func aSlotBoundToItsOwnObjectsDefinitionIsLeftAlone() throws {
+        let path = try #require(deepBindLibrary)
+        let handle = try #require(dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND))
+        defer { dlclose(handle) }
+        try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent)  // mapped now
+        typealias Lookup = @convention(c) (UnsafePointer<CChar>?) -> UnsafePointer<CChar>?
+        let lookup = unsafeBitCast(try #require(dlsym(handle, "hk_deep_getenv")), to: Lookup.self)
+        #expect(lookup("HOME").map { String(cString: $0) } == "deep", "its getenv slot is bound to its own getenv")
+        // Its slot imports getenv but holds a definition inside the object that is not the original (libc's):
+        // not a lazy slot, not ours.
+        let hook = try ImportHook(symbol: "getenv", signature: getenvSignature, in: ["libhkdeep.so"])
+        defer { try? hook.restore() }
+        #expect(!hook.slots.contains { $0.object.hasSuffix("libhkdeep.so") })
+        let calls = Shared(0)
+        hook.before { _ in calls.mutate { $0 += 1 } }
+        #expect(lookup("HOME").map { String(cString: $0) } == "deep")
+        #expect(calls.value == 0)
+    }
+
     // MARK: Errors name the symbol
 
     @Test func noSuchSymbol() {
@@ -378,13 +441,85 @@ struct ImportHookTests {
     }
 
     @Test func mprotectRefused() throws {
-        let before = try #require(try sqliteGetenvSlotValue())
+        // The slot, found by a hook made and restored first.
+        let hook = try ImportHook(symbol: "getenv", signature: getenvSignature, in: ["libsqlite3.so.0"])
+        let slot = try #require(hook.slots.first { $0.kind == .jumpSlot })
+        try hook.restore()
+        let previous = try #require(slot.previous)
+        #expect(slot.currentValue == previous)
         expectImportError(.protectionRefused, symbol: "getenv", containing: "libsqlite3.so.0") {
             try ImportHook.$protectionChangeRefused.withValue(true) {
                 _ = try ImportHook(symbol: "getenv", signature: getenvSignature, in: ["libsqlite3.so.0"])
             }
         }
-        #expect(try sqliteGetenvSlotValue() == before, "nothing stays patched")
+        #expect(slot.currentValue == previous, "nothing stays patched")
+        #expect(ImportHook.protection(at: slot.address) == PROT_READ)
+        #expect(!hook.isInstalled)
+    }
+
+    @Test func aFailedWideningLeavesTheEarlierSlotsPatched() throws {
+        let hook = try ImportHook(symbol: "malloc", signature: mallocSignature, in: ["libz.so.1"])
+        defer { try? hook.restore() }
+        let zlibSlots = hook.slots
+        #expect(!zlibSlots.isEmpty && zlibSlots.allSatisfy { $0.currentValue == hook.entry })
+        // libsqlite3's malloc slot is under RELRO: refused.
+        expectImportError(.protectionRefused, symbol: "malloc", containing: "libsqlite3.so.0") {
+            try ImportHook.$protectionChangeRefused.withValue(true) {
+                _ = try ImportHook(symbol: "malloc", signature: mallocSignature, in: ["libsqlite3.so.0"])
+            }
+        }
+        #expect(hook.isInstalled)
+        #expect(hook.objects == ["libz.so.1"])
+        for slot in zlibSlots { #expect(slot.currentValue == hook.entry, "\(slot) was unhooked by the failed request") }
+        #expect(Set(hook.slots.map(\.address)) == Set(zlibSlots.map(\.address)))
+        let me = threadID()
+        let count = Shared(0)
+        hook.after { _ in if threadID() == me { count.mutate { $0 += 1 } } }
+        #expect(zlibRoundTrip([1, 2, 3]) == Z_OK)
+        #expect(count.value > 0, "zlib's calls still reach the hook")
+    }
+
+    @Test func aFailedFirstInstallKeepsItsTrampoline() throws {
+        let freeSignature = Signature(returning: .void, arguments: [.pointer])
+        #expect(_ImportRegistry.shared.point(for: "free") == nil, "no test makes a hook point for free before")
+        // libz (lazy binding: its GOT is writable) comes before libc (free's GLOB_DAT slot under RELRO, refused):
+        // libz's slot is pointed at the entry, and a caller may read it, before the request fails.
+        expectImportError(.protectionRefused, symbol: "free", containing: "libc.so.6") {
+            try ImportHook.$protectionChangeRefused.withValue(true) {
+                _ = try ImportHook(symbol: "free", signature: freeSignature, in: ["libz.so.1", "libc.so.6"])
+            }
+        }
+        let kept = try #require(_ImportRegistry.shared.point(for: "free"), "the trampoline was handed out: it must never be freed")
+        #expect(!kept.isInstalled)
+        #expect(kept.slots.isEmpty, "nothing stays patched")
+        // Still a working trampoline: it calls the original.
+        let entry = unsafeBitCast(kept.entry, to: (@convention(c) (UnsafeMutableRawPointer?) -> Void).self)
+        entry(malloc(16))
+        let again = try ImportHook(symbol: "free", signature: freeSignature, in: ["libz.so.1"])
+        defer { try? again.restore() }
+        #expect(again === kept && again.isInstalled)
+    }
+
+    @Test func nothingIsAllocatedWhileTheLoaderListIsWalked() throws {
+        // glibc's own calls to malloc (strdup's) go through libc's GOT: a hook there runs on them.
+        let hook = try ImportHook(symbol: "malloc", signature: mallocSignature, in: ["libc.so.6"])
+        defer { try? hook.restore() }
+        let me = threadID()
+        let seen = Atomic<Int>(0)
+        let insideWalk = Atomic<Int>(0)
+        hook.after { _ in
+            if hk_import_walking() != 0 { insideWalk.add(1, ordering: .relaxed) }
+            if threadID() == me { seen.add(1, ordering: .relaxed) }
+        }
+        free(strdup("through libc's GOT"))
+        #expect(seen.load(ordering: .relaxed) > 0, "libc's strdup reaches the hook")
+        // Every kind of walk, each one recording slots.
+        let widened = try ImportHook(symbol: "malloc", signature: mallocSignature, in: ["libz.so.1"])
+        #expect(widened === hook)
+        #expect(!hook.slots.isEmpty)
+        try hook.refresh()
+        try hook.restore()
+        #expect(insideWalk.load(ordering: .relaxed) == 0, "a hook ran inside dl_iterate_phdr, under the loader's lock")
     }
 
     @Test func signatureThatCannotMatch() throws {
@@ -396,13 +531,5 @@ struct ImportHookTests {
         expectImportError(.variadicClosure, symbol: "printf", containing: "variadic") {
             _ = try ImportHook(symbol: "printf", signature: .variadic(returning: .int32, fixed: [.pointer]))
         }
-    }
-
-    /// What libsqlite3's getenv slot holds, found by a hook made and restored.
-    func sqliteGetenvSlotValue() throws -> UnsafeRawPointer? {
-        let hook = try ImportHook(symbol: "getenv", signature: getenvSignature, in: ["libsqlite3.so.0"])
-        let slot = hook.slots.first { $0.kind == .jumpSlot }
-        try hook.restore()
-        return slot?.currentValue
     }
 }
