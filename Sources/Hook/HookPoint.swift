@@ -96,10 +96,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// A property or method: its name is the label of its storage in the object.
-    func lateName() -> String? {
-        guard let object = target else { return nil }
-        return _KeyPathResolver.name(of: self, in: object)
-    }
+    func lateName() -> String? { nil }
 
     /// The object the hook point belongs to, if any and still alive (held weakly).
     public var target: AnyObject? {

@@ -1,3 +1,4 @@
+import CFFIShim
 import Synchronization
 
 /// Makes a method of a class a hook point of each instance, in one line at
@@ -22,33 +23,48 @@ import Synchronization
 /// The body is any method of the class (or any function taking the instance
 /// first): `Account.depositBody` is `(Account) -> (Int) -> Int`.
 @propertyWrapper
-public struct HookableMethod<Object: AnyObject, each A, R>: _HookPointStorage {
+public struct HookableMethod<Object: AnyObject, each A, R> {
     @usableFromInline let method: (Object) -> (repeat each A) -> R
-    @usableFromInline let point: MethodHook<repeat each A, R>
+    /// The hook point, nil until first needed (see `Hooked._point`).
+    @usableFromInline var _point: MethodHook<repeat each A, R>?
 
     public init(_ method: @escaping (Object) -> (repeat each A) -> R) {
         self.method = method
-        self.point = MethodHook()
+        self._point = nil
     }
 
     @available(*, unavailable, message: "@HookableMethod is only for properties of classes")
     public var wrappedValue: (repeat each A) -> R { fatalError("unavailable") }
 
-    /// The method's hook point: `object.$deposit`.
-    public var projectedValue: MethodHook<repeat each A, R> { point }
+    @available(*, unavailable, message: "$method of @HookableMethod is only for properties of classes")
+    public var projectedValue: MethodHook<repeat each A, R> { fatalError("unavailable") }
 
-    var _hookPoint: HookPoint { point }
+    /// The offset of `_point` in the struct (after the method's closure).
+    @inlinable
+    static var _pointOffset: Int { MemoryLayout<(Object) -> (repeat each A) -> R>.stride }
+
+    /// The method's hook point: `object.$deposit` (made on first need).
+    public static subscript(
+        _enclosingInstance object: Object,
+        projected projected: KeyPath<Object, MethodHook<repeat each A, R>>,
+        storage storage: ReferenceWritableKeyPath<Object, HookableMethod<Object, repeat each A, R>>
+    ) -> MethodHook<repeat each A, R> {
+        _KeyPathResolver.methodPoint(object, storage)
+    }
 
     @inlinable
     public static subscript(
         _enclosingInstance object: Object,
         wrapped wrapped: KeyPath<Object, (repeat each A) -> R>,
-        storage storage: KeyPath<Object, HookableMethod<Object, repeat each A, R>>
+        storage storage: ReferenceWritableKeyPath<Object, HookableMethod<Object, repeat each A, R>>
     ) -> (repeat each A) -> R {
-        let this = object[keyPath: storage]
-        let method = this.method
-        let point = this.point
-        _ = point._arrive(object)
+        let method = object[keyPath: storage].method
+        // The word is read atomically: another thread may be making the point.
+        let cell = withUnsafeMutablePointer(to: &object[keyPath: storage]) { UnsafeRawPointer($0) }
+        let bits = hk_word_load(cell + _pointOffset)
+        guard bits != 0 else { return method(object) }
+        let point = Unmanaged<MethodHook<repeat each A, R>>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).takeUnretainedValue()
+        if point.hasHooks, _KeyPathResolver.answerProbe(point) { return method(object) }
         return { (args: repeat each A) -> R in
             let body = method(object)
             guard point.hasHooks else { return body(repeat each args) }
@@ -58,36 +74,59 @@ public struct HookableMethod<Object: AnyObject, each A, R>: _HookPointStorage {
     }
 }
 
+/// A `HookableMethod` of any type, as reflection meets it in a class's fields.
+protocol _AnyHookableMethod {
+    /// The hook point of the storage at `cellOffset` in `object`, made if needed.
+    static func _point(in object: AnyObject, cellOffset: Int) -> HookPoint
+}
+
+extension HookableMethod: _AnyHookableMethod {
+    static func _point(in object: AnyObject, cellOffset: Int) -> HookPoint {
+        _typedPoint(in: object, cellOffset: cellOffset)
+    }
+
+    /// Made once, however many threads race (as `_HookedCell.point`).
+    static func _typedPoint(in object: AnyObject, cellOffset: Int) -> MethodHook<repeat each A, R> {
+        let word = Unmanaged.passUnretained(object).toOpaque() + cellOffset + _pointOffset
+        let existing = hk_word_load(word)
+        if existing != 0 { return Unmanaged<MethodHook<repeat each A, R>>.fromOpaque(UnsafeRawPointer(bitPattern: existing)!).takeUnretainedValue() }
+        let desired = Unmanaged.passRetained(MethodHook<repeat each A, R>(object: object, cellOffset: cellOffset)).toOpaque()
+        let previous = hk_word_compare_exchange(word, 0, UInt(bitPattern: desired))
+        if previous == 0 { return Unmanaged<MethodHook<repeat each A, R>>.fromOpaque(desired).takeUnretainedValue() }
+        Unmanaged<MethodHook<repeat each A, R>>.fromOpaque(desired).release()
+        return Unmanaged<MethodHook<repeat each A, R>>.fromOpaque(UnsafeRawPointer(bitPattern: previous)!).takeUnretainedValue()
+    }
+}
+
 /// The hook point of one hookable method of one object (see ``HookableMethod``).
 public final class MethodHook<each A, R>: HookPoint, _TupleArguments, @unchecked Sendable {
-    private let identified = Atomic<Bool>(false)
+    /// The object's class and the offset of the method's storage in it, which name the method.
+    private let objectType: AnyClass
+    let cellOffset: Int
+    /// The object, by an unowned reference (`_Unowned`).
+    private let object: UnsafeMutableRawPointer
 
-    init() {
+    init(object: AnyObject, cellOffset: Int) {
+        objectType = type(of: object)
+        self.cellOffset = cellOffset
+        self.object = _Unowned.keep(object)
         super.init(name: nil, shape: .typed(kind: "method", arguments: repeat (each A).self, result: R.self, canThrow: false), target: nil)
     }
+
+    /// The object the method belongs to, if it is still alive.
+    public override var target: AnyObject? { _Unowned.object(object) }
+
+    deinit { _Unowned.drop(object) }
+
+    override func lateName() -> String? { _KeyPathResolver.label(at: cellOffset, in: objectType) }
 
     /// The hook point of `object`'s hookable method at `keyPath`: `try MethodHook.of(account, \.deposit)`.
     /// - Throws: ``HookError`` if the key path does not name a `@HookableMethod` of `object`.
     public static func of<Object: AnyObject>(_ object: Object, _ keyPath: KeyPath<Object, (repeat each A) -> R>) throws(HookError) -> MethodHook<repeat each A, R> {
-        let point: MethodHook<repeat each A, R>? = _KeyPathResolver.resolve(object, keyPath, kind: "method") { _ in
-            // Through AnyKeyPath: generic code cannot hold a value of a variadic function type.
-            _ = object[keyPath: keyPath as AnyKeyPath]
-        }
-        guard let point else {
+        guard let point: MethodHook<repeat each A, R> = _KeyPathResolver.methodPoint(object, keyPath) else {
             throw HookError(.invalidValue, point: "\(Object.self).\(keyPath)", "the key path does not name a @HookableMethod of \(Object.self)")
         }
         return point
-    }
-
-    /// Notes the object at its first call, and answers a key path probe.
-    @usableFromInline
-    func _arrive(_ object: AnyObject) -> Bool {
-        if !identified.load(ordering: .relaxed) {
-            // Once: the name is the label of this hook point's storage in the object.
-            noteIdentity(target: object, name: _KeyPathResolver.name(of: self, in: object))
-            identified.store(true, ordering: .relaxed)
-        }
-        return _KeyPathResolver.answerProbe(self)
     }
 
     var _tupleID: ObjectIdentifier { ObjectIdentifier((repeat each A).self) }

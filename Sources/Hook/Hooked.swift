@@ -174,19 +174,15 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     let cellOffset: Int
     /// The object's class, which names the property (kept: the name is asked for after the object is gone too).
     private let objectType: AnyClass?
-    /// Keeps the object's memory (not the object) while this point lives, so
-    /// that ``target`` can ask whether it is still alive. Unowned, not weak:
-    /// a weak reference would give the object a side table and slow down
-    /// every later retain and release of it.
-    private let objectMemory: Unmanaged<AnyObject>?
+    /// The object, by an unowned reference (`_Unowned`; nil for a standalone point).
+    private let objectMemory: UnsafeMutableRawPointer?
 
     /// The point of a `@Hooked` property whose storage is in `object`.
     init(storage: UnsafeMutablePointer<Value>, object: AnyObject, cellOffset: Int, name: String? = nil) {
         self.storage = storage
         self.cellOffset = cellOffset
         self.objectType = type(of: object)
-        self.objectMemory = Unmanaged.passUnretained(object)
-        hk_object_keep_memory(Unmanaged.passUnretained(object).toOpaque())
+        self.objectMemory = _Unowned.keep(object)
         super.init(name: name, shape: .typed(kind: "property", arguments: Value.self, result: Void.self, canThrow: false), target: nil)
         _setTarget(object)
     }
@@ -202,7 +198,7 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     }
 
     deinit {
-        if let objectMemory { hk_object_drop_memory(objectMemory.toOpaque()) }
+        if let objectMemory { _Unowned.drop(objectMemory) }
         if cellOffset < 0 {
             storage.deinitialize(count: 1)
             storage.deallocate()
@@ -211,11 +207,7 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
 
     /// The object the property belongs to, if it is still alive.
     public override var target: AnyObject? {
-        if let objectMemory {
-            guard let strong = hk_object_try_retain(objectMemory.toOpaque()) else { return nil }
-            return Unmanaged<AnyObject>.fromOpaque(strong).takeRetainedValue()
-        }
-        return super.target
+        objectMemory.map(_Unowned.object) ?? super.target
     }
 
     override func lateName() -> String? {
@@ -294,6 +286,27 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     /// Records `object` as the target of this point's calls, unretained.
     func _setTarget(_ object: AnyObject) {
         objectBits.store(Int(bitPattern: Unmanaged.passUnretained(object).toOpaque()), ordering: .releasing)
+    }
+}
+
+/// An object named without keeping it alive and without a weak reference:
+/// an unowned reference keeps its memory (not the object), and ``object(_:)``
+/// retains it only if it is not deinitializing. A weak reference would give
+/// the object a side table, and every later retain and release of it would
+/// take the runtime's slow path. The owner calls `drop` in its `deinit`.
+enum _Unowned {
+    static func keep(_ object: AnyObject) -> UnsafeMutableRawPointer {
+        let memory = Unmanaged.passUnretained(object).toOpaque()
+        hk_object_keep_memory(memory)
+        return memory
+    }
+
+    static func drop(_ memory: UnsafeMutableRawPointer) { hk_object_drop_memory(memory) }
+
+    /// The object, or nil once it has begun to deinitialize.
+    static func object(_ memory: UnsafeMutableRawPointer) -> AnyObject? {
+        guard let strong = hk_object_try_retain(memory) else { return nil }
+        return Unmanaged<AnyObject>.fromOpaque(strong).takeRetainedValue()
     }
 }
 

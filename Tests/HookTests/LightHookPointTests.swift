@@ -14,6 +14,15 @@ class Base {
     @Hooked var other = 0
 }
 
+final class Tally {
+    private(set) var total = 0
+    @HookableMethod(Tally.addBody) var add
+    @HookableMethod(Tally.resetBody) var reset
+    func addBody(_ n: Int) -> Int { total += n; return total }
+    func resetBody() { total = 0 }
+    var twice: (Int) -> Int { { $0 * 2 } }
+}
+
 final class Derived: Base {
     @Hooked var own = 0
     var plain = 0
@@ -77,6 +86,40 @@ struct LightHookPointTests {
         for object in objects.prefix(2) {
             #expect(throws: HookError.self) { _ = try PropertyHook.of(object, \.plain) }
         }
+    }
+
+    @Test func hookableMethodsMakeTheirHookPointOnFirstNeed() throws {
+        let counters = (0..<50).map { _ in Tally() }
+        #expect(counters[0].add(2) == 2)                        // no hook point: the body runs
+        for counter in counters {
+            #expect(try MethodHook.of(counter, \.add) === counter.$add)
+            #expect(counter.$add !== counter.$reset)
+        }
+        var seen: [String] = []
+        counters[1].$add.before { call in
+            seen.append("\(call.selector)(\(call.args[0])) on \(call.target === counters[1])")
+            try call.setArgument(0, to: 10)
+        }
+        #expect(counters[1].add(1) == 10)
+        #expect(counters[2].add(1) == 1)                        // another object's point has no hook
+        #expect(seen == ["add(1) on true"])
+        #expect(counters[1].$add.name == "add")
+        #expect(throws: HookError.self) { _ = try MethodHook<Int, Int>.of(counters[0], \.twice) }
+    }
+
+    @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
+    func aHookableMethodsHookPointIsOneAllocationOnFirstNeed() throws {
+        // Making the objects makes no hook point: the first `$add` of an
+        // object allocates one (and only the first).
+        var counters: [Tally] = []
+        counters.reserveCapacity(10)
+        var i = 0
+        while i < 10 { counters.append(Tally()); i += 1 }
+        _ = counters[0].$add
+        let first = try #require(mallocCount { _ = counters[1].$add })
+        let again = try #require(mallocCount { _ = counters[1].$add })
+        #expect(first == 1)
+        #expect(again == 0)
     }
 
     @Test func aHookReadsAndSetsThePropertyBeingSet() throws {

@@ -102,16 +102,10 @@ extension Hooked {
 public final class _ObjectReference<Object: AnyObject>: @unchecked Sendable {
     private let memory: UnsafeMutableRawPointer
 
-    public init(_ object: Object) {
-        memory = Unmanaged.passUnretained(object).toOpaque()
-        hk_object_keep_memory(memory)
-    }
+    public init(_ object: Object) { memory = _Unowned.keep(object) }
 
-    deinit { hk_object_drop_memory(memory) }
+    deinit { _Unowned.drop(memory) }
 
     /// The object, or nil once it has begun to deinitialize.
-    public var object: Object? {
-        guard let strong = hk_object_try_retain(memory) else { return nil }
-        return Unmanaged<Object>.fromOpaque(strong).takeRetainedValue()
-    }
+    public var object: Object? { _Unowned.object(memory).map { unsafeDowncast($0, to: Object.self) } }
 }

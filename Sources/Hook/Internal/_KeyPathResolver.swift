@@ -2,10 +2,6 @@
 import CFFIShim
 import Synchronization
 
-/// A stored hook point of an object: what `@HookableMethod` keeps.
-protocol _HookPointStorage {
-    var _hookPoint: HookPoint { get }
-}
 
 /// Finds the hook point behind a key path, and the name of a property or
 /// method hook point.
@@ -19,7 +15,7 @@ protocol _HookPointStorage {
 /// set reaches records its hook point in the probe instead of storing. The
 /// field's offset is remembered, so a lookup on any other object of the
 /// class is a dictionary lookup and a load at that offset: no reflection, no
-/// set. `@HookableMethod` storage is still found through `Mirror`.
+/// set. `@HookableMethod` storage is found the same way, its getter answering the probe.
 @usableFromInline
 enum _KeyPathResolver {
     final class Probe {
@@ -32,9 +28,7 @@ enum _KeyPathResolver {
     }
 
 
-    /// Storage label ("_title") per class and key path; "" for a key path that names no hook point.
-    private static let labels = Mutex<[Key: String]>([:])
-    /// Names `labels`' lock to ThreadSanitizer.
+    /// Names the resolver's locks to ThreadSanitizer.
     private static let lockTag = LockTag()
     final class LockTag: Sendable {}
 
@@ -56,7 +50,9 @@ enum _KeyPathResolver {
         var found: [Field] = []
         // `.classType`, spelled by its raw value: Swift 6 calls the static var unsafe.
         _forEachField(of: type, options: _EachFieldOptions(rawValue: 1 << 0)) { name, offset, fieldType, _ in
-            if fieldType is _AnyHooked.Type { found.append(Field(label: String(cString: name), offset: offset, type: fieldType)) }
+            if fieldType is _AnyHooked.Type || fieldType is _AnyHookableMethod.Type {
+                found.append(Field(label: String(cString: name), offset: offset, type: fieldType))
+            }
             return true
         }
         fields.withVisibleLock(lockTag, slot: 1) { $0[id] = found }
@@ -118,6 +114,59 @@ enum _KeyPathResolver {
         return found
     }
 
+    /// The hook point of the `@HookableMethod` storage at `storage` (the `$name` projection).
+    static func methodPoint<Object: AnyObject, each A, R>(
+        _ object: Object, _ storage: ReferenceWritableKeyPath<Object, HookableMethod<Object, repeat each A, R>>
+    ) -> MethodHook<repeat each A, R> {
+        let base = Unmanaged.passUnretained(object).toOpaque()
+        let offset: Int
+        if let known = _OffsetTable.find(ObjectIdentifier(Object.self), storage) {
+            offset = known
+        } else {
+            // The key path projects the stored property in place.
+            offset = withUnsafeMutablePointer(to: &object[keyPath: storage]) { UnsafeMutableRawPointer($0) - base }
+            remember(Key(type: ObjectIdentifier(Object.self), keyPath: storage), offset)
+        }
+        return HookableMethod<Object, repeat each A, R>._typedPoint(in: object, cellOffset: offset)
+    }
+
+    /// The hook point of the `@HookableMethod` that `keyPath` reads, made if
+    /// needed; nil if it names none of this type. Learnt once per class and
+    /// key path as for properties, by a probe the method's getter answers.
+    static func methodPoint<Object: AnyObject, each A, R>(
+        _ object: Object, _ keyPath: KeyPath<Object, (repeat each A) -> R>
+    ) -> MethodHook<repeat each A, R>? {
+        let key = Key(type: ObjectIdentifier(Object.self), keyPath: keyPath)
+        if let offset = knownOffset(key) {
+            guard offset >= 0,
+                  let field = hookedFields(of: type(of: object)).first(where: { $0.offset == offset }),
+                  let maker = field.type as? _AnyHookableMethod.Type else { return nil }
+            return maker._point(in: object, cellOffset: offset) as? MethodHook<repeat each A, R>
+        }
+        let candidates = hookedFields(of: type(of: object)).compactMap { field in
+            (field.type as? _AnyHookableMethod.Type).map { ($0._point(in: object, cellOffset: field.offset), field.offset) }
+        }
+        guard !candidates.isEmpty else {
+            remember(key, -1)
+            return nil
+        }
+        let probe = Probe()
+        let thread = hk_thread_self()!
+        let previous = hk_thread_probe()
+        for (candidate, _) in candidates { candidate.setProbing(true) }
+        hk_thread_set_probe(thread, Unmanaged.passUnretained(probe).toOpaque())
+        // Through AnyKeyPath: generic code cannot hold a value of a variadic function type.
+        _ = object[keyPath: keyPath as AnyKeyPath]
+        hk_thread_set_probe(thread, previous)
+        for (candidate, _) in candidates { candidate.setProbing(false) }
+        guard let found = candidates.first(where: { $0.0 === probe.found }), let typed = found.0 as? MethodHook<repeat each A, R> else {
+            remember(key, -1)
+            return nil
+        }
+        remember(key, found.1)
+        return typed
+    }
+
     /// The address of the `Hooked` storage at `storage` in `object`, by the
     /// offset remembered for the class and key path (the accessors of an
     /// unoptimized build, where a key path access allocates).
@@ -158,58 +207,8 @@ enum _KeyPathResolver {
         return point
     }
 
-    /// The hook points `object` stores, with their storage labels.
-    static func candidates(of object: AnyObject) -> [(label: String, point: HookPoint)] {
-        var found: [(label: String, point: HookPoint)] = []
-        var mirror: Mirror? = Mirror(reflecting: object)
-        while let current = mirror {
-            for child in current.children {
-                if let label = child.label, let storage = child.value as? _HookPointStorage {
-                    found.append((label, storage._hookPoint))
-                }
-            }
-            mirror = current.superclassMirror
-        }
-        return found
-    }
-
-    /// The property or method name of `point`, found among `object`'s stored properties.
-    static func name(of point: HookPoint, in object: AnyObject) -> String? {
-        candidates(of: object).first { $0.point === point }.map { displayName($0.label) }
-    }
-
     static func displayName(_ label: String) -> String {
         label.hasPrefix("_") ? String(label.dropFirst()) : label
-    }
-
-    /// The hook point of type `P` that `keyPath` of `object` reaches, or nil.
-    /// `access` makes the one access through the key path, given the candidates.
-    static func resolve<Object: AnyObject, P: HookPoint>(
-        _ object: Object, _ keyPath: AnyKeyPath, kind: String, access: ([HookPoint]) -> Void
-    ) -> P? {
-        let all = candidates(of: object).filter { $0.point is P }
-        guard !all.isEmpty else { return nil }
-        let key = Key(type: ObjectIdentifier(Object.self), keyPath: keyPath)
-        if let label = labels.withVisibleLock(lockTag, { $0[key] }) {
-            guard let entry = all.first(where: { $0.label == label }) else { return nil }
-            entry.point.noteIdentity(target: object, name: displayName(label))
-            return entry.point as? P
-        }
-        let probe = Probe()
-        let thread = hk_thread_self()!
-        let previous = hk_thread_probe()
-        hk_thread_set_probe(thread, Unmanaged.passUnretained(probe).toOpaque())
-        access(all.map(\.point))
-        hk_thread_set_probe(thread, previous)
-        // Only this object's own hook points were candidates, so a find is one of them.
-        guard let found = probe.found,
-              let entry = all.first(where: { $0.point === found }) else {
-            labels.withVisibleLock(lockTag) { $0[key] = "" }
-            return nil
-        }
-        labels.withVisibleLock(lockTag) { $0[key] = entry.label }
-        found.noteIdentity(target: object, name: displayName(entry.label))
-        return found as? P
     }
 
     /// Called by a hooked setter or method getter: if a probe is pending on
