@@ -96,17 +96,8 @@ enum _KeyPathResolver {
             remember(key, -1)
             return nil
         }
-        // The set reaches the slow path of the setter only if its point has
-        // hooks: probing makes every candidate look hooked for a moment.
-        let probe = Probe()
-        let thread = hk_thread_self()!
-        let previous = hk_thread_probe()
-        for candidate in candidates { candidate.setProbing(true) }
-        hk_thread_set_probe(thread, Unmanaged.passUnretained(probe).toOpaque())
-        object[keyPath: keyPath] = object[keyPath: keyPath]
-        hk_thread_set_probe(thread, previous)
-        for candidate in candidates { candidate.setProbing(false) }
-        guard let found = candidates.first(where: { $0 === probe.found }) else {
+        let probed = probe(candidates) { object[keyPath: keyPath] = object[keyPath: keyPath] }
+        guard let found = candidates.first(where: { $0 === probed }) else {
             remember(key, -1)
             return nil
         }
@@ -150,16 +141,9 @@ enum _KeyPathResolver {
             remember(key, -1)
             return nil
         }
-        let probe = Probe()
-        let thread = hk_thread_self()!
-        let previous = hk_thread_probe()
-        for (candidate, _) in candidates { candidate.setProbing(true) }
-        hk_thread_set_probe(thread, Unmanaged.passUnretained(probe).toOpaque())
         // Through AnyKeyPath: generic code cannot hold a value of a variadic function type.
-        _ = object[keyPath: keyPath as AnyKeyPath]
-        hk_thread_set_probe(thread, previous)
-        for (candidate, _) in candidates { candidate.setProbing(false) }
-        guard let found = candidates.first(where: { $0.0 === probe.found }), let typed = found.0 as? MethodHook<repeat each A, R> else {
+        let probed = probe(candidates.map(\.0)) { _ = object[keyPath: keyPath as AnyKeyPath] }
+        guard let found = candidates.first(where: { $0.0 === probed }), let typed = found.0 as? MethodHook<repeat each A, R> else {
             remember(key, -1)
             return nil
         }
@@ -209,6 +193,21 @@ enum _KeyPathResolver {
 
     static func displayName(_ label: String) -> String {
         label.hasPrefix("_") ? String(label.dropFirst()) : label
+    }
+
+    /// Makes `access` with a probe pending on this thread and every candidate
+    /// marked probing (its setter or getter takes the slow path, which answers
+    /// the probe instead of doing its work); returns the hook point that answered.
+    private static func probe(_ candidates: [HookPoint], _ access: () -> Void) -> HookPoint? {
+        let probe = Probe()
+        let thread = hk_thread_self()!
+        let previous = hk_thread_probe()
+        for candidate in candidates { candidate.setProbing(true) }
+        hk_thread_set_probe(thread, Unmanaged.passUnretained(probe).toOpaque())
+        access()
+        hk_thread_set_probe(thread, previous)
+        for candidate in candidates { candidate.setProbing(false) }
+        return probe.found
     }
 
     /// Called by a hooked setter or method getter: if a probe is pending on
