@@ -25,9 +25,10 @@ public final class HookBag: Sendable {
     public init() {}
 
     deinit {
-        for token in tokens.withVisibleLock(self, { $0 }) { token.remove() }
+        let all = tokens.withVisibleLock(self, { $0 })
+        for token in all { token.remove() }
         // What the hooks captured is released now (one fence for the whole bag).
-        HookPoint.reclaimRetiredHooks()
+        if !all.isEmpty { HookPoint.reclaimRetiredHooks() }
     }
 
     /// Adds a token; its hook is removed when the bag goes, or by ``removeAll()``.
@@ -40,8 +41,9 @@ public final class HookBag: Sendable {
 
     /// Removes every hook in the bag now.
     public func removeAll() {
-        for token in tokens.withVisibleLock(self, { let all = $0; $0 = []; return all }) { token.remove() }
-        HookPoint.reclaimRetiredHooks()
+        let all = tokens.withVisibleLock(self, { let all = $0; $0 = []; return all })
+        for token in all { token.remove() }
+        if !all.isEmpty { HookPoint.reclaimRetiredHooks() }
     }
 
     /// The number of tokens whose hooks are still attached.

@@ -1,7 +1,16 @@
 import CHookTestSupport
-import Dispatch
+import Foundation
 import Hook
+import Synchronization
 import Testing
+
+/// Identities collected from several threads (an NSLock, which ThreadSanitizer sees).
+final class IdentityList: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [ObjectIdentifier] = []
+    func append(_ item: ObjectIdentifier) { lock.withLock { items.append(item) } }
+    var all: [ObjectIdentifier] { lock.withLock { items } }
+}
 
 final class Three: @unchecked Sendable {
     @Hooked var a = 0
@@ -33,8 +42,8 @@ struct LightHookPointTests {
     @Test func sixteenThreadsHookingOneFreshPropertyMakeOneHookPoint() throws {
         for round in 0..<20 {
             let object = Three()
-            let points = Shared<[ObjectIdentifier]>([])
-            let runs = Shared(0)
+            let points = IdentityList()
+            let runs = Counter()
             let start = DispatchSemaphore(value: 0)
             let group = DispatchGroup()
             for thread in 0..<16 {
@@ -42,16 +51,16 @@ struct LightHookPointTests {
                     start.wait()
                     // Half go by key path, half by the projection; the key path is new to the class in round 0.
                     let point = thread.isMultiple(of: 2) ? try! PropertyHook.of(object, \.b) : object.$b
-                    point.after { _ in runs.mutate { $0 += 1 } }
-                    points.mutate { $0.append(ObjectIdentifier(point)) }
+                    point.after { _ in runs.increment() }
+                    points.append(ObjectIdentifier(point))
                 }
             }
             for _ in 0..<16 { start.signal() }
             group.wait()
-            #expect(Set(points.value).count == 1, "round \(round)")
+            #expect(Set(points.all).count == 1, "round \(round)")
             #expect(object.$b.hookCount == 16)
             object.b = "set"
-            #expect(runs.value == 16)
+            #expect(runs.value.load(ordering: .relaxed) == 16)
             #expect(object.b == "set")
         }
     }
@@ -181,18 +190,18 @@ struct LightHookPointTests {
 
     @Test func retiredSnapshotsAreFreedOnceCallsStop() throws {
         let point = ClosureHook(name: "churned") { (x: Int) in x + 1 }
-        let stop = Shared(false)
-        let hooked = Shared(0)
+        let stop = Atomic<Bool>(false)
+        let hooked = Counter()
         let group = DispatchGroup()
-        point.after { _ in hooked.mutate { $0 += 1 } }
-        let total = Shared(0)
+        point.after { _ in hooked.increment() }
+        let total = Counter()
         for _ in 0..<2 {
             DispatchQueue.global().async(group: group) {
                 var n = 0
-                while !stop.value {
+                while !stop.load(ordering: .acquiring) {
                     n += point(n) - n
                 }
-                total.mutate { $0 += n }
+                total.value.add(n, ordering: .relaxed)
             }
         }
         // Hooks come and go while calls are in flight: snapshots retire, and
@@ -202,9 +211,10 @@ struct LightHookPointTests {
             if i.isMultiple(of: 50) { HookPoint.reclaimRetiredHooks() }
             token.remove()
         }
-        stop.value = true
+        stop.store(true, ordering: .releasing)
         group.wait()
-        #expect(hooked.value == total.value)   // every call ran the hook that stayed
+        // Every call ran the hook that stayed.
+        #expect(hooked.value.load(ordering: .relaxed) == total.value.load(ordering: .relaxed))
         HookPoint.reclaimRetiredHooks()
         #expect(point.retiredSnapshotCount == 0)
         #expect(point.hookCount == 1)
