@@ -49,7 +49,7 @@ public struct HookableMethod<Object: AnyObject, each A, R> {
         projected projected: KeyPath<Object, MethodHook<repeat each A, R>>,
         storage storage: ReferenceWritableKeyPath<Object, HookableMethod<Object, repeat each A, R>>
     ) -> MethodHook<repeat each A, R> {
-        _KeyPathResolver.methodPoint(object, storage)
+        _typedPoint(in: object, cellOffset: _KeyPathResolver.cellOffset(object, storage))
     }
 
     @inlinable
@@ -85,16 +85,11 @@ extension HookableMethod: _AnyHookableMethod {
         _typedPoint(in: object, cellOffset: cellOffset)
     }
 
-    /// Made once, however many threads race (as `_HookedCell.point`).
+    /// The hook point of the storage at `cellOffset` in `object`, made if needed.
     static func _typedPoint(in object: AnyObject, cellOffset: Int) -> MethodHook<repeat each A, R> {
-        let word = Unmanaged.passUnretained(object).toOpaque() + cellOffset + _pointOffset
-        let existing = hk_word_load(word)
-        if existing != 0 { return Unmanaged<MethodHook<repeat each A, R>>.fromOpaque(UnsafeRawPointer(bitPattern: existing)!).takeUnretainedValue() }
-        let desired = Unmanaged.passRetained(MethodHook<repeat each A, R>(object: object, cellOffset: cellOffset)).toOpaque()
-        let previous = hk_word_compare_exchange(word, 0, UInt(bitPattern: desired))
-        if previous == 0 { return Unmanaged<MethodHook<repeat each A, R>>.fromOpaque(desired).takeUnretainedValue() }
-        Unmanaged<MethodHook<repeat each A, R>>.fromOpaque(desired).release()
-        return Unmanaged<MethodHook<repeat each A, R>>.fromOpaque(UnsafeRawPointer(bitPattern: previous)!).takeUnretainedValue()
+        _pointInWord(Unmanaged.passUnretained(object).toOpaque() + cellOffset + _pointOffset) {
+            MethodHook<repeat each A, R>(object: object, cellOffset: cellOffset)
+        }
     }
 }
 

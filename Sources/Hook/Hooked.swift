@@ -52,7 +52,7 @@ public struct Hooked<Value> {
     /// The value, stored inline in the object.
     @usableFromInline var _value: Value
     /// The hook point, `nil` until first needed. Written once, by a
-    /// compare-and-exchange (`_HookedCell.point`), and read without retaining
+    /// compare-and-exchange (`_pointInWord`), and read without retaining
     /// it; released with the object.
     @usableFromInline var _point: PropertyHook<Value>?
 
@@ -105,9 +105,9 @@ public struct Hooked<Value> {
     }
 
     /// The word of `_point`, loaded atomically: another thread may be making
-    /// the hook point. Reached through `self` (whose access the setter is
-    /// already in) rather than an access of `_point` itself, which
-    /// ThreadSanitizer would take for a write racing with that thread.
+    /// the hook point. Reached through `self` rather than an access of
+    /// `_point` itself, which ThreadSanitizer would take for a write racing
+    /// with that thread.
     @inlinable @inline(__always)
     mutating func _pointBits() -> UInt {
         withUnsafeMutablePointer(to: &self) { hk_word_load(UnsafeRawPointer($0) + Self._pointOffset) }
@@ -128,30 +128,33 @@ public struct Hooked<Value> {
     public static subscript<Object: AnyObject>(
         _enclosingInstance object: Object,
         projected projected: KeyPath<Object, PropertyHook<Value>>,
-        storage storage: KeyPath<Object, Hooked<Value>>
+        storage storage: ReferenceWritableKeyPath<Object, Hooked<Value>>
     ) -> PropertyHook<Value> {
-        _KeyPathResolver.storagePoint(object, storage)
+        _HookedCell<Value>.point(in: object, cellOffset: _KeyPathResolver.cellOffset(object, storage))
     }
 }
 
-/// Where the parts of a `Hooked<Value>` lie, and the making of its hook point.
-enum _HookedCell<Value> {
-    /// The offset of `_point` in `Hooked<Value>` (`_value` is at 0).
-    static var pointOffset: Int { Hooked<Value>._pointOffset }
+/// The hook point kept in the word at `word`, made by `make` if the word is
+/// 0: exactly one of several racing threads installs its point (a +1
+/// reference, released with the storage); the others release theirs unseen.
+func _pointInWord<Point: AnyObject>(_ word: UnsafeMutableRawPointer, _ make: () -> Point) -> Point {
+    let existing = hk_word_load(word)
+    if existing != 0 { return Unmanaged<Point>.fromOpaque(UnsafeRawPointer(bitPattern: existing)!).takeUnretainedValue() }
+    let desired = Unmanaged.passRetained(make()).toOpaque()
+    let previous = hk_word_compare_exchange(word, 0, UInt(bitPattern: desired))
+    if previous == 0 { return Unmanaged<Point>.fromOpaque(desired).takeUnretainedValue() }
+    Unmanaged<Point>.fromOpaque(desired).release()
+    return Unmanaged<Point>.fromOpaque(UnsafeRawPointer(bitPattern: previous)!).takeUnretainedValue()
+}
 
-    /// The hook point of the `Hooked<Value>` at `cellOffset` bytes into `object`,
-    /// made if there is none yet (exactly one wins a race; the others' are dropped unseen).
+/// The making of a `Hooked<Value>`'s hook point.
+enum _HookedCell<Value> {
+    /// The hook point of the `Hooked<Value>` at `cellOffset` bytes into `object`, made if needed.
     static func point(in object: AnyObject, cellOffset: Int, name: String? = nil) -> PropertyHook<Value> {
         let cell = Unmanaged.passUnretained(object).toOpaque() + cellOffset
-        let word = cell + pointOffset
-        let existing = hk_word_load(word)
-        if existing != 0 { return Unmanaged<PropertyHook<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: existing)!).takeUnretainedValue() }
-        let made = PropertyHook<Value>(storage: cell.assumingMemoryBound(to: Value.self), object: object, cellOffset: cellOffset, name: name)
-        let desired = Unmanaged.passRetained(made).toOpaque()
-        let previous = hk_word_compare_exchange(word, 0, UInt(bitPattern: desired))
-        if previous == 0 { return made }
-        Unmanaged<PropertyHook<Value>>.fromOpaque(desired).release()
-        return Unmanaged<PropertyHook<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: previous)!).takeUnretainedValue()
+        return _pointInWord(cell + Hooked<Value>._pointOffset) {
+            PropertyHook<Value>(storage: cell.assumingMemoryBound(to: Value.self), object: object, cellOffset: cellOffset, name: name)
+        }
     }
 }
 

@@ -105,22 +105,6 @@ enum _KeyPathResolver {
         return found
     }
 
-    /// The hook point of the `@HookableMethod` storage at `storage` (the `$name` projection).
-    static func methodPoint<Object: AnyObject, each A, R>(
-        _ object: Object, _ storage: ReferenceWritableKeyPath<Object, HookableMethod<Object, repeat each A, R>>
-    ) -> MethodHook<repeat each A, R> {
-        let base = Unmanaged.passUnretained(object).toOpaque()
-        let offset: Int
-        if let known = _OffsetTable.find(ObjectIdentifier(Object.self), storage) {
-            offset = known
-        } else {
-            // The key path projects the stored property in place.
-            offset = withUnsafeMutablePointer(to: &object[keyPath: storage]) { UnsafeMutableRawPointer($0) - base }
-            remember(Key(type: ObjectIdentifier(Object.self), keyPath: storage), offset)
-        }
-        return HookableMethod<Object, repeat each A, R>._typedPoint(in: object, cellOffset: offset)
-    }
-
     /// The hook point of the `@HookableMethod` that `keyPath` reads, made if
     /// needed; nil if it names none of this type. Learnt once per class and
     /// key path as for properties, by a probe the method's getter answers.
@@ -151,44 +135,23 @@ enum _KeyPathResolver {
         return typed
     }
 
-    /// The address of the `Hooked` storage at `storage` in `object`, by the
-    /// offset remembered for the class and key path (the accessors of an
-    /// unoptimized build, where a key path access allocates).
-    @usableFromInline
-    static func cell<Object: AnyObject, Value>(_ object: Object, _ storage: ReferenceWritableKeyPath<Object, Hooked<Value>>) -> UnsafeMutablePointer<Hooked<Value>> {
+    /// The offset of a stored property in `object` (a `Hooked` or
+    /// `HookableMethod` storage, for the `$name` projections and unoptimized
+    /// accessors), remembered per class and key path: the first time, the key
+    /// path projects the property in place.
+    static func cellOffset<Object: AnyObject, Cell>(_ object: Object, _ storage: ReferenceWritableKeyPath<Object, Cell>) -> Int {
+        if let offset = _OffsetTable.find(ObjectIdentifier(Object.self), storage) { return offset }
         let base = Unmanaged.passUnretained(object).toOpaque()
-        if let offset = _OffsetTable.find(ObjectIdentifier(Object.self), storage) {
-            return (base + offset).assumingMemoryBound(to: Hooked<Value>.self)
-        }
-        // Once per class and key path: the key path projects the stored property in place.
         let offset = withUnsafeMutablePointer(to: &object[keyPath: storage]) { UnsafeMutableRawPointer($0) - base }
         remember(Key(type: ObjectIdentifier(Object.self), keyPath: storage), offset)
-        return (base + offset).assumingMemoryBound(to: Hooked<Value>.self)
+        return offset
     }
 
-    /// The hook point of the `Hooked` storage at `storage` (the `$name` projection).
-    static func storagePoint<Object: AnyObject, Value>(_ object: Object, _ storage: KeyPath<Object, Hooked<Value>>) -> PropertyHook<Value> {
-        if let offset = _OffsetTable.find(ObjectIdentifier(Object.self), storage) {
-            return _HookedCell<Value>.point(in: object, cellOffset: offset)
-        }
-        let key = Key(type: ObjectIdentifier(Object.self), keyPath: storage)
-        if let offset = knownOffset(key) { return _HookedCell<Value>.point(in: object, cellOffset: offset) }
-        let fields = hookedFields(of: type(of: object)).filter { $0.type == Hooked<Value>.self }
-        let point: PropertyHook<Value>
-        if fields.count == 1 {
-            // The storage is a `Hooked<Value>` field of the object: the only one.
-            point = _HookedCell<Value>.point(in: object, cellOffset: fields[0].offset)
-        } else {
-            // Several of that type: give each its hook point and see which one the storage holds.
-            let candidates = fields.map { _HookedCell<Value>.point(in: object, cellOffset: $0.offset) }
-            let held = object[keyPath: storage]._point
-            guard let match = candidates.first(where: { $0 === held }) else {
-                preconditionFailure("the storage of \(Object.self).\(storage) is not among its Hooked fields")
-            }
-            point = match
-        }
-        remember(key, point.cellOffset)
-        return point
+    /// The address of the `Hooked` storage at `storage` in `object` (the
+    /// accessors of an unoptimized build, where a key path access allocates).
+    @usableFromInline
+    static func cell<Object: AnyObject, Value>(_ object: Object, _ storage: ReferenceWritableKeyPath<Object, Hooked<Value>>) -> UnsafeMutablePointer<Hooked<Value>> {
+        (Unmanaged.passUnretained(object).toOpaque() + cellOffset(object, storage)).assumingMemoryBound(to: Hooked<Value>.self)
     }
 
     static func displayName(_ label: String) -> String {
