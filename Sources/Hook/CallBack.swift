@@ -29,7 +29,7 @@ import Glibc
 public struct CallBack {
     @usableFromInline unowned(unsafe) let point: HookPoint
     /// The hooks of this call (unretained: the frame keeps the snapshot valid).
-    @usableFromInline let hooks: Unmanaged<_HookSnapshot>
+    @usableFromInline let hooks: _Hooks
     @usableFromInline let argumentPointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     @usableFromInline let resultPointer: UnsafeMutableRawPointer
     @usableFromInline let thread: UnsafeMutablePointer<hk_thread>
@@ -60,7 +60,7 @@ public struct CallBack {
     /// The number of arguments.
     @inlinable var count: Int { point.argumentCountValue }
 
-    init(point: HookPoint, hooks: Unmanaged<_HookSnapshot>, arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
+    init(point: HookPoint, hooks: _Hooks, arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
          result: UnsafeMutableRawPointer, thread: UnsafeMutablePointer<hk_thread>, frame: Int32, serial: UInt64,
          target: Unmanaged<AnyObject>?, original: UnsafeRawPointer?, oldValue: UnsafeRawPointer?) {
         self.point = point

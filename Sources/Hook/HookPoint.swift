@@ -60,7 +60,8 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
 
     // MARK: Hooks
 
-    /// The current snapshot, as the bit pattern of a +1 `Unmanaged`, or 0.
+    /// The current hooks (`_Hooks`): 0 for none, else the bit pattern of a
+    /// +1 `Unmanaged` of the one hook (bit 1 set) or of a `_HookSnapshot`.
     /// Bit 0 set forces calls onto the slow path (while a key path is probed).
     @usableFromInline let current = Atomic<Int>(0)
     private let state = Mutex(_HookState())
@@ -77,10 +78,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
 
     deinit {
         // No call is in flight any more (each kind's contract), so the snapshots can go.
-        let bits = current.load(ordering: .acquiring) & ~1
-        if bits != 0 {
-            Unmanaged<_HookSnapshot>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
-        }
+        _Hooks.release(current.load(ordering: .acquiring) & ~1)
         if state.withVisibleLock(self, { $0.hasRetired }) { _Retired.forget(pointID) }
     }
 
@@ -130,13 +128,12 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// - Returns: A token whose `remove()` detaches the hook.
     @discardableResult
     public func add(_ position: HookPosition, owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken {
-        var id: UInt64 = 0
-        update { state in
-            id = state.nextID
-            state.nextID += 1
-            state.lists.append(_HookEntry(id: id, body: body, owner: owner.map(_HookOwner.init)), at: position)
+        let token = HookToken(point: self, position: position, owner: owner.map(_HookOwner.init), body: body)
+        update { hooks, _ in
+            // After the last hook of its position (hooks are kept in position order).
+            let at = hooks.firstIndex { $0.position.rank > position.rank } ?? hooks.endIndex
+            hooks.insert(token, at: at)
         }
-        let token = HookToken(point: self, id: id)
         if let bag = (owner as? HookOwner)?.hookBag { bag.insert(token) }
         return token
     }
@@ -173,11 +170,16 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Detaches every hook.
-    public func removeAllHooks() { update { $0.lists = _HookLists() } }
+    public func removeAllHooks() { update { hooks, _ in hooks.removeAll() } }
 
     /// The number of hooks attached (hooks of owners that are gone included
     /// until they are detached).
-    public var hookCount: Int { state.withVisibleLock(self) { $0.lists.count } }
+    public var hookCount: Int {
+        state.withVisibleLock(self) { _ in
+            let bits = current.load(ordering: .relaxed) & ~1
+            return bits == 0 ? 0 : _Hooks(bits: bits).all().count
+        }
+    }
 
     /// Receives errors thrown by hooks (by default they are written to standard error).
     public var hookErrorHandler: (@Sendable (any Error, HookPosition) -> Void)? {
@@ -195,22 +197,25 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         return try body()
     }
 
-    func remove(id: UInt64) { update { _ = $0.lists.remove(id: id) } }
+    func remove(_ token: HookToken) { update { hooks, _ in hooks.removeAll { $0 === token } } }
 
-    /// Applies `change` and publishes a new snapshot; the old one is retired
-    /// (freed by a later batch, see `_Retired`). No system call.
-    private func update(_ change: (inout _HookState) -> Void) {
+    /// Applies `change` to the hooks (in position order) and publishes them;
+    /// the old word is retired (freed by a later batch, see `_Retired`). No
+    /// system call. The hooks are read back from the published word: nothing
+    /// else keeps a list of them.
+    private func update(_ change: (inout [HookToken], inout _HookState) -> Void) {
         var orphans = false
         let retired: Int? = state.withVisibleLock(self) { state in
-            change(&state)
+            let published = current.load(ordering: .relaxed) & ~1
+            var hooks = published == 0 ? [] : _Hooks(bits: published).all()
+            change(&hooks, &state)
+            let changed = hooks.count
+            hooks.removeAll(where: \.isOrphaned)
             // Orphans detached during a call of this point stay in use until
             // it returns: the next change tries again to release them.
-            orphans = state.lists.removeOrphans() || state.releasesOrphans
+            orphans = hooks.count != changed || state.releasesOrphans
             state.releasesOrphans = orphans && hk_thread_current().map { hk_thread_depth($0) > 0 } ?? false
-            var newBits = 0
-            if !state.lists.isEmpty {
-                newBits = Int(bitPattern: Unmanaged.passRetained(_HookSnapshot(state.lists)).toOpaque())
-            }
+            var newBits = _Hooks.publish(hooks)
             if state.probes > 0 { newBits |= 1 }
             let oldBits = current.exchange(newBits, ordering: .sequentiallyConsistent) & ~1
             guard oldBits != 0 else { return nil }
@@ -236,7 +241,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     public var retiredSnapshotCount: Int { _Retired.count(of: pointID) }
 
     /// While probing, calls take the slow path even with no hook attached.
-    func setProbing(_ on: Bool) { update { $0.probes += on ? 1 : -1 } }
+    func setProbing(_ on: Bool) { update { _, state in state.probes += on ? 1 : -1 } }
 
     // MARK: The call path
 
@@ -245,12 +250,12 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     @inlinable @inline(__always)
     public var hasHooks: Bool { current.load(ordering: .relaxed) != 0 }
 
-    /// Loads the snapshot. Call only inside a frame of this hook point.
+    /// Loads the hooks. Call only inside a frame of this hook point.
     @inline(__always)
-    private func loadSnapshot() -> Unmanaged<_HookSnapshot>? {
+    private func loadHooks() -> _Hooks? {
         let bits = current.load(ordering: .sequentiallyConsistent) & ~1
         guard bits != 0 else { return nil }
-        return Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)
+        return _Hooks(bits: bits)
     }
 
     // The three phases of a hooked call. Typed hook points call them from
@@ -266,22 +271,20 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         let thread = hk_thread_self()!
         let frame = hk_thread_enter(thread, pointID)
         guard frame >= 0 else { return nil }
-        guard let snapshot = loadSnapshot() else {
+        guard let hooks = loadHooks() else {
             hk_thread_leave(thread)
             return nil
         }
         var call = CallBack(
-            point: self, hooks: snapshot, arguments: arguments, result: result,
+            point: self, hooks: hooks, arguments: arguments, result: result,
             thread: thread, frame: frame, serial: hk_frame_serial(thread, frame),
             target: target, original: nil, oldValue: oldValue)
         call.position = .before
-        snapshot._withUnsafeGuaranteedRef { hooks in
-            // Index loops: `for in` over the snapshot's arrays goes through an
-            // iterator that allocates in unoptimized builds.
-            var i = 0
-            while i < hooks.before.count { run(hooks.before[i], &call); i += 1 }
-            call._runsPlainOriginal = !call._vetoed && hooks.instead.isEmpty
-        }
+        // Index loops: `for in` goes through an iterator that allocates in unoptimized builds.
+        var i = 0
+        let before = hooks.count(.before)
+        while i < before { run(hooks.entry(.before, i), &call); i += 1 }
+        call._runsPlainOriginal = !call._vetoed && hooks.count(.instead) == 0
         return call
     }
 
@@ -300,16 +303,16 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     final func _end(_ call: inout CallBack) -> _Outcome {
         if isCFunction { call._hasResult = true }
         call.position = .after
-        call.hooks._withUnsafeGuaranteedRef { hooks in
-            var i = 0
-            while i < hooks.after.count { run(hooks.after[i], &call); i += 1 }
-        }
+        let hooks = call.hooks
+        var i = 0
+        let after = hooks.count(.after)
+        while i < after { run(hooks.entry(.after, i), &call); i += 1 }
         hk_thread_leave(call.thread)
         return _Outcome(hasResult: call._hasResult, error: call._error)
     }
 
     @inline(__always)
-    private func run(_ entry: Unmanaged<_HookEntry>, _ call: inout CallBack) {
+    private func run(_ entry: Unmanaged<HookToken>, _ call: inout CallBack) {
         entry._withUnsafeGuaranteedRef { hook in
             if let owner = hook.owner, owner.object == nil { return detachOrphans() }
             do {
@@ -321,13 +324,12 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Detaches hooks whose owner is gone (they are already skipped).
-    private func detachOrphans() { update { _ in } }
+    private func detachOrphans() { update { _, _ in } }
 
     /// Runs instead hook `index`, or the original past the last one.
     final func _runInstead(at index: Int, _ call: inout CallBack) {
-        let count = call.hooks._withUnsafeGuaranteedRef { $0.instead.count }
-        guard index < count else { return _invokeOriginal(&call) }
-        call.hooks._withUnsafeGuaranteedRef { $0.instead[index] }._withUnsafeGuaranteedRef { hook in
+        guard index < call.hooks.count(.instead) else { return _invokeOriginal(&call) }
+        call.hooks.entry(.instead, index)._withUnsafeGuaranteedRef { hook in
             if let owner = hook.owner, owner.object == nil {
                 detachOrphans()
                 return _runInstead(at: index + 1, &call)
@@ -372,9 +374,6 @@ struct _Outcome {
 
 /// The mutable side of a hook point, behind its lock.
 struct _HookState {
-    var lists = _HookLists()
-    var nextID: UInt64 = 1
-    var retired: [_HookSnapshot] = []
     var errorHandler: (@Sendable (any Error, HookPosition) -> Void)?
     var probes = 0
     /// Whether a snapshot of this point went to the retired list.

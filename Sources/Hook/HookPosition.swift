@@ -7,6 +7,15 @@ public enum HookPosition: String, Sendable, Hashable, CaseIterable {
     case instead
     /// After the original: sees the result and may replace it.
     case after
+
+    /// The order positions run in.
+    var rank: Int {
+        switch self {
+        case .before: 0
+        case .instead: 1
+        case .after: 2
+        }
+    }
 }
 
 /// The closure type of every hook: it receives the call's record, which it may change.

@@ -1,32 +1,46 @@
 import Synchronization
 
-/// What adding a hook returns: `remove()` detaches the hook.
+/// A hook attached to a hook point, and what adding it returns: `remove()`
+/// detaches it.
 ///
 /// `remove()` is idempotent and safe from any thread, also from inside the
 /// hook itself (the running call finishes; later calls do not see the hook).
 /// Dropping the token does not remove the hook (tie the hook to an owner for
-/// that). A token keeps its hook point alive, so `remove()` always reaches
-/// it; it never keeps the point's target alive.
+/// that). A token does not keep its hook point alive: once the point is gone,
+/// so are its hooks, and `remove()` does nothing.
 ///
-/// (A token holds its hook point strongly on purpose: a weak reference would
-/// give every hook point a side table, and Swift's reference counting of an
-/// object with a side table takes a slower path on every call.)
-public final class HookToken: Sendable {
+/// The token is the hook itself: the hook point's snapshot holds it, and the
+/// call path runs its body through an unretained reference.
+public final class HookToken: @unchecked Sendable {
+    /// The hook.
+    let body: HookBody
+    /// `nil` for hooks not tied to an owner.
+    let owner: _HookOwner?
+    /// Where the hook runs.
+    let position: HookPosition
     private let removed = Atomic<Bool>(false)
-    private let point: HookPoint
-    private let id: UInt64
+    /// The hook point, by an unowned reference (`_Unowned`): its memory, not the point.
+    private let pointMemory: UnsafeMutableRawPointer
 
-    init(point: HookPoint, id: UInt64) {
-        self.point = point
-        self.id = id
+    init(point: HookPoint, position: HookPosition, owner: _HookOwner?, body: @escaping HookBody) {
+        self.body = body
+        self.owner = owner
+        self.position = position
+        self.pointMemory = _Unowned.keep(point)
     }
+
+    deinit { _Unowned.drop(pointMemory) }
 
     /// Detaches the hook. Later calls do nothing.
     public func remove() {
         guard !removed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        point.remove(id: id)
+        guard let point = _Unowned.object(pointMemory) else { return }
+        unsafeDowncast(point, to: HookPoint.self).remove(self)
     }
 
     /// Whether `remove()` has not been called yet.
     public var isActive: Bool { !removed.load(ordering: .acquiring) }
+
+    /// Whether the hook is tied to an owner that is gone.
+    var isOrphaned: Bool { owner.map { $0.object == nil } ?? false }
 }

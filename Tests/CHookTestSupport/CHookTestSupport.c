@@ -104,11 +104,12 @@ extern void *__libc_memalign(size_t, size_t);
 extern void __libc_free(void *);
 
 static _Thread_local uint64_t malloc_count __attribute__((tls_model("initial-exec")));
+static _Thread_local uint64_t free_count __attribute__((tls_model("initial-exec")));
 
 void *malloc(size_t size) { malloc_count++; return __libc_malloc(size); }
 void *calloc(size_t n, size_t size) { malloc_count++; return __libc_calloc(n, size); }
 void *realloc(void *p, size_t size) { malloc_count++; return __libc_realloc(p, size); }
-void free(void *p) { __libc_free(p); }
+void free(void *p) { if (p) free_count++; __libc_free(p); }
 void *memalign(size_t alignment, size_t size) { malloc_count++; return __libc_memalign(alignment, size); }
 void *aligned_alloc(size_t alignment, size_t size) { malloc_count++; return __libc_memalign(alignment, size); }
 int posix_memalign(void **out, size_t alignment, size_t size) {
@@ -121,9 +122,11 @@ int posix_memalign(void **out, size_t alignment, size_t size) {
 }
 bool hk_test_malloc_counting_available(void) { return true; }
 uint64_t hk_test_malloc_count(void) { return malloc_count; }
+uint64_t hk_test_free_count(void) { return free_count; }
 #else
 bool hk_test_malloc_counting_available(void) { return false; }
 uint64_t hk_test_malloc_count(void) { return 0; }
+uint64_t hk_test_free_count(void) { return 0; }
 #endif
 
 #include <malloc.h>

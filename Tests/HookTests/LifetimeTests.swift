@@ -95,7 +95,7 @@ struct LifetimeTests {
         #expect(seen == nil)
     }
 
-    @Test func droppedTokensKeepHooksAndTokensKeepTheirPoint() throws {
+    @Test func droppedTokensKeepHooksAndTokensDoNotKeepTheirPoint() throws {
         var runs = 0
         weak var weakPoint: ClosureHook<Int, Int>?
         var token: HookToken?
@@ -109,12 +109,13 @@ struct LifetimeTests {
         }
         #expect(function!(1) == 1)
         #expect(runs == 1)
-        function = nil
-        #expect(weakPoint != nil)  // the token still reaches its point
-        #expect(weakPoint?.hookCount == 2)
+        #expect(weakPoint?.hookCount == 2)  // the function keeps its point
         token!.remove()
         #expect(weakPoint?.hookCount == 1)
-        token = nil
-        #expect(weakPoint == nil)
+        let other = weakPoint!.before { _ in }
+        function = nil
+        #expect(weakPoint == nil)  // a held token does not keep its point
+        other.remove()
+        #expect(!other.isActive)
     }
 }

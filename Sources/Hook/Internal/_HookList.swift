@@ -6,75 +6,123 @@ final class _HookOwner: @unchecked Sendable {
     init(_ object: AnyObject) { self.object = object }
 }
 
-/// One hook attached to a hook point.
-///
-/// A class, so that the call path can reach it through an unretained
-/// reference and call its body borrowed: no reference counting per hook run.
-final class _HookEntry: @unchecked Sendable {
-    let id: UInt64
-    let body: HookBody
-    /// `nil` for hooks not tied to an owner.
-    let owner: _HookOwner?
-
-    init(id: UInt64, body: @escaping HookBody, owner: _HookOwner?) {
-        self.id = id
-        self.body = body
-        self.owner = owner
-    }
+/// How many hooks a snapshot has at each position.
+@usableFromInline
+struct _HookCounts {
+    @usableFromInline var before: Int32
+    @usableFromInline var instead: Int32
+    @usableFromInline var after: Int32
 }
 
-/// The hooks of a hook point by position.
-struct _HookLists: Sendable {
-    var before: [_HookEntry] = []
-    var instead: [_HookEntry] = []
-    var after: [_HookEntry] = []
-
-    var isEmpty: Bool { before.isEmpty && instead.isEmpty && after.isEmpty }
-    var count: Int { before.count + instead.count + after.count }
-
-    mutating func append(_ entry: _HookEntry, at position: HookPosition) {
-        switch position {
-        case .before: before.append(entry)
-        case .instead: instead.append(entry)
-        case .after: after.append(entry)
-        }
-    }
-
-    /// Removes the hook with `id`; returns whether it was there.
-    mutating func remove(id: UInt64) -> Bool {
-        if let i = before.firstIndex(where: { $0.id == id }) { before.remove(at: i); return true }
-        if let i = instead.firstIndex(where: { $0.id == id }) { instead.remove(at: i); return true }
-        if let i = after.firstIndex(where: { $0.id == id }) { after.remove(at: i); return true }
-        return false
-    }
-
-    /// Removes the hooks whose owner is gone; returns whether there were any.
-    mutating func removeOrphans() -> Bool {
-        let n = count
-        before.removeAll { $0.owner.map { $0.object == nil } ?? false }
-        instead.removeAll { $0.owner.map { $0.object == nil } ?? false }
-        after.removeAll { $0.owner.map { $0.object == nil } ?? false }
-        return count != n
-    }
-}
-
-/// An immutable snapshot of a hook point's hooks: what the call path reads.
+/// An immutable snapshot of a hook point's hooks, for two hooks or more:
+/// one allocation holding the hooks (tokens), before ones first, then
+/// instead, then after, each in the order added. It holds each hook +1.
 ///
 /// The call path reaches a snapshot through an atomic word and never retains
 /// it; a snapshot that has been replaced is freed only once no thread is inside
 /// a call of its hook point (see `HookPoint`).
 @usableFromInline
-final class _HookSnapshot: @unchecked Sendable {
-    // Unretained entries (trivial to copy); `lists` holds them.
-    let before: ContiguousArray<Unmanaged<_HookEntry>>
-    let instead: ContiguousArray<Unmanaged<_HookEntry>>
-    let after: ContiguousArray<Unmanaged<_HookEntry>>
-    private let lists: _HookLists
+final class _HookSnapshot: ManagedBuffer<_HookCounts, Unmanaged<HookToken>>, @unchecked Sendable {
+    /// A snapshot of `tokens`, which are in position order.
+    static func make(_ tokens: [HookToken]) -> _HookSnapshot {
+        var counts = _HookCounts(before: 0, instead: 0, after: 0)
+        for token in tokens {
+            switch token.position {
+            case .before: counts.before += 1
+            case .instead: counts.instead += 1
+            case .after: counts.after += 1
+            }
+        }
+        let buffer = create(minimumCapacity: tokens.count) { _ in counts }
+        buffer.withUnsafeMutablePointerToElements { elements in
+            for (i, token) in tokens.enumerated() {
+                (elements + i).initialize(to: .passRetained(token))
+            }
+        }
+        return unsafeDowncast(buffer, to: _HookSnapshot.self)
+    }
 
-    init(_ lists: _HookLists) {
-        self.lists = lists
-        before = ContiguousArray(lists.before.lazy.map { Unmanaged.passUnretained($0) })
-        instead = ContiguousArray(lists.instead.lazy.map { Unmanaged.passUnretained($0) })
-        after = ContiguousArray(lists.after.lazy.map { Unmanaged.passUnretained($0) })
+    deinit {
+        withUnsafeMutablePointers { counts, elements in
+            let n = Int(counts.pointee.before + counts.pointee.instead + counts.pointee.after)
+            for i in 0..<n { elements[i].release() }
+        }
+    }
+}
+
+/// The hooks a call reads: the published word of a hook point with its
+/// probe bit cleared. Bit 1 set: one hook, the word is a +1 ``HookToken``
+/// (no snapshot is made for a single hook); otherwise a +1 `_HookSnapshot`.
+@usableFromInline
+struct _Hooks {
+    @usableFromInline let bits: Int
+
+    @inlinable @inline(__always)
+    init(bits: Int) { self.bits = bits }
+
+    @inlinable @inline(__always)
+    var isSingle: Bool { bits & 2 != 0 }
+
+    @inlinable @inline(__always)
+    var single: Unmanaged<HookToken> { .fromOpaque(UnsafeRawPointer(bitPattern: bits & ~3).unsafelyUnwrapped) }
+
+    @inlinable @inline(__always)
+    var snapshot: Unmanaged<_HookSnapshot> { .fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped) }
+
+    /// The number of hooks at `position`.
+    @inline(__always)
+    func count(_ position: HookPosition) -> Int {
+        if isSingle { return single._withUnsafeGuaranteedRef { $0.position == position } ? 1 : 0 }
+        return snapshot._withUnsafeGuaranteedRef { buffer in
+            buffer.withUnsafeMutablePointerToHeader { counts in
+                switch position {
+                case .before: Int(counts.pointee.before)
+                case .instead: Int(counts.pointee.instead)
+                case .after: Int(counts.pointee.after)
+                }
+            }
+        }
+    }
+
+    /// Hook `index` of those at `position` (below `count(position)`).
+    @inline(__always)
+    func entry(_ position: HookPosition, _ index: Int) -> Unmanaged<HookToken> {
+        if isSingle { return single }
+        return snapshot._withUnsafeGuaranteedRef { buffer in
+            buffer.withUnsafeMutablePointers { counts, elements in
+                switch position {
+                case .before: elements[index]
+                case .instead: elements[Int(counts.pointee.before) + index]
+                case .after: elements[Int(counts.pointee.before + counts.pointee.instead) + index]
+                }
+            }
+        }
+    }
+
+    /// Every hook, in position order (+0; valid while the word is).
+    func all() -> [HookToken] {
+        if isSingle { return [single.takeUnretainedValue()] }
+        return snapshot._withUnsafeGuaranteedRef { buffer in
+            buffer.withUnsafeMutablePointers { counts, elements in
+                let n = Int(counts.pointee.before + counts.pointee.instead + counts.pointee.after)
+                return (0..<n).map { elements[$0].takeUnretainedValue() }
+            }
+        }
+    }
+
+    /// The +1 word for `tokens` (in position order): 0, one token, or a snapshot.
+    static func publish(_ tokens: [HookToken]) -> Int {
+        switch tokens.count {
+        case 0: return 0
+        case 1: return Int(bitPattern: Unmanaged.passRetained(tokens[0]).toOpaque()) | 2
+        default: return Int(bitPattern: Unmanaged.passRetained(_HookSnapshot.make(tokens)).toOpaque())
+        }
+    }
+
+    /// Releases a word made by `publish` (probe bit cleared).
+    static func release(_ bits: Int) {
+        guard bits != 0 else { return }
+        let hooks = _Hooks(bits: bits)
+        if hooks.isSingle { hooks.single.release() } else { hooks.snapshot.release() }
     }
 }

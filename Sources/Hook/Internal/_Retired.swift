@@ -21,7 +21,7 @@ import Synchronization
 enum _Retired {
     struct Entry {
         let point: UInt
-        /// A +1 `Unmanaged<_HookSnapshot>` bit pattern.
+        /// A published hooks word (`_Hooks`, +1).
         let bits: Int
     }
 
@@ -91,7 +91,7 @@ enum _Retired {
 
     private static func release(_ entries: [Entry]) {
         for entry in entries {
-            Unmanaged<_HookSnapshot>.fromOpaque(UnsafeRawPointer(bitPattern: entry.bits)!).release()
+            _Hooks.release(entry.bits)
         }
     }
 }

@@ -105,5 +105,6 @@ int32_t test_counted_add(int32_t a, int32_t b); // counts its calls (thread-loca
 // MARK: malloc counting (per thread). Unavailable under ASan/TSan, which own malloc.
 bool hk_test_malloc_counting_available(void);
 uint64_t hk_test_malloc_count(void);
+uint64_t hk_test_free_count(void);  // frees of non-null pointers on this thread
 
 #endif

@@ -60,3 +60,12 @@ func mallocCount(_ body: () throws -> Void) rethrows -> UInt64? {
     try body()
     return hk_test_malloc_count() - before
 }
+
+/// The allocations `body` makes on this thread and does not free (mallocs
+/// minus frees); nil where a sanitizer owns malloc.
+func keptAllocations(_ body: () throws -> Void) rethrows -> Int? {
+    guard hk_test_malloc_counting_available() else { return nil }
+    let mallocs = hk_test_malloc_count(), frees = hk_test_free_count()
+    try body()
+    return Int(hk_test_malloc_count() - mallocs) - Int(hk_test_free_count() - frees)
+}
