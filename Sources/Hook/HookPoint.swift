@@ -131,8 +131,11 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         let token = HookToken(point: self, position: position, owner: owner.map(_HookOwner.init), body: body)
         update { hooks, _ in
             // After the last hook of its position (hooks are kept in position order).
-            let at = hooks.firstIndex { $0.position.rank > position.rank } ?? hooks.endIndex
-            hooks.insert(token, at: at)
+            if let at = hooks.firstIndex(where: { $0.position.rank > position.rank }) {
+                hooks.insert(token, at: at)
+            } else {
+                hooks.append(token)
+            }
         }
         if let bag = (owner as? HookOwner)?.hookBag { bag.insert(token) }
         return token
@@ -209,11 +212,13 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
             let published = current.load(ordering: .relaxed) & ~1
             var hooks = published == 0 ? [] : _Hooks(bits: published).all()
             change(&hooks, &state)
-            let changed = hooks.count
-            hooks.removeAll(where: \.isOrphaned)
             // Orphans detached during a call of this point stay in use until
             // it returns: the next change tries again to release them.
-            orphans = hooks.count != changed || state.releasesOrphans
+            if hooks.contains(where: \.isOrphaned) {
+                hooks.removeAll(where: \.isOrphaned)
+                orphans = true
+            }
+            orphans = orphans || state.releasesOrphans
             state.releasesOrphans = orphans && hk_thread_current().map { hk_thread_depth($0) > 0 } ?? false
             var newBits = _Hooks.publish(hooks)
             if state.probes > 0 { newBits |= 1 }

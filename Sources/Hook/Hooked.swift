@@ -114,10 +114,12 @@ public struct Hooked<Value> {
     }
 
     /// The offset of `_point` (`_value` is at 0): Swift lays a struct's
-    /// stored properties out in order, each at its alignment.
+    /// stored properties out in order, each at its alignment (an optional
+    /// class reference's is a pointer's; spelt so, unspecialized code needs
+    /// no metadata of `PropertyHook<Value>?` to compute it).
     @inlinable
     static var _pointOffset: Int {
-        let alignment = MemoryLayout<PropertyHook<Value>?>.alignment
+        let alignment = MemoryLayout<UnsafeRawPointer?>.alignment
         return (MemoryLayout<Value>.size + alignment - 1) & ~(alignment - 1)
     }
 

@@ -37,12 +37,38 @@ import Synchronization
 /// bound property deadlocks. Calls of a method, closure or function run their
 /// original outside the lock; only their delivery is serialized.
 public final class Binding: @unchecked Sendable {
-    let core: _BindingCore
-    private let tokens: [HookToken]
+    // One object: the flag and the members, the first two inline. Each
+    // member is the fish's endpoint, adopted, retained here (+1, released in
+    // deinit). The hooks the binding adds hold the binding and nothing else;
+    // members name their hook by an unowned reference, so nothing forms a
+    // cycle: once unbound (or once its posting hook points are gone) and
+    // dropped, the binding and its members go.
+    private let unbound = Atomic<Bool>(false)
+    private let count: Int
+    private let first: Unmanaged<_Endpoint>
+    private let second: Unmanaged<_Endpoint>?
+    private let rest: [_Endpoint]
 
-    private init(core: _BindingCore, tokens: [HookToken]) {
-        self.core = core
-        self.tokens = tokens
+    private init(_ members: [_Endpoint]) {
+        count = members.count
+        first = .passRetained(members[0])
+        second = members.count > 1 ? .passRetained(members[1]) : nil
+        rest = Array(members.dropFirst(2))
+    }
+
+    deinit {
+        first.release()
+        second?.release()
+    }
+
+    /// Member `index` (below `count`), unretained: the binding holds it.
+    @inline(__always)
+    private func member(_ index: Int) -> Unmanaged<_Endpoint> {
+        switch index {
+        case 0: first
+        case 1: second.unsafelyUnwrapped
+        default: Unmanaged.passUnretained(rest[index - 2])
+        }
     }
 
     /// Binds `fishes`; see ``Binding``.
@@ -55,13 +81,14 @@ public final class Binding: @unchecked Sendable {
     @discardableResult
     public static func bind(_ fishes: [Fish]) throws(BindError) -> Binding {
         try check(fishes)
-        let core = _BindingCore(fishes)
-        var tokens: [HookToken] = []
-        for (index, fish) in fishes.enumerated() where fish.posts {
-            guard let point = fish.endpoint.postingPoint else { continue }
-            tokens.append(core.attach(to: point, poster: index, storing: fish.endpoint.postsStores))
+        let binding = Binding(fishes.map { $0.endpoint.adopted(as: $0) })
+        for i in 0..<binding.count {
+            binding.member(i)._withUnsafeGuaranteedRef { member in
+                guard member.posts, let point = member.postingPoint else { return }
+                member.hold(binding.attach(to: point, storing: member.postsStores))
+            }
         }
-        return Binding(core: core, tokens: tokens)
+        return binding
     }
 
     /// Binds `fishes`; see ``bind(_:)-swift.type.method``.
@@ -70,24 +97,113 @@ public final class Binding: @unchecked Sendable {
         try bind(fishes)
     }
 
-    /// Ends the binding: later changes are not delivered. Idempotent.
+    /// Ends the binding: later changes are not delivered, and nothing of the
+    /// binding keeps any of its endpoints alive. Idempotent.
     public func unbind() {
-        core.unbound.store(true, ordering: .releasing)
-        for token in tokens { token.remove() }
+        unbound.store(true, ordering: .releasing)
+        for i in 0..<count { member(i)._withUnsafeGuaranteedRef { $0.token?.remove() } }
     }
 
     /// Whether ``unbind()`` has not been called (and no hook of the binding was removed).
-    public var isBound: Bool { !core.unbound.load(ordering: .acquiring) && tokens.allSatisfy(\.isActive) }
+    public var isBound: Bool {
+        guard !unbound.load(ordering: .acquiring) else { return false }
+        return (0..<count).allSatisfy { i in member(i)._withUnsafeGuaranteedRef { $0.token?.isActive ?? true } }
+    }
 
     /// Ties the binding to `bag`: it ends when the bag's owner deinitializes (see ``HookOwner``).
     @discardableResult
     public func store(in bag: HookBag) -> Binding {
-        for token in tokens { bag.insert(token) }
+        for i in 0..<count {
+            if let token = member(i)._withUnsafeGuaranteedRef({ $0.token }) { bag.insert(token) }
+        }
         return self
     }
 
     /// The fishes, in order.
-    public var fishes: [Fish] { core.fishes }
+    public var fishes: [Fish] { (0..<count).map { Fish(member: member($0).takeUnretainedValue()) } }
+
+    // MARK: Delivering
+
+    /// Puts the binding's hook on `point`: a property's store and its
+    /// delivery run together (an instead hook around the store); other hook
+    /// points deliver after their original returned. The hook captures the
+    /// binding alone and finds its poster by the call's hook point.
+    private func attach(to point: HookPoint, storing: Bool) -> HookToken {
+        if storing {
+            return point.instead { [self] call in
+                guard !unbound.load(ordering: .relaxed) else { return try call.invokeOriginal() }
+                try _Change.run(ObjectIdentifier(self)) { deliver in
+                    try call.invokeOriginal()
+                    if deliver { try self.deliver(call) }
+                }
+            }
+        }
+        return point.after { [self] call in
+            guard !unbound.load(ordering: .relaxed), call.error == nil else { return }
+            try _Change.run(ObjectIdentifier(self)) { deliver in
+                if deliver { try self.deliver(call) }
+            }
+        }
+    }
+
+    /// The member posting at the hook point of `call`.
+    private func poster(of call: CallBack) -> Int? {
+        let id = call._hookPointID
+        var i = 0
+        while i < count {
+            if member(i)._withUnsafeGuaranteedRef({ $0.posts && $0.identity == id }) { return i }
+            i += 1
+        }
+        return nil
+    }
+
+    /// Delivers the change `call` made at its poster to every other member
+    /// that receives, in order. A failing receiver does not stop the others;
+    /// the first error is thrown at the end (to the poster's hook error handler).
+    private func deliver(_ call: CallBack) throws {
+        guard let poster = poster(of: call) else { return }
+        var outcome = _Delivery()
+        do {
+            try member(poster)._withUnsafeGuaranteedRef { member in
+                try member.withPostedValue(call) { value in
+                    try _Step.run(member.extras?.postSteps ?? [], value) { wire in deliver(call, wire, from: poster, &outcome) }
+                }
+            }
+        } catch {
+            outcome.note(error)
+        }
+        // No value (none posted, or a transformer failed): callbacks still hear of the call.
+        if !outcome.delivered { deliver(call, nil, from: poster, &outcome) }
+        if let error = outcome.firstError { throw error }
+    }
+
+    /// One pass over the receivers: every member but the poster that
+    /// receives, in order (a method, not a local closure: one capturing
+    /// `outcome` would box it on the heap in debug builds).
+    private func deliver(_ call: CallBack, _ wire: UnsafeRawPointer?, from poster: Int, _ outcome: inout _Delivery) {
+        outcome.delivered = true
+        var r = 0
+        while r < count {
+            defer { r += 1 }
+            guard r != poster else { continue }
+            member(r)._withUnsafeGuaranteedRef { receiver in
+                guard receiver.receives else { return }
+                do {
+                    if let callback = receiver.callback {
+                        try callback(call)
+                    } else if let wire {
+                        if let steps = receiver.extras?.receiveSteps, !steps.isEmpty {
+                            try _Step.run(steps, wire) { receiver.receive($0) }
+                        } else {
+                            receiver.receive(wire)
+                        }
+                    }
+                } catch {
+                    outcome.note(error)
+                }
+            }
+        }
+    }
 
     // MARK: Checking a group
 
@@ -155,104 +271,6 @@ public final class Binding: @unchecked Sendable {
     }
 
     private static func list(_ fishes: [Fish]) -> String { fishes.map(\.description).joined(separator: ", ") }
-}
-
-/// One fish as the delivery path reads it: a final class, so that reading
-/// a receiver copies nothing.
-final class _Member: @unchecked Sendable {
-    let endpoint: _Endpoint
-    let callback: _Callback?
-    let postSteps: [_Step]
-    let receiveSteps: [_Step]
-    let receives: Bool
-
-    init(_ fish: Fish) {
-        endpoint = fish.endpoint
-        callback = fish.callback
-        postSteps = fish.postSteps
-        receiveSteps = fish.receiveSteps
-        receives = fish.receives
-    }
-}
-
-/// What the hooks of a binding share: the fishes and the unbound flag. The
-/// hooks hold it strongly; it holds nothing that holds them.
-final class _BindingCore: @unchecked Sendable {
-    let fishes: [Fish]
-    /// The fishes as delivery reads them; a poster delivers to every other one that receives.
-    let members: [_Member]
-    let unbound = Atomic<Bool>(false)
-
-    init(_ fishes: [Fish]) {
-        self.fishes = fishes
-        members = fishes.map(_Member.init)
-    }
-
-    var id: ObjectIdentifier { ObjectIdentifier(self) }
-
-    /// Puts the hook of poster `index` on `point`: a property's store and its
-    /// delivery run together (an instead hook around the store); other
-    /// hook points deliver after their original returned.
-    func attach(to point: HookPoint, poster index: Int, storing: Bool) -> HookToken {
-        if storing {
-            return point.instead { [self] call in
-                guard !unbound.load(ordering: .relaxed) else { return try call.invokeOriginal() }
-                try _Change.run(id) { deliver in
-                    try call.invokeOriginal()
-                    if deliver { try Self.deliver(call, from: index, of: members) }
-                }
-            }
-        }
-        return point.after { [self] call in
-            guard !unbound.load(ordering: .relaxed), call.error == nil else { return }
-            try _Change.run(id) { deliver in
-                if deliver { try Self.deliver(call, from: index, of: members) }
-            }
-        }
-    }
-
-    /// Delivers the change `call` made at `poster` to `receivers`, in order.
-    /// A failing receiver does not stop the others; the first error is thrown
-    /// at the end (to the poster's hook error handler).
-    static func deliver(_ call: CallBack, from poster: Int, of members: [_Member]) throws {
-        var outcome = _Delivery()
-        do {
-            try members[poster].endpoint.withPostedValue(call) { value in
-                try _Step.run(members[poster].postSteps, value) { wire in deliver(call, wire, from: poster, of: members, &outcome) }
-            }
-        } catch {
-            outcome.note(error)
-        }
-        // No value (none posted, or a transformer failed): callbacks still hear of the call.
-        if !outcome.delivered { deliver(call, nil, from: poster, of: members, &outcome) }
-        if let error = outcome.firstError { throw error }
-    }
-
-    /// One pass over the receivers: every member but the poster that
-    /// receives, in order (a function, not a local closure: one capturing
-    /// `outcome` would box it on the heap in debug builds).
-    private static func deliver(_ call: CallBack, _ wire: UnsafeRawPointer?, from poster: Int, of members: [_Member], _ outcome: inout _Delivery) {
-        outcome.delivered = true
-        var r = 0
-        while r < members.count {
-            let receiver = members[r]
-            r += 1
-            guard r - 1 != poster, receiver.receives else { continue }
-            do {
-                if let callback = receiver.callback {
-                    try callback(call)
-                } else if let wire {
-                    if receiver.receiveSteps.isEmpty {
-                        receiver.endpoint.receive(wire)
-                    } else {
-                        try _Step.run(receiver.receiveSteps, wire) { receiver.endpoint.receive($0) }
-                    }
-                }
-            } catch {
-                outcome.note(error)
-            }
-        }
-    }
 }
 
 struct _Delivery {

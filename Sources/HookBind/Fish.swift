@@ -46,6 +46,13 @@ public struct Fish: CustomStringConvertible {
         self.callback = callback
     }
 
+    /// The fish a bound member was made from.
+    init(member: _Endpoint) {
+        self.init(member.role, member, callback: member.callback)
+        postSteps = member.extras?.postSteps ?? []
+        receiveSteps = member.extras?.receiveSteps ?? []
+    }
+
     /// `post TestA.name`, `both closure 'sum'`.
     public var description: String { "\(role) \(endpoint.description)" }
 
@@ -109,8 +116,8 @@ public struct Fish: CustomStringConvertible {
         callBack: ((CallBack, Object) throws -> Void)? = nil
     ) -> Fish {
         let endpoint = propertyEndpoint(object, property)
-        let box = (endpoint as? _PropertyEndpoint<Object, Value>)?.object ?? _Weak(object)
-        return Fish(.both, endpoint, callback: callBack.map { callback(box, $0) })
+        guard let callBack else { return Fish(.both, endpoint) }
+        return Fish(.both, endpoint, callback: callback(_Weak(object), callBack))
     }
 
     // MARK: Methods
@@ -126,9 +133,7 @@ public struct Fish: CustomStringConvertible {
         _ object: Object, _ method: KeyPath<Object, (repeat each A) -> R>,
         callBack: @escaping (CallBack, Object) throws -> Void
     ) -> Fish {
-        let endpoint = methodEndpoint(object, method)
-        let box = (endpoint as? _MethodEndpoint<Object>)?.object ?? _Weak(object)
-        return Fish(.both, endpoint, callback: callback(box, callBack))
+        Fish(.both, methodEndpoint(object, method), callback: callback(_Weak(object), callBack))
     }
 
     // MARK: Closures and C functions

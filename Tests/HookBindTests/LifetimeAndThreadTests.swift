@@ -101,8 +101,93 @@ struct BindingThreadTests {
     }
 }
 
+@Suite("What a binding keeps alive")
+struct BindingEndpointLifetimeTests {
+    /// After `unbind()` nothing of the binding keeps an endpoint alive, whatever
+    /// its kind, even while the `Binding` itself is kept; while bound, closure
+    /// and C function hook points are held weakly too.
+    @Test func unbindReleasesEveryKindOfEndpoint() throws {
+        typealias Add = @convention(c) (Int32, Int32) -> Int32
+        weak var weakClosure: ClosureHook<Int, Int>?
+        weak var weakFunction: FunctionHook?
+        weak var weakPoster: Holder?
+        weak var weakWallet: Wallet?
+        var binding: Binding?
+        var heard = 0
+        do {
+            let closure = ClosureHook(name: "doubler") { (x: Int) in x * 2 }
+            let function = try FunctionHook(cFunction: test_counted_add as Add,
+                                            signature: Signature(returning: Int32.self, arguments: Int32.self, Int32.self), name: "add")
+            let poster = Holder(), wallet = Wallet()
+            weakClosure = closure; weakFunction = function; weakPoster = poster; weakWallet = wallet
+            binding = try Binding.bind([
+                .post(closure), .post(function), .post(poster, \.value), .post(wallet, \.deposit),
+                .observer { _ in heard += 1 },
+            ])
+            _ = closure(1)
+            _ = function.entry(as: Add.self)(1, 2)
+            poster.value = 3
+            _ = wallet.deposit(4)
+            #expect(heard == 4)
+            binding!.unbind()
+        }
+        HookPoint.reclaimRetiredHooks()
+        #expect(binding != nil)
+        #expect(weakClosure == nil)
+        #expect(weakFunction == nil)
+        #expect(weakPoster == nil)
+        #expect(weakWallet == nil)
+    }
+
+    @Test func whileBoundClosureHookPointsAreHeldWeakly() throws {
+        weak var weakClosure: ClosureHook<Int, Int>?
+        var binding: Binding?
+        do {
+            let closure = ClosureHook(name: "doubler") { (x: Int) in x * 2 }
+            weakClosure = closure
+            binding = try Binding.bind([.post(closure), .observer { _ in }])
+        }
+        #expect(weakClosure == nil)
+        #expect(binding?.isBound == true)  // its hook point went, it was not unbound
+    }
+
+    /// Dropping the `Binding` does not end it; once its posters are gone, it goes too.
+    @Test func aDroppedBindingLivesWithItsPostersOnly() throws {
+        weak var weakBinding: Binding?
+        let receiver = Holder()
+        do {
+            let poster = Holder()
+            weakBinding = try Binding.bind([.post(poster, \.value), .observer(receiver, \.value)])
+            poster.value = 7
+            #expect(receiver.value == 7)
+            #expect(weakBinding != nil)  // kept by the hook at the poster
+        }
+        #expect(weakBinding == nil)
+    }
+}
+
 @Suite("Allocations of a binding")
 struct BindingAllocationTests {
+    /// A bind of two objects both ways, their hook points made, keeps five
+    /// allocations: the binding, each fish's endpoint, each poster's hook
+    /// (a point with one hook publishes it without a snapshot).
+    @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
+    func bindingTwoObjectsKeepsFiveAllocations() throws {
+        let pairs = (0..<3).map { _ in (Holder(), Holder()) }
+        for (a, b) in pairs { _ = a.$value; _ = b.$value }
+        var bindings: [Binding] = []
+        bindings.reserveCapacity(pairs.count)
+        bindings.append(try Binding.bind([.both(pairs[0].0, \.value), .both(pairs[0].1, \.value)]))  // first use of the types
+        for (a, b) in pairs.dropFirst() {
+            let kept = try #require(try keptAllocations {
+                bindings.append(try Binding.bind([.both(a, \.value), .both(b, \.value)]))
+            })
+            #expect(kept == 5)
+            a.value = 9
+            #expect(b.value == 9)
+        }
+    }
+
     @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
     func aSetOnAThreeWayBindingAllocatesNothing() throws {
         let a = Holder(), b = Holder(), c = Holder()

@@ -32,6 +32,17 @@ extension PropertyHook {
     @_spi(HookBind)
     public func _adopt(by object: AnyObject) { _setTarget(object) }
 
+    /// Where the property's storage is in its object (-1 for a standalone point).
+    @_spi(HookBind)
+    public var _cellOffset: Int { cellOffset }
+
+    /// The name of the `@Hooked` property whose storage is at `offset` in
+    /// objects of `type` (its point's name), found without an object.
+    @_spi(HookBind)
+    public static func _propertyName(at offset: Int, in type: AnyClass) -> String? {
+        _KeyPathResolver.label(at: offset, in: type)
+    }
+
     /// Stores `newValue` without a call: no hook sees it.
     @_spi(HookBind)
     public func _storeSilently(_ newValue: Value) { storage.pointee = newValue }
@@ -108,4 +119,23 @@ public final class _ObjectReference<Object: AnyObject>: @unchecked Sendable {
 
     /// The object, or nil once it has begun to deinitialize.
     public var object: Object? { _Unowned.object(memory).map { unsafeDowncast($0, to: Object.self) } }
+}
+
+/// An object named by its memory, without keeping it alive (the unowned
+/// reference count, see `_Unowned`): HookBind's endpoints, which must not
+/// keep their object, hook point or hook alive. Every `keep` needs one `drop`.
+@_spi(HookBind)
+public enum _UnownedMemory {
+    public static func keep(_ object: AnyObject) -> UnsafeMutableRawPointer { _Unowned.keep(object) }
+    /// One more unowned reference to memory already kept (a copy of its holder).
+    public static func keep(memory: UnsafeMutableRawPointer) { hk_object_keep_memory(memory) }
+    public static func drop(_ memory: UnsafeMutableRawPointer) { _Unowned.drop(memory) }
+    /// The object, retained, or nil once it has begun to deinitialize.
+    public static func object(_ memory: UnsafeMutableRawPointer) -> AnyObject? { _Unowned.object(memory) }
+}
+
+extension CallBack {
+    /// The identity of the hook point the call is at (no reference counting).
+    @_spi(HookBind)
+    public var _hookPointID: ObjectIdentifier { ObjectIdentifier(point) }
 }

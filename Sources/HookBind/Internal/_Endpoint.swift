@@ -1,4 +1,5 @@
 @_spi(HookBind) import Hook
+import Synchronization
 
 /// Reads the value a call posts and hands its address to the body.
 typealias _Reader = (CallBack, (UnsafeRawPointer) throws -> Void) throws -> Void
@@ -7,25 +8,77 @@ typealias _Reader = (CallBack, (UnsafeRawPointer) throws -> Void) throws -> Void
 typealias _Callback = (CallBack) throws -> Void
 
 /// Holds an object without keeping it alive (and without giving it a side
-/// table); shared by an endpoint and its callbacks.
+/// table): for callbacks that receive the object.
 typealias _Weak<Object: AnyObject> = _ObjectReference<Object>
 
-/// One end of a binding, with its types erased: what a ``Fish`` is made of.
-///
-/// Endpoints never keep their object alive. Those of an object's property or
-/// method hold the object weakly and its hook point unowned (the object owns
-/// it, so it is valid whenever the object is); those of a closure or C
-/// function hold the hook point weakly.
-class _Endpoint: @unchecked Sendable {
-    private let fixedDescription: String?
+/// What a fish adds to its endpoint: a callback, transformers. Most fishes
+/// have none, so it is a separate object made only when needed.
+final class _FishExtras: @unchecked Sendable {
+    let callback: _Callback?
+    let postSteps: [_Step]
+    let receiveSteps: [_Step]
 
-    init(description: String? = nil) {
-        fixedDescription = description
+    init(callback: _Callback?, postSteps: [_Step], receiveSteps: [_Step]) {
+        self.callback = callback
+        self.postSteps = postSteps
+        self.receiveSteps = receiveSteps
     }
+}
+
+/// One end of a binding, with its types erased: what a ``Fish`` is made of,
+/// and, once bound, a member of its ``Binding``.
+///
+/// A fish makes its endpoint; the first binding of the fish adopts it (sets
+/// its role, extras and hook) and a later binding of the same fish gets a
+/// copy. Endpoints never keep anything alive but their extras: their
+/// object, hook point and hook are named by unowned references (an object
+/// owns the hook points of its properties and methods, so they are valid
+/// whenever the object is).
+class _Endpoint: @unchecked Sendable {
+    /// Set by the adopting binding before it publishes anything.
+    private(set) var role: Fish.Role = .post
+    private let adopted = Atomic<Bool>(false)
+    private(set) var extras: _FishExtras?
+    /// The hook the binding put at this endpoint's hook point (unowned).
+    private var tokenMemory: UnsafeMutableRawPointer?
+
+    init() {}
+
+    deinit {
+        if let tokenMemory { _UnownedMemory.drop(tokenMemory) }
+    }
+
+    /// This endpoint set up as `fish`'s member of a binding: itself the first
+    /// time, a copy after that.
+    final func adopted(as fish: Fish) -> _Endpoint {
+        let member = adopted.exchange(true, ordering: .acquiringAndReleasing) ? copy() : self
+        if member !== self { _ = member.adopted.exchange(true, ordering: .relaxed) }
+        member.role = fish.role
+        if fish.callback != nil || !fish.postSteps.isEmpty || !fish.receiveSteps.isEmpty {
+            member.extras = _FishExtras(callback: fish.callback, postSteps: fish.postSteps, receiveSteps: fish.receiveSteps)
+        }
+        return member
+    }
+
+    /// Records the hook the binding added for this member.
+    final func hold(_ token: HookToken) { tokenMemory = _UnownedMemory.keep(token) }
+
+    /// The hook the binding added here, while it exists.
+    final var token: HookToken? {
+        guard let tokenMemory, let token = _UnownedMemory.object(tokenMemory) else { return nil }
+        return unsafeDowncast(token, to: HookToken.self)
+    }
+
+    /// A new endpoint for the same hook point (not adopted).
+    func copy() -> _Endpoint { preconditionFailure("every endpoint kind copies itself") }
+
+    final var posts: Bool { role != .observer }
+    final var receives: Bool { role != .post }
+    final var callback: _Callback? { extras?.callback }
 
     /// How messages name the endpoint: `TestA.name`, `closure 'sum'`. Built
     /// when a message needs it (a type's name costs microseconds to spell).
-    var description: String { fixedDescription ?? "" }
+    var description: String { "" }
 
     /// A problem found when the fish was made (a key path that is not hookable).
     var error: BindError? { nil }
@@ -50,43 +103,78 @@ class _Endpoint: @unchecked Sendable {
 
 /// A fish whose key path or hook point was refused when it was made.
 final class _RefusedEndpoint: _Endpoint, @unchecked Sendable {
+    let name: String
     let refusal: BindError
     init(description: String, _ refusal: BindError) {
+        name = description
         self.refusal = refusal
-        super.init(description: description)
+        super.init()
     }
+    override func copy() -> _Endpoint { _RefusedEndpoint(description: name, refusal) }
+    override var description: String { name }
     override var error: BindError? { refusal }
 }
 
 /// A `@Hooked` property of an object: posts its stores, receives by being set.
 final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked Sendable {
-    let object: _Weak<Object>
-    unowned(unsafe) let point: PropertyHook<Value>
-    let name: String
+    /// The object, by an unowned reference: alive while `_UnownedMemory.object` gives it.
+    let objectMemory: UnsafeMutableRawPointer
+    /// The object's hook point, unretained: valid while the object is alive
+    /// (the object owns it). Kept as an address, so that naming its identity
+    /// never touches it.
+    let pointAddress: UnsafeMutableRawPointer
+    var point: PropertyHook<Value> { Unmanaged.fromOpaque(pointAddress).takeUnretainedValue() }
+    /// Where the storage is in the object: names the property in messages,
+    /// also once the object is gone (a name is spelt only when asked for).
+    let cellOffset: Int
 
     init(_ object: Object, _ point: PropertyHook<Value>) {
-        self.object = _Weak(object)
-        self.point = point
-        name = point.name
+        objectMemory = _UnownedMemory.keep(object)
+        pointAddress = Unmanaged.passUnretained(point).toOpaque()
+        cellOffset = point._cellOffset
         super.init()
     }
 
-    override var description: String { "\(Object.self).\(name)" }
+    private init(copying other: _PropertyEndpoint) {
+        objectMemory = other.objectMemory
+        _UnownedMemory.keep(memory: objectMemory)
+        pointAddress = other.pointAddress
+        cellOffset = other.cellOffset
+        super.init()
+    }
 
-    override var isAlive: Bool { object.object != nil }
-    override var postingPoint: HookPoint? { point }
+    deinit { _UnownedMemory.drop(objectMemory) }
+
+    override func copy() -> _Endpoint { _PropertyEndpoint(copying: self) }
+
+    /// The object, retained, or nil once it is gone.
+    var object: Object? {
+        guard let object = _UnownedMemory.object(objectMemory) else { return nil }
+        return unsafeDowncast(object, to: Object.self)
+    }
+
+    override var description: String {
+        "\(Object.self).\(PropertyHook<Value>._propertyName(at: cellOffset, in: Object.self) ?? "<property>")"
+    }
+
+    override var isAlive: Bool { _UnownedMemory.object(objectMemory) != nil }
+    override var postingPoint: HookPoint? {
+        // The object owns the point: alive while the object is.
+        _UnownedMemory.object(objectMemory) == nil ? nil : point
+    }
     override var postsStores: Bool { true }
     override var postType: Any.Type? { Value.self }
     override var receiveType: Any.Type? { Value.self }
-    override var identity: ObjectIdentifier { ObjectIdentifier(point) }
+    override var identity: ObjectIdentifier { unsafeBitCast(pointAddress, to: ObjectIdentifier.self) }
 
     override func withPostedValue(_ call: CallBack, _ body: (UnsafeRawPointer) throws -> Void) throws {
+        // A post runs inside a set of the property: the object is alive.
         let value = point._currentValue
         try withUnsafePointer(to: value) { try body(UnsafeRawPointer($0)) }
     }
 
     override func receive(_ value: UnsafeRawPointer) {
-        guard let object = object.object else { return }
+        guard let object else { return }
         withExtendedLifetime(object) {
             point._setThroughHooks(value.assumingMemoryBound(to: Value.self).pointee)
         }
@@ -95,46 +183,89 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
 
 /// A hookable method of an object: posts its calls.
 final class _MethodEndpoint<Object: AnyObject>: _Endpoint, @unchecked Sendable {
-    let object: _Weak<Object>
-    unowned(unsafe) let point: HookPoint
+    let objectMemory: UnsafeMutableRawPointer
+    /// The hook point, unretained: valid while the object is alive (the object owns it).
+    let pointAddress: UnsafeMutableRawPointer
+    var point: HookPoint { Unmanaged.fromOpaque(pointAddress).takeUnretainedValue() }
     let value: (type: Any.Type, read: _Reader)?
+    let name: String
 
     init(_ object: Object, _ point: HookPoint, value: (type: Any.Type, read: _Reader)?) {
-        self.object = _Weak(object)
-        self.point = point
+        objectMemory = _UnownedMemory.keep(object)
+        pointAddress = Unmanaged.passUnretained(point).toOpaque()
         self.value = value
         name = point.name
         super.init()
     }
 
-    let name: String
+    private init(copying other: _MethodEndpoint) {
+        objectMemory = other.objectMemory
+        _UnownedMemory.keep(memory: objectMemory)
+        pointAddress = other.pointAddress
+        value = other.value
+        name = other.name
+        super.init()
+    }
+
+    deinit { _UnownedMemory.drop(objectMemory) }
+
+    override func copy() -> _Endpoint { _MethodEndpoint(copying: self) }
+
+    var object: Object? {
+        guard let object = _UnownedMemory.object(objectMemory) else { return nil }
+        return unsafeDowncast(object, to: Object.self)
+    }
+
     override var description: String { "\(Object.self).\(name)" }
 
-    override var isAlive: Bool { object.object != nil }
-    override var postingPoint: HookPoint? { point }
+    override var isAlive: Bool { _UnownedMemory.object(objectMemory) != nil }
+    override var postingPoint: HookPoint? {
+        // The object owns the point: alive while the object is.
+        _UnownedMemory.object(objectMemory) == nil ? nil : point
+    }
     override var postType: Any.Type? { value?.type }
-    override var identity: ObjectIdentifier { ObjectIdentifier(point) }
+    override var identity: ObjectIdentifier { unsafeBitCast(pointAddress, to: ObjectIdentifier.self) }
 
     override func withPostedValue(_ call: CallBack, _ body: (UnsafeRawPointer) throws -> Void) throws {
         try value?.read(call, body)
     }
 }
 
-/// A closure or C function hook point: posts its calls.
+/// A closure or C function hook point: posts its calls. The point is named
+/// by an unowned reference: neither the fish nor its binding keeps it alive.
 final class _FreeEndpoint: _Endpoint, @unchecked Sendable {
-    weak var point: HookPoint?
+    let pointMemory: UnsafeMutableRawPointer
     let pointID: ObjectIdentifier
     let value: (type: Any.Type, read: _Reader)?
+    let name: String
 
     init(_ point: HookPoint, kind: String, value: (type: Any.Type, read: _Reader)?) {
-        self.point = point
-        self.pointID = ObjectIdentifier(point)
+        pointMemory = _UnownedMemory.keep(point)
+        pointID = ObjectIdentifier(point)
         self.value = value
-        super.init(description: "\(kind) '\(point.name)'")
+        name = "\(kind) '\(point.name)'"
+        super.init()
     }
 
-    override var isAlive: Bool { point != nil }
-    override var postingPoint: HookPoint? { point }
+    private init(copying other: _FreeEndpoint) {
+        pointMemory = other.pointMemory
+        _UnownedMemory.keep(memory: pointMemory)
+        pointID = other.pointID
+        value = other.value
+        name = other.name
+        super.init()
+    }
+
+    deinit { _UnownedMemory.drop(pointMemory) }
+
+    override func copy() -> _Endpoint { _FreeEndpoint(copying: self) }
+
+    override var description: String { name }
+    override var isAlive: Bool { postingPoint != nil }
+    override var postingPoint: HookPoint? {
+        guard let point = _UnownedMemory.object(pointMemory) else { return nil }
+        return unsafeDowncast(point, to: HookPoint.self)
+    }
     override var postType: Any.Type? { value?.type }
     override var identity: ObjectIdentifier { pointID }
 
@@ -145,11 +276,15 @@ final class _FreeEndpoint: _Endpoint, @unchecked Sendable {
 
 /// An observer that is only a callback (with or without an object).
 final class _CallbackEndpoint: _Endpoint, @unchecked Sendable {
+    let name: String
     let alive: () -> Bool
     init(description: String, alive: @escaping () -> Bool) {
+        name = description
         self.alive = alive
-        super.init(description: description)
+        super.init()
     }
+    override func copy() -> _Endpoint { _CallbackEndpoint(description: name, alive: alive) }
+    override var description: String { name }
     override var isAlive: Bool { alive() }
 }
 
