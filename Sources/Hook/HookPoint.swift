@@ -130,11 +130,18 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// - Returns: A token whose `remove()` detaches the hook.
     @discardableResult
     public func add(_ position: HookPosition, owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken {
+        add(position, owner: owner, seesVetoedSets: false, body)
+    }
+
+    /// `seesVetoedSets`: an after hook of a property that also runs for a
+    /// vetoed set (HookBind's own bookkeeping; users' after hooks do not).
+    func add(_ position: HookPosition, owner: AnyObject?, seesVetoedSets: Bool, _ body: @escaping HookBody) -> HookToken {
+        let runsWhenVetoed = position != .after || shape.kind != "property" || seesVetoedSets
         var id: UInt64 = 0
         update { state in
             id = state.nextID
             state.nextID += 1
-            state.lists.append(_HookEntry(id: id, body: body, owner: owner.map(_HookOwner.init)), at: position)
+            state.lists.append(_HookEntry(id: id, body: body, owner: owner.map(_HookOwner.init), runsWhenVetoed: runsWhenVetoed), at: position)
         }
         let token = HookToken(point: self, id: id)
         if let bag = (owner as? HookOwner)?.hookBag { bag.insert(token) }
@@ -302,7 +309,15 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         call.position = .after
         call.hooks._withUnsafeGuaranteedRef { hooks in
             var i = 0
-            while i < hooks.after.count { run(hooks.after[i], &call); i += 1 }
+            // A vetoed property set stored nothing: its after hooks do not run.
+            if call._vetoed {
+                while i < hooks.after.count {
+                    if hooks.after[i]._withUnsafeGuaranteedRef({ $0.runsWhenVetoed }) { run(hooks.after[i], &call) }
+                    i += 1
+                }
+            } else {
+                while i < hooks.after.count { run(hooks.after[i], &call); i += 1 }
+            }
         }
         hk_thread_leave(call.thread)
         return _Outcome(hasResult: call._hasResult, error: call._error)
@@ -358,7 +373,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         if let handler = hookErrorHandler {
             handler(error, position)
         } else {
-            FileHandleStandardError.write("Hook: a \(position) hook of '\(name)' threw: \(error)\n")
+            FileHandleStandardError.write("Hook: \(position.hookWithArticle) of '\(name)' threw: \(error)\n")
         }
     }
 }

@@ -56,7 +56,8 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
             // The graph's own hook, first of all: the value is stored, so mark
             // what depends on it before any subscriber can read it. (Owned by
             // the point, which this observable owns: `self` is alive when it runs.)
-            point.after { [unowned(unsafe) self] call in
+            // It runs for vetoed writes too: the write is over, whatever the hooks did.
+            point._afterSeeingVetoes { [unowned(unsafe) self] call in
                 guard let node = self._madeNode else { return }
                 node.storedByHook = true
                 if !call.isVetoed { _Graph.changed(node) }

@@ -15,11 +15,17 @@ final class _HookEntry: @unchecked Sendable {
     let body: HookBody
     /// `nil` for hooks not tied to an owner.
     let owner: _HookOwner?
+    /// Whether the hook runs for a call a before hook vetoed. False only for
+    /// a property's after hooks: a vetoed set stores nothing, so nothing
+    /// happened after which they could run (HookBind's own hooks that must
+    /// learn of vetoes opt in).
+    let runsWhenVetoed: Bool
 
-    init(id: UInt64, body: @escaping HookBody, owner: _HookOwner?) {
+    init(id: UInt64, body: @escaping HookBody, owner: _HookOwner?, runsWhenVetoed: Bool = true) {
         self.id = id
         self.body = body
         self.owner = owner
+        self.runsWhenVetoed = runsWhenVetoed
     }
 }
 
