@@ -26,6 +26,32 @@ struct TransformerTests {
         #expect(field.text == "0.25")
     }
 
+    /// The README's example as written: a formatter with `numberStyle = .decimal`
+    /// (a default `NumberFormatter` rounds 0.25 to "0"), and a failed conversion
+    /// reported to the field's hook point.
+    @Test func readmeTransformerExample() throws {
+        let field = Label(), model = Model()
+        let formatter = NumberFormatter()
+        formatter.numberStyle = .decimal
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        let refused = Refusals()
+        field.$text.hookErrorHandler = { error, _ in refused.add("\(error)") }
+        try Binding.bind([
+            .both(field, \.text).transformed(by: Transformer.stringToNumber(formatter).then(.numberToDouble)),
+            .both(model, \.price),
+        ])
+        field.text = "12.5"
+        #expect(model.price == 12.5)
+        model.price = 0.25
+        #expect(field.text == "0.25")
+        field.text = "twelve"
+        #expect(model.price == 0.25)
+        #expect(refused.all.count == 1)
+        #expect(refused.all.first?.contains("twelve") == true)
+        // What the old example did: a default formatter has no fraction digits.
+        #expect(NumberFormatter().string(from: 0.25) == "0")
+    }
+
     @Test func transformersChainOnTheFishInTheOrderAdded() throws {
         let field = Label(), model = Model()
         try Binding.bind([
@@ -76,4 +102,12 @@ struct TransformerTests {
         #expect(Transformer<Int, Int>(forward: { $0 }).reversed == nil)
         #expect(double.then(Transformer<Int, Int>(forward: { $0 })).reverse == nil)
     }
+}
+
+/// Errors a hook error handler received (it is @Sendable).
+final class Refusals: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [String] = []
+    func add(_ message: String) { lock.withLock { list.append(message) } }
+    var all: [String] { lock.withLock { list } }
 }
