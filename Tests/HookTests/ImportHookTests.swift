@@ -395,8 +395,9 @@ struct ImportHookTests {
         #expect(sizes.value.count >= 5)
     }
 
-    // ThreadSanitizer's runtime refuses RTLD_DEEPBIND (it aborts the process).
-    @Test(.enabled(if: dlsym(nil, "__tsan_init") == nil, "RTLD_DEEPBIND is refused under ThreadSanitizer"),
+    // The sanitizers' runtimes refuse RTLD_DEEPBIND (they abort the process).
+    @Test(.enabled(if: dlsym(nil, "__tsan_init") == nil && dlsym(nil, "__asan_init") == nil,
+                   "RTLD_DEEPBIND is refused under ThreadSanitizer and AddressSanitizer"),
           .enabled(if: deepBindLibrary != nil, "needs a C compiler"))
     func aSlotBoundToItsOwnObjectsDefinitionIsLeftAlone() throws {
         let path = try #require(deepBindLibrary)
