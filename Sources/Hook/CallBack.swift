@@ -395,7 +395,7 @@ public struct CallBack {
     /// arguments, and makes its result this call's result.
     ///
     /// Only an `instead` hook may call it, any number of times; change
-    /// arguments with ``setArgument(_:to:)`` between calls. If a throwing
+    /// arguments with ``setArgument(_:to:)-7i94p`` between calls. If a throwing
     /// original throws, the error is recorded (``error``) and the call will
     /// throw it unless a hook sets a result.
     public mutating func invokeOriginal() throws(HookError) {
@@ -413,7 +413,7 @@ public struct CallBack {
     /// keeps the old value and its after hooks do not run (nothing was
     /// stored). A vetoed call of a function, closure or method returns the
     /// result a hook set, and its after hooks run and see it: a call that
-    /// returns a value needs one, so set it first with ``setResult(_:)``
+    /// returns a value needs one, so set it first with ``setResult(_:)-4dask``
     /// (C functions return zero).
     public mutating func veto() throws(HookError) {
         try checkLive()

@@ -123,10 +123,13 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
 
     /// Adds a hook at `position`. Hooks of one position run in the order added.
     ///
-    /// - Parameter owner: If given, the hook is tied to it: it stops running
-    ///   when `owner` deinitializes and is detached (at once if `owner` is a
-    ///   ``HookOwner``, otherwise at the next call or change of this hook point).
-    ///   The owner is held weakly.
+    /// - Parameters:
+    ///   - position: Before, instead of, or after the original.
+    ///   - owner: If given, the hook is tied to it: it stops running
+    ///     when `owner` deinitializes and is detached (at once if `owner` is a
+    ///     ``HookOwner``, otherwise at the next call or change of this hook point).
+    ///     The owner is held weakly.
+    ///   - body: The hook; it receives the call's record, which it may change.
     /// - Returns: A token whose `remove()` detaches the hook.
     @discardableResult
     public func add(_ position: HookPosition, owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken {

@@ -21,7 +21,7 @@ import Synchronization
 /// In a CallBack of a set, `target` is the instance, `selector` the property
 /// name, `args` the one new value, ``CallBack/oldValue(as:)`` the value before
 /// the set, and the result is `Void`. `before` hooks may replace the new value
-/// (``CallBack/setArgument(_:to:)``) or ``CallBack/veto()`` the set; `after`
+/// (``CallBack/setArgument(_:to:)-7i94p``) or ``CallBack/veto()`` the set; `after`
 /// hooks run once the value is stored, and not for a vetoed set; an `instead`
 /// hook stores it by calling ``CallBack/invokeOriginal()`` (or not).
 ///

@@ -13,7 +13,7 @@
 /// Writes are calls at a hook point, ``hookPoint`` (made on first need: an
 /// observable nobody subscribes to is its value and a few words): each write is a call there
 /// (target the observable, selector its name, the new value as argument,
-/// the old one as ``CallBack/oldValue(as:)``), and each subscriber is a hook
+/// the old one as `CallBack/oldValue(as:)`), and each subscriber is a hook
 /// on it. So everything Hook offers applies: a `before` hook may replace or
 /// veto a write, an `after` hook sees it, and a ``Computed`` that reads
 /// ``value`` recomputes when it changes.
