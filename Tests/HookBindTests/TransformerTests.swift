@@ -111,3 +111,28 @@ final class Refusals: @unchecked Sendable {
     func add(_ message: String) { lock.withLock { list.append(message) } }
     var all: [String] { lock.withLock { list } }
 }
+
+/// The README's binding example, as written there.
+@Suite("README examples")
+struct ReadmeExampleTests {
+    final class TextField { @Hooked var text = "" }
+    final class TitleLabel { @Hooked var title = "" }
+
+    @Test func theBindingExample() throws {
+        let field = TextField(), label = TitleLabel()
+        var printed: [String] = []
+        let binding = try Binding.bind([
+            .both(field, \.text),
+            .both(label, \.title),
+            .observer { callBack in printed.append("changed to \(callBack.args[0])") },
+        ])
+        field.text = "Ada"
+        #expect(label.title == "Ada")
+        label.title = "Grace"
+        #expect(field.text == "Grace")
+        #expect(printed == ["changed to Ada", "changed to Grace"])
+        binding.unbind()
+        field.text = "Edsger"
+        #expect(label.title == "Grace" && printed.count == 2)
+    }
+}
