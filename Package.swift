@@ -8,6 +8,10 @@ let package = Package(
         .library(name: "HookBind", targets: ["HookBind"]),
         .executable(name: "hook-demo", targets: ["HookDemo"]),
     ],
+    dependencies: [
+        // `swift package generate-documentation` (the DocC catalogs in Sources/*/*.docc).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
+    ],
     targets: [
         // C only: <ffi.h>, the libffi link and the per-thread hook state.
         .target(

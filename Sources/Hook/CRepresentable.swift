@@ -7,10 +7,13 @@
 ///
 /// The integer and floating-point types, `Bool` and the optional pointer types
 /// conform. A C struct imported from a header conforms by naming its members
-/// (declare `cType` as a `static let`, so it is built once):
+/// (declare `cType` as a `static let`, so it is built once). Both the struct
+/// and the protocol come from other modules, so Swift 6 asks for
+/// `@retroactive` (without it, it warns that the conformance could clash with
+/// one the C module might declare):
 ///
 /// ```swift
-/// extension Point: CRepresentable {       // struct Point { int32_t x, y; };
+/// extension Point: @retroactive CRepresentable {   // struct Point { int32_t x, y; };
 ///     public static let cType = CType.structure([.int32, .int32])
 /// }
 /// ```

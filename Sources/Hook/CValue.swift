@@ -136,8 +136,11 @@ extension CValue {
 
     /// Writes the value as `type` to C memory at `base`.
     ///
-    /// - Parameter widen: write integers narrower than 64 bits as a full
-    ///   register (`ffi_arg`), as libffi requires of return values.
+    /// - Parameters:
+    ///   - type: The C type to write the value as.
+    ///   - base: Where to write it.
+    ///   - widen: Write integers narrower than 64 bits as a full
+    ///     register (`ffi_arg`), as libffi requires of return values.
     /// - Returns: `false`, writing nothing further, if the value does not have that type.
     public func store(_ type: CType, to base: UnsafeMutableRawPointer, widen: Bool = false) -> Bool {
         switch (type, self) {

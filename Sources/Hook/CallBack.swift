@@ -152,7 +152,7 @@ public struct CallBack {
             if !_matchesAny(count, T.self) {
                 return HookError(.typeMismatch, point: name, "the result is \(shape.result.name), not \(wanted)")
             }
-            return HookError(.resultUnavailable, point: name, "the result is read in a \(position) hook before the original ran")
+            return HookError(.resultUnavailable, point: name, "the result is read in \(position.hookWithArticle) before the original ran")
         }
         guard index >= 0, index < count else { return outOfRangeError(index) }
         return HookError(.typeMismatch, point: name, "argument \(index) is \(shape.types[index].name), not \(wanted)")
@@ -395,13 +395,13 @@ public struct CallBack {
     /// arguments, and makes its result this call's result.
     ///
     /// Only an `instead` hook may call it, any number of times; change
-    /// arguments with ``setArgument(_:to:)`` between calls. If a throwing
+    /// arguments with ``setArgument(_:to:)-7i94p`` between calls. If a throwing
     /// original throws, the error is recorded (``error``) and the call will
     /// throw it unless a hook sets a result.
     public mutating func invokeOriginal() throws(HookError) {
         try checkLive()
         guard position == .instead else {
-            throw HookError(.notInstead, point: point.name, "invokeOriginal() called from a \(position) hook")
+            throw HookError(.notInstead, point: point.name, "invokeOriginal() called from \(position.hookWithArticle)")
         }
         _error = nil
         point._runInstead(at: Int(insteadIndex) + 1, &self)
@@ -409,13 +409,16 @@ public struct CallBack {
     }
 
     /// Vetoes the call from a `before` hook: the original and the instead
-    /// hooks do not run; later before hooks and the after hooks still do.
-    /// A vetoed property set keeps the old value. A call that returns a value
-    /// needs one: set it first with ``setResult(_:)`` (C functions return zero).
+    /// hooks do not run; later before hooks still do. A vetoed property set
+    /// keeps the old value and its after hooks do not run (nothing was
+    /// stored). A vetoed call of a function, closure or method returns the
+    /// result a hook set, and its after hooks run and see it: a call that
+    /// returns a value needs one, so set it first with ``setResult(_:)-4dask``
+    /// (C functions return zero).
     public mutating func veto() throws(HookError) {
         try checkLive()
         guard position == .before else {
-            throw HookError(.invalidValue, point: point.name, "veto() called from a \(position) hook; only a before hook can veto")
+            throw HookError(.invalidValue, point: point.name, "veto() called from \(position.hookWithArticle); only a before hook can veto")
         }
         guard point.isCFunction || _hasResult || point.shape.resultIsVoid else {
             throw HookError(.resultUnavailable, point: point.name, "veto() of a call that returns \(point.shape.result.name) needs a result: call setResult(_:) first")
@@ -464,7 +467,7 @@ public struct CallBack {
             throw HookError(.typeMismatch, point: point.name, "the result is \(point.shape.result.name), which has no C value")
         }
         guard hasResult else {
-            throw HookError(.resultUnavailable, point: point.name, "the result is read in a \(position) hook before the original ran")
+            throw HookError(.resultUnavailable, point: point.name, "the result is read in \(position.hookWithArticle) before the original ran")
         }
         return CValue.load(type, from: resultPointer)
     }

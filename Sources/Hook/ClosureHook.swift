@@ -21,7 +21,7 @@ import Synchronization
 /// or boxed (`call.args`). The call path is generic code specialized in your
 /// module: no libffi, no boxing, no allocation.
 ///
-/// When every type is ``CRepresentable``, ``cFunction(as:)`` hands the hooked
+/// When every type is ``CRepresentable``, ``cFunction(as:abi:)`` hands the hooked
 /// closure out as a real C function pointer.
 ///
 /// ## Lifetime
@@ -37,6 +37,7 @@ public final class ClosureHook<each A, R>: HookPoint, _TupleArguments, @unchecke
     /// - Parameters:
     ///   - name: The `selector` of its CallBacks.
     ///   - target: An object reported as `CallBack.target`; held weakly.
+    ///   - original: The closure the hook point calls when no instead hook replaces it.
     public init(name: String = "closure", target: AnyObject? = nil, _ original: @escaping (repeat each A) -> R) {
         self.original = original
         super.init(name: name, shape: .typed(kind: "closure", arguments: repeat (each A).self, result: R.self, canThrow: false), target: target)
@@ -127,7 +128,7 @@ public final class ClosureHook<each A, R>: HookPoint, _TupleArguments, @unchecke
 ///
 /// Like ``ClosureHook``; in addition, an error thrown by the original is
 /// recorded in the call (``CallBack/error``), the after hooks still run and
-/// may replace it with a result (``CallBack/setResult(_:)``) or another error
+/// may replace it with a result (``CallBack/setResult(_:)-4dask``) or another error
 /// (``CallBack/setError(_:)``), and then the caller gets it.
 public final class ThrowingClosureHook<each A, R>: HookPoint, _TupleArguments, @unchecked Sendable {
     /// The original closure, callable without hooks.

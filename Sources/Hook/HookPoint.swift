@@ -121,14 +121,25 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
 
     /// Adds a hook at `position`. Hooks of one position run in the order added.
     ///
-    /// - Parameter owner: If given, the hook is tied to it: it stops running
-    ///   when `owner` deinitializes and is detached (at once if `owner` is a
-    ///   ``HookOwner``, otherwise at the next call or change of this hook point).
-    ///   The owner is held weakly.
+    /// - Parameters:
+    ///   - position: Before, instead of, or after the original.
+    ///   - owner: If given, the hook is tied to it: it stops running
+    ///     when `owner` deinitializes and is detached (at once if `owner` is a
+    ///     ``HookOwner``, otherwise at the next call or change of this hook point).
+    ///     The owner is held weakly.
+    ///   - body: The hook; it receives the call's record, which it may change.
     /// - Returns: A token whose `remove()` detaches the hook.
     @discardableResult
     public func add(_ position: HookPosition, owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken {
-        let token = HookToken(point: self, position: position, owner: owner.map(_HookOwner.init), body: body)
+        add(position, owner: owner, seesVetoedSets: false, body)
+    }
+
+    /// `seesVetoedSets`: an after hook of a property that also runs for a
+    /// vetoed set (HookBind's own bookkeeping; users' after hooks do not).
+    func add(_ position: HookPosition, owner: AnyObject?, seesVetoedSets: Bool, _ body: @escaping HookBody) -> HookToken {
+        let runsWhenVetoed = position != .after || shape.kind != "property" || seesVetoedSets
+        let token = HookToken(point: self, position: position, owner: owner.map(_HookOwner.init),
+                              runsWhenVetoed: runsWhenVetoed, body: body)
         update { hooks, _ in
             // After the last hook of its position (hooks are kept in position order).
             if let at = hooks.firstIndex(where: { $0.position.rank > position.rank }) {
@@ -311,7 +322,16 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         let hooks = call.hooks
         var i = 0
         let after = hooks.count(.after)
-        while i < after { run(hooks.entry(.after, i), &call); i += 1 }
+        // A vetoed property set stored nothing: its after hooks do not run.
+        if call._vetoed {
+            while i < after {
+                let entry = hooks.entry(.after, i)
+                if entry._withUnsafeGuaranteedRef({ $0.runsWhenVetoed }) { run(entry, &call) }
+                i += 1
+            }
+        } else {
+            while i < after { run(hooks.entry(.after, i), &call); i += 1 }
+        }
         hk_thread_leave(call.thread)
         return _Outcome(hasResult: call._hasResult, error: call._error)
     }
@@ -365,7 +385,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         if let handler = hookErrorHandler {
             handler(error, position)
         } else {
-            FileHandleStandardError.write("Hook: a \(position) hook of '\(name)' threw: \(error)\n")
+            FileHandleStandardError.write("Hook: \(position.hookWithArticle) of '\(name)' threw: \(error)\n")
         }
     }
 }

@@ -16,6 +16,9 @@ public enum HookPosition: String, Sendable, Hashable, CaseIterable {
         case .after: 2
         }
     }
+
+    /// "a before hook", "an instead hook", "an after hook": for messages.
+    var hookWithArticle: String { self == .before ? "a before hook" : "an \(rawValue) hook" }
 }
 
 /// The closure type of every hook: it receives the call's record, which it may change.

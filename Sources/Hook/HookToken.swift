@@ -18,14 +18,20 @@ public final class HookToken: @unchecked Sendable {
     let owner: _HookOwner?
     /// Where the hook runs.
     let position: HookPosition
+    /// Whether the hook runs for a call a before hook vetoed. False only for
+    /// a property's after hooks: a vetoed set stores nothing, so nothing
+    /// happened after which they could run (HookBind's own hooks that must
+    /// learn of vetoes opt in).
+    let runsWhenVetoed: Bool
     private let removed = Atomic<Bool>(false)
     /// The hook point, by an unowned reference (`_Unowned`): its memory, not the point.
     private let pointMemory: UnsafeMutableRawPointer
 
-    init(point: HookPoint, position: HookPosition, owner: _HookOwner?, body: @escaping HookBody) {
+    init(point: HookPoint, position: HookPosition, owner: _HookOwner?, runsWhenVetoed: Bool, body: @escaping HookBody) {
         self.body = body
         self.owner = owner
         self.position = position
+        self.runsWhenVetoed = runsWhenVetoed
         self.pointMemory = _Unowned.keep(point)
     }
 

@@ -119,7 +119,8 @@ public final class MethodHook<each A, R>: HookPoint, _TupleArguments, @unchecked
     /// - Throws: ``HookError`` if the key path does not name a `@HookableMethod` of `object`.
     public static func of<Object: AnyObject>(_ object: Object, _ keyPath: KeyPath<Object, (repeat each A) -> R>) throws(HookError) -> MethodHook<repeat each A, R> {
         guard let point: MethodHook<repeat each A, R> = _KeyPathResolver.methodPoint(object, keyPath) else {
-            throw HookError(.invalidValue, point: "\(Object.self).\(keyPath)", "the key path does not name a @HookableMethod of \(Object.self)")
+            let written = _KeyPathResolver.describe(keyPath, of: Object.self, valueType: ((repeat each A) -> R).self)
+            throw HookError(.invalidValue, point: written, "\(written) is not a @HookableMethod of \(Object.self) (declare the method's property with @HookableMethod(\(Object.self).body))")
         }
         return point
     }

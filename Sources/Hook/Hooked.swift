@@ -21,9 +21,9 @@ import Synchronization
 /// In a CallBack of a set, `target` is the instance, `selector` the property
 /// name, `args` the one new value, ``CallBack/oldValue(as:)`` the value before
 /// the set, and the result is `Void`. `before` hooks may replace the new value
-/// (``CallBack/setArgument(_:to:)``) or ``CallBack/veto()`` the set; `after`
-/// hooks run once the value is stored; an `instead` hook stores it by calling
-/// ``CallBack/invokeOriginal()`` (or not).
+/// (``CallBack/setArgument(_:to:)-7i94p``) or ``CallBack/veto()`` the set; `after`
+/// hooks run once the value is stored, and not for a vetoed set; an `instead`
+/// hook stores it by calling ``CallBack/invokeOriginal()`` (or not).
 ///
 /// Each instance has its own hook point, made the first time something needs
 /// it (a hook, ``PropertyHook/of(_:_:)``, `$name`, a fish, a binding), exactly
@@ -235,7 +235,8 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     /// - Throws: ``HookError`` if the key path does not name a `@Hooked` property of `object`.
     public static func of<Object: AnyObject>(_ object: Object, _ keyPath: ReferenceWritableKeyPath<Object, Value>) throws(HookError) -> PropertyHook<Value> {
         guard let point = _KeyPathResolver.propertyPoint(object, keyPath) else {
-            throw HookError(.invalidValue, point: "\(Object.self).\(keyPath)", "the key path does not name a @Hooked property of type \(Value.self) of \(Object.self)")
+            let written = _KeyPathResolver.describe(keyPath, of: Object.self, valueType: Value.self)
+            throw HookError(.invalidValue, point: written, "\(written) is not a @Hooked property of \(Object.self) (only a property declared @Hooked var has a hook point)")
         }
         return point
     }

@@ -2,7 +2,7 @@ import Hook
 
 /// What a binding refuses, with a message naming the fishes involved.
 ///
-/// Every problem of a group of fishes is found by ``Binding/bind(_:)``
+/// Every problem of a group of fishes is found by ``Binding/bind(_:)-([Fish])``
 /// before any hook is attached: a refused group leaves every object as it was.
 public struct BindError: Error, Equatable, CustomStringConvertible, Sendable {
     public enum Kind: Equatable, Sendable {

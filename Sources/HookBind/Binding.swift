@@ -91,7 +91,7 @@ public final class Binding: @unchecked Sendable {
         return binding
     }
 
-    /// Binds `fishes`; see ``bind(_:)-swift.type.method``.
+    /// Binds `fishes`; see ``bind(_:)-([Fish])``.
     @discardableResult
     public static func bind(_ fishes: Fish...) throws(BindError) -> Binding {
         try bind(fishes)
@@ -110,7 +110,7 @@ public final class Binding: @unchecked Sendable {
         return (0..<count).allSatisfy { i in member(i)._withUnsafeGuaranteedRef { $0.token?.isActive ?? true } }
     }
 
-    /// Ties the binding to `bag`: it ends when the bag's owner deinitializes (see ``HookOwner``).
+    /// Ties the binding to `bag`: it ends when the bag's owner deinitializes (see `HookOwner`).
     @discardableResult
     public func store(in bag: HookBag) -> Binding {
         for i in 0..<count {

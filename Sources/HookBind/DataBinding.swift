@@ -26,14 +26,14 @@ extension HookOwner {
     /// ```
     ///
     /// Everything bound is removed the moment the view deinitializes (its
-    /// ``HookOwner/hookBag``), or by ``DataBinding/unbind()``.
+    /// `hookBag`), or by ``DataBinding/unbind()``.
     public func bind<Model: AnyObject>(_ model: Model) -> DataBinding<Self, Model> {
         DataBinding(view: self, model: model)
     }
 }
 
 /// A view bound to its model (IQDataBinding's `IQWatchDog`): chain
-/// ``bind(_:_:)-(KeyPath<Model,Value>,(Value)->Void)`` to show model properties,
+/// ``bind(_:_:)-(_,(View,Value)->Void)`` to show model properties,
 /// ``update(_:_:)`` to write them.
 ///
 /// The model's properties are `@Hooked`; each binding is an `after` hook on

@@ -10,7 +10,7 @@ import Hook
 /// event.fire("Hello, world")             // prints "Hello, world"
 /// ```
 ///
-/// Firing is a call at ``hookPoint`` (a ``ClosureHook``) and each subscriber
+/// Firing is a call at ``hookPoint`` (a `ClosureHook`) and each subscriber
 /// is a hook on it, in the order they subscribed; the old value a subscriber
 /// gets is always `nil`. A subscriber added while the event fires hears the
 /// next fire. Firing the same event from inside one of its subscribers

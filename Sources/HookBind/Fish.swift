@@ -3,9 +3,9 @@
 /// An endpoint of a binding (FishBind's `IIFish`), made from a hook point.
 ///
 /// - `post` fishes send changes: a `@Hooked` property (each set), a
-///   `@HookableMethod`, a ``ClosureHook`` or a ``FunctionHook`` (each call).
+///   `@HookableMethod`, a `ClosureHook` or a `FunctionHook` (each call).
 /// - `observer` fishes receive: a property that is set to the new value, or
-///   a callback that gets the poster's ``CallBack`` and the observer's object.
+///   a callback that gets the poster's `CallBack` and the observer's object.
 /// - `both` fishes do both.
 ///
 /// ```swift
@@ -20,7 +20,7 @@
 ///
 /// A fish never keeps its object alive. Making a fish does not throw: a key
 /// path that is not hookable, or an object that is gone, is reported by
-/// ``Binding/bind(_:)``, which checks the whole group first.
+/// ``Binding/bind(_:)-([Fish])``, which checks the whole group first.
 ///
 /// ## What a change carries
 /// A property posts its new value (as stored, after any `before` hook
@@ -75,7 +75,7 @@ public struct Fish: CustomStringConvertible {
     /// sending it; an `observer` converts what it receives with `forward`
     /// before being set; a `both` fish sends through `forward` and receives
     /// through `reverse` (so the transformer goes from the fish's own value
-    /// to the binding's). Types are checked by ``Binding/bind(_:)``.
+    /// to the binding's). Types are checked by ``Binding/bind(_:)-([Fish])``.
     public func transformed<Input, Output>(by transformer: Transformer<Input, Output>) -> Fish {
         var fish = self
         switch role {
@@ -109,7 +109,7 @@ public struct Fish: CustomStringConvertible {
     /// Sends every set of `object`'s `@Hooked` property and receives changes
     /// (FishBind's `both:property:callBack:`): without a callback by being set
     /// to the new value, with one by the callback, which gets the poster's
-    /// ``CallBack`` and `object` (FishBind's `deadFish`). Writes the callback
+    /// `CallBack` and `object` (FishBind's `deadFish`). Writes the callback
     /// makes, to `object` or anything else, are not sent back by this binding.
     public static func both<Object: AnyObject, Value>(
         _ object: Object, _ property: ReferenceWritableKeyPath<Object, Value>,

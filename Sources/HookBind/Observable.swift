@@ -13,7 +13,7 @@
 /// Writes are calls at a hook point, ``hookPoint`` (made on first need: an
 /// observable nobody subscribes to is its value and a few words): each write is a call there
 /// (target the observable, selector its name, the new value as argument,
-/// the old one as ``CallBack/oldValue(as:)``), and each subscriber is a hook
+/// the old one as `CallBack/oldValue(as:)`), and each subscriber is a hook
 /// on it. So everything Hook offers applies: a `before` hook may replace or
 /// veto a write, an `after` hook sees it, and a ``Computed`` that reads
 /// ``value`` recomputes when it changes.
@@ -56,7 +56,8 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
             // The graph's own hook, first of all: the value is stored, so mark
             // what depends on it before any subscriber can read it. (Owned by
             // the point, which this observable owns: `self` is alive when it runs.)
-            point.after { [unowned(unsafe) self] call in
+            // It runs for vetoed writes too: the write is over, whatever the hooks did.
+            point._afterSeeingVetoes { [unowned(unsafe) self] call in
                 guard let node = self._madeNode else { return }
                 node.storedByHook = true
                 if !call.isVetoed { _Graph.changed(node) }

@@ -68,7 +68,8 @@ public final class ObservableArray<Element>: Subscribable, @unchecked Sendable {
         storage = Observable(elements, name: name)
         identities = _Identities(count: elements.count)
         // After the graph's own hook, before any subscriber: work out the change.
-        storage.hookPoint.after { [identities] call in
+        // It runs for a vetoed write too, which drops the pending edits.
+        storage.hookPoint._afterSeeingVetoes { [identities] call in
             identities.settle(vetoed: call.isVetoed, stored: try call.argument(0, as: [Element].self),
                               old: try call.oldValue(as: [Element].self))
         }

@@ -12,7 +12,7 @@ import Synchronization
 /// loginSignal.emit("Ada")                           // listener 1: Ada
 /// ```
 ///
-/// A signal is a hook point: ``emit(_:)`` calls a ``ClosureHook`` and each
+/// A signal is a hook point: ``emit(_:)`` calls a `ClosureHook` and each
 /// subscriber is an `after` hook on it (``hookPoint``), so everything Hook
 /// offers applies: other hooks may watch or veto emissions, and bindings can
 /// post from it (`Fish.post(signal.hookPoint)`).
@@ -27,7 +27,7 @@ import Synchronization
 /// ## Observers
 /// A subscriber tied to an `observer` never keeps it alive (the block gets it
 /// as an argument) and is never called once the observer is gone. An observer
-/// that is a ``HookOwner`` releases the block the moment it deinitializes;
+/// that is a `HookOwner` releases the block the moment it deinitializes;
 /// for other objects Swift offers no way to learn of their death, so the block
 /// is detached at the signal's next emit and released at the next
 /// subscription or close after that (or with the signal).
@@ -126,8 +126,13 @@ public enum KVO {
     /// }
     /// ```
     ///
-    /// - Parameter observer: The block runs while it lives (see ``Signal``);
-    ///   nil: until the monitor is closed.
+    /// - Parameters:
+    ///   - object: The object whose property is observed.
+    ///   - keyPath: A `@Hooked` property of `object`.
+    ///   - observer: The block runs while it lives (see ``Signal``);
+    ///     nil: until the monitor is closed.
+    ///   - initial: Whether the block first receives the current value, marked ``PropertyChange/isInitial``.
+    ///   - block: Receives each change's old and new values.
     /// - Throws: ``BindError`` `.notHookable` if the key path does not name a `@Hooked` property.
     @discardableResult
     public static func observe<Object: AnyObject, Value>(

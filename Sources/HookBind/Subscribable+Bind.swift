@@ -15,7 +15,7 @@ extension Observable {
     /// ```
     ///
     /// The object is held weakly and the binding ends with it (at once if it
-    /// is a ``HookOwner``), or with ``Subscription/dispose()``. A change does
+    /// is a `HookOwner`), or with ``Subscription/dispose()``. A change does
     /// not come back to where it started (Hook's reentrancy guard).
     ///
     /// - Throws: ``BindError`` `.notHookable` if `keyPath` is not a `@Hooked` property.
@@ -50,7 +50,7 @@ extension Computed {
     /// ```
     ///
     /// The property need not be `@Hooked`. The object is held weakly and the
-    /// binding ends with it (at once if it is a ``HookOwner``), or with
+    /// binding ends with it (at once if it is a `HookOwner`), or with
     /// ``Subscription/dispose()``.
     @discardableResult
     public func bind<Object: AnyObject, Property>(_ object: Object, _ keyPath: ReferenceWritableKeyPath<Object, Property>,

@@ -18,7 +18,7 @@ public protocol Subscribable<Value>: AnyObject {
     /// Calls `block` with the old and new value of each change, as `options` say.
     ///
     /// - Returns: A ``Subscription`` whose ``Subscription/dispose()`` stops the
-    ///   calls. Dropping it does not (store it in a ``HookBag`` to end it with an owner).
+    ///   calls. Dropping it does not (store it in a `HookBag` to end it with an owner).
     @discardableResult
     func subscribe(_ options: SubscriptionOptions, _ block: @escaping (Value?, Value) -> Void) -> Subscription
 }
@@ -71,7 +71,7 @@ public final class Subscription: Sendable {
     public var isDisposed: Bool { !tokens.contains { $0.isActive } }
 
     /// Puts the subscription in `bag`: it is disposed of when the bag goes
-    /// (with its ``HookOwner``) or by `bag.removeAll()`.
+    /// (with its `HookOwner`) or by `bag.removeAll()`.
     @discardableResult
     public func store(in bag: HookBag) -> Subscription {
         for token in tokens { token.store(in: bag) }

@@ -14,7 +14,7 @@ import Foundation
 ///
 /// A transformer that throws drops the change for the receivers that need
 /// the converted value; the error goes to the posting hook point's
-/// ``HookPoint/hookErrorHandler``.
+/// `HookPoint/hookErrorHandler`.
 public struct Transformer<Input, Output> {
     /// Converts in the direction of the flow.
     public let forward: (Input) throws -> Output

@@ -100,9 +100,14 @@ func fishBindTour() throws {
 
     section("HookBind: three properties, b is 100 times a and c")
     let a = Scalar(), b = Scalar(), c = Scalar()
+    // The callbacks must not capture a bound object: b's hook point keeps the
+    // binding, and so its callbacks, alive; a callback that held b would keep
+    // b alive through b's own hook point. They receive the object they set,
+    // and tell the sender by identity, which holds nothing.
+    let bID = ObjectIdentifier(b)
     func fromB(_ call: CallBack) throws -> Int {
         let value = try call.argument(0, as: Int.self)
-        return call.target === b ? value / 100 : value
+        return call.target.map(ObjectIdentifier.init) == bID ? value / 100 : value
     }
     try Binding.bind([
         .both(a, \.value) { call, a in a.value = try fromB(call) },

@@ -81,7 +81,7 @@ func tour() throws {
         print(error)
     }
     add.before { call in _ = try call.argument(0, as: Double.self) }
-    add.hookErrorHandler = { error, position in print("a \(position) hook threw: \(error)") }
+    add.hookErrorHandler = { error, position in print("\(position == .before ? "a" : "an") \(position) hook threw: \(error)") }
     _ = hooked(1, 1)
     withExtendedLifetime(add) {}  // `hooked` points into `add`: keep it alive until here
 
@@ -173,13 +173,9 @@ func swiftTour() throws {
             try call.veto()
         }
     }
-    name.after { call in
+    name.after { call in  // runs once a value is stored: not for the vetoed set
         let old = try call.oldValue(as: String.self)
-        if call.isVetoed {
-            print("after   target: \(call.target!), selector: \(call.selector), vetoed: stays \(old)")
-        } else {
-            print("after   target: \(call.target!), selector: \(call.selector), \(old) -> \(call.args[0])")
-        }
+        print("after   target: \(call.target!), selector: \(call.selector), \(old) -> \(call.args[0])")
     }
     ada.name = "Ada"
     ada.name = ""

@@ -88,8 +88,24 @@ struct BindErrorTests {
         let a = Holder(), b = Holder(), wallet = Wallet()
         let plain = try #require(refusal([.post(a, \.plain), .observer(b, \.value)]))
         #expect(plain.kind == .notHookable)
-        #expect(plain.message.contains("does not name a @Hooked property"))
+        // It names the property the user wrote (Holder is final: Swift keeps its stored properties' names).
+        #expect(plain.message == "\\Holder.plain is not a @Hooked property of Holder (only a property declared @Hooked var has a hook point)")
         _ = wallet
+    }
+
+    /// A class that is not final: its key paths go through getters, which Swift names only by address.
+    class OpenHolder {
+        @Hooked var value = 0
+        var plain = 0
+        var other = 0
+    }
+
+    @Test func keyPathsOfAnOpenClassAreNamedWithoutAddresses() throws {
+        let a = OpenHolder(), b = Holder()
+        let error = try #require(refusal([.post(a, \.plain), .observer(b, \.value)]))
+        #expect(error.kind == .notHookable)
+        #expect(error.message == "\\OpenHolder.<a Int property: one of plain, other, or a computed one> is not a @Hooked property of OpenHolder (only a property declared @Hooked var has a hook point)")
+        #expect(!error.message.contains("0x"))
     }
 
     @Test func bothWithAOneWayTransformer() throws {

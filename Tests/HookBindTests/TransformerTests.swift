@@ -26,6 +26,32 @@ struct TransformerTests {
         #expect(field.text == "0.25")
     }
 
+    /// The README's example as written: a formatter with `numberStyle = .decimal`
+    /// (a default `NumberFormatter` rounds 0.25 to "0"), and a failed conversion
+    /// reported to the field's hook point.
+    @Test func readmeTransformerExample() throws {
+        let field = Label(), model = Model()
+        let formatter = NumberFormatter()
+        formatter.numberStyle = .decimal
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        let refused = Refusals()
+        field.$text.hookErrorHandler = { error, _ in refused.add("\(error)") }
+        try Binding.bind([
+            .both(field, \.text).transformed(by: Transformer.stringToNumber(formatter).then(.numberToDouble)),
+            .both(model, \.price),
+        ])
+        field.text = "12.5"
+        #expect(model.price == 12.5)
+        model.price = 0.25
+        #expect(field.text == "0.25")
+        field.text = "twelve"
+        #expect(model.price == 0.25)
+        #expect(refused.all.count == 1)
+        #expect(refused.all.first?.contains("twelve") == true)
+        // What the old example did: a default formatter has no fraction digits.
+        #expect(NumberFormatter().string(from: 0.25) == "0")
+    }
+
     @Test func transformersChainOnTheFishInTheOrderAdded() throws {
         let field = Label(), model = Model()
         try Binding.bind([
@@ -75,5 +101,38 @@ struct TransformerTests {
         #expect(try both.reversed?.forward("10") == 5)
         #expect(Transformer<Int, Int>(forward: { $0 }).reversed == nil)
         #expect(double.then(Transformer<Int, Int>(forward: { $0 })).reverse == nil)
+    }
+}
+
+/// Errors a hook error handler received (it is @Sendable).
+final class Refusals: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [String] = []
+    func add(_ message: String) { lock.withLock { list.append(message) } }
+    var all: [String] { lock.withLock { list } }
+}
+
+/// The README's binding example, as written there.
+@Suite("README examples")
+struct ReadmeExampleTests {
+    final class TextField { @Hooked var text = "" }
+    final class TitleLabel { @Hooked var title = "" }
+
+    @Test func theBindingExample() throws {
+        let field = TextField(), label = TitleLabel()
+        var printed: [String] = []
+        let binding = try Binding.bind([
+            .both(field, \.text),
+            .both(label, \.title),
+            .observer { callBack in printed.append("changed to \(callBack.args[0])") },
+        ])
+        field.text = "Ada"
+        #expect(label.title == "Ada")
+        label.title = "Grace"
+        #expect(field.text == "Grace")
+        #expect(printed == ["changed to Ada", "changed to Grace"])
+        binding.unbind()
+        field.text = "Edsger"
+        #expect(label.title == "Grace" && printed.count == 2)
     }
 }

@@ -116,4 +116,48 @@ struct ErrorTests {
             #expect(error.kind == .callBackExpired)
         }
     }
+
+    /// A plain closure property is no @HookableMethod: the message names the
+    /// class, the type and the class's properties of that type, with no address.
+    @Test func aPlainClosurePropertyIsNoHookableMethod() {
+        let node = BNode()
+        expectError(.invalidValue, containing: "is not a @HookableMethod of BNode",
+                    point: "\\BNode.<a (Int) -> Int property: one of transform, fallback, or a computed one>") {
+            _ = try MethodHook.of(node, \.transform)
+        }
+        do {
+            _ = try MethodHook.of(node, \.transform)
+        } catch {
+            #expect(!"\(error)".contains("0x"), "\(error)")
+        }
+    }
+
+    /// A property that is not @Hooked, by its name where Swift keeps it (a final class).
+    @Test func aPlainPropertyIsNoHookedProperty() {
+        let node = BNode()
+        expectError(.invalidValue, containing: "\\BNode.count is not a @Hooked property of BNode", point: "\\BNode.count") {
+            _ = try PropertyHook.of(node, \.count)
+        }
+    }
+
+    /// Messages that name a hook position read "an after hook", "an instead hook".
+    @Test func messagesNameThePositionWithItsArticle() throws {
+        let hook = ClosureHook(name: "double") { (x: Int) in x * 2 }
+        var messages: [String] = []
+        hook.after { call in
+            do { try call.veto() } catch { messages.append("\(error)") }
+            do { try call.invokeOriginal() } catch { messages.append("\(error)") }
+        }
+        #expect(hook(2) == 4)
+        #expect(messages == [
+            "hook point 'double': invalid value: veto() called from an after hook; only a before hook can veto",
+            "hook point 'double': not inside an instead hook: invokeOriginal() called from an after hook",
+        ])
+    }
+}
+
+final class BNode {
+    var count = 0
+    var transform: (Int) -> Int = { $0 * 2 }
+    var fallback: (Int) -> Int = { $0 }
 }

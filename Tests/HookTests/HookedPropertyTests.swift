@@ -71,7 +71,42 @@ struct HookedPropertyTests {
         #expect(p.age == 30)
         p.age = 400
         #expect(p.age == 150)
-        #expect(afterSaw == ["30 vetoed=false", "-1 vetoed=true", "150 vetoed=false"])
+        // A vetoed set stores nothing, so the after hooks do not run for it.
+        #expect(afterSaw == ["30 vetoed=false", "150 vetoed=false"])
+    }
+
+    /// The README's `@Hooked` example: the after hook reports stored values only.
+    @Test func afterHooksDoNotRunForAVetoedSet() throws {
+        let ada = Person()
+        var printed: [String] = []
+        let name = try PropertyHook.of(ada, \.name)
+        name.before { call in
+            if try call.argument(0, as: String.self).isEmpty { try call.veto() }
+        }
+        name.after { call in
+            printed.append("\(call.selector) \(try call.oldValue(as: String.self)) -> \(call.args[0])")
+        }
+        ada.name = "Ada"
+        ada.name = ""
+        ada.name = "Grace"
+        #expect(printed == ["name  -> Ada", "name Ada -> Grace"])
+        #expect(ada.name == "Grace")
+    }
+
+    /// A vetoed call of a closure still returns (the result the hook set): its after hooks run and see it.
+    @Test func afterHooksRunForAVetoedCallThatReturns() throws {
+        let double = ClosureHook(name: "double") { (x: Int) in x * 2 }
+        double.before { call in
+            if try call.argument(0, as: Int.self) < 0 {
+                try call.setResult(0)
+                try call.veto()
+            }
+        }
+        var seen: [String] = []
+        double.after { call in seen.append("\(call.args[0]) -> \(try call.result(as: Int.self)) vetoed=\(call.isVetoed)") }
+        #expect(double(4) == 8)
+        #expect(double(-1) == 0)
+        #expect(seen == ["4 -> 8 vetoed=false", "-1 -> 0 vetoed=true"])
     }
 
     @Test func insteadHooksDecideWhetherTheValueIsStored() throws {

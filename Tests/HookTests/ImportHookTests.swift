@@ -395,8 +395,9 @@ struct ImportHookTests {
         #expect(sizes.value.count >= 5)
     }
 
-    // ThreadSanitizer's runtime refuses RTLD_DEEPBIND (it aborts the process).
-    @Test(.enabled(if: dlsym(nil, "__tsan_init") == nil, "RTLD_DEEPBIND is refused under ThreadSanitizer"),
+    // The sanitizers' runtimes refuse RTLD_DEEPBIND (they abort the process).
+    @Test(.enabled(if: dlsym(nil, "__tsan_init") == nil && dlsym(nil, "__asan_init") == nil,
+                   "RTLD_DEEPBIND is refused under ThreadSanitizer and AddressSanitizer"),
           .enabled(if: deepBindLibrary != nil, "needs a C compiler"))
     func aSlotBoundToItsOwnObjectsDefinitionIsLeftAlone() throws {
         let path = try #require(deepBindLibrary)
@@ -500,7 +501,9 @@ struct ImportHookTests {
         #expect(again === kept && again.isInstalled)
     }
 
-    @Test func nothingIsAllocatedWhileTheLoaderListIsWalked() throws {
+    // Under AddressSanitizer, libc's strdup allocates through the sanitizer's malloc, not libc's GOT.
+    @Test(.enabled(if: dlsym(nil, "__asan_init") == nil, "AddressSanitizer owns malloc"))
+    func nothingIsAllocatedWhileTheLoaderListIsWalked() throws {
         // glibc's own calls to malloc (strdup's) go through libc's GOT: a hook there runs on them.
         let hook = try ImportHook(symbol: "malloc", signature: mallocSignature, in: ["libc.so.6"])
         defer { try? hook.restore() }

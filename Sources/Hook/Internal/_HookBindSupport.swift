@@ -43,6 +43,15 @@ extension PropertyHook {
         _KeyPathResolver.label(at: offset, in: type)
     }
 
+    /// Adds an after hook that also runs for a vetoed set (``CallBack/isVetoed``
+    /// tells): for bookkeeping that must learn of every call, such as an
+    /// observable's graph. Users' after hooks do not run for a vetoed set.
+    @_spi(HookBind)
+    @discardableResult
+    public func _afterSeeingVetoes(_ body: @escaping HookBody) -> HookToken {
+        add(.after, owner: nil, seesVetoedSets: true, body)
+    }
+
     /// Stores `newValue` without a call: no hook sees it.
     @_spi(HookBind)
     public func _storeSilently(_ newValue: Value) { storage.pointee = newValue }

@@ -154,6 +154,27 @@ enum _KeyPathResolver {
         (Unmanaged.passUnretained(object).toOpaque() + cellOffset(object, storage)).assumingMemoryBound(to: Hooked<Value>.self)
     }
 
+    /// What the user wrote, as far as a key path on Linux tells, without
+    /// addresses: `\Person.plain` where Swift names a stored property (a
+    /// final class's); otherwise the class, the value type and the class's
+    /// stored properties of that type (`\BNode.<a (Int) -> Int property:
+    /// transform or another>`), as a key path through a getter names only its
+    /// address.
+    static func describe(_ keyPath: AnyKeyPath, of type: AnyClass, valueType: Any.Type) -> String {
+        let written = "\(keyPath)"
+        guard written.contains("<computed 0x") else { return written }
+        var labels: [String] = []
+        // Superclasses' fields included, as in `hookedFields(of:)`.
+        _forEachField(of: type, options: _EachFieldOptions(rawValue: 1 << 0)) { name, _, fieldType, _ in
+            if fieldType == valueType { labels.append(displayName(String(cString: name))) }
+            return true
+        }
+        let candidates = labels.isEmpty ? "no stored property of \(type) has that type"
+            : labels.count == 1 ? "\(labels[0]), or a computed one"
+            : "one of \(labels.joined(separator: ", ")), or a computed one"
+        return "\\\(type).<a \(valueType) property: \(candidates)>"
+    }
+
     static func displayName(_ label: String) -> String {
         label.hasPrefix("_") ? String(label.dropFirst()) : label
     }
