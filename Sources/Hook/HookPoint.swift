@@ -114,8 +114,9 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     public var description: String { "\(shape.kind) '\(name)'" }
 
     /// The identity frames of this hook point carry in the thread state.
-    @usableFromInline
-    var pointID: UInt { UInt(bitPattern: ObjectIdentifier(self)) }
+    /// (Final: a dynamic call would retain the point, a write shared by every caller.)
+    @inlinable
+    final var pointID: UInt { UInt(bitPattern: ObjectIdentifier(self)) }
 
     // MARK: Adding and removing hooks
 

@@ -32,9 +32,11 @@
 public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable {
     /// The value, and the hook point once made (see ``hookPoint``). Only
     /// touched under the graph's lock.
-    @usableFromInline var _cell: Hooked<Value>
+    // Unchecked exclusivity: every access is under the graph lock (a dynamic
+    // check would cost more than the rest of a write).
+    @exclusivity(unchecked) @usableFromInline var _cell: Hooked<Value>
     /// What computeds that read this value know of it; made when one first does.
-    @usableFromInline var _madeNode: _Node?
+    @exclusivity(unchecked) @usableFromInline var _madeNode: _Node?
     /// The selector of the calls at ``hookPoint``.
     public let name: String
 

@@ -30,14 +30,22 @@ func _typedCall<each A, R>(
                 let result = resultBuffer.baseAddress!
                 var outcome: _Outcome?
                 if var call = point._begin(slots, UnsafeMutableRawPointer(result), target: target, oldValue: nil) {
-                    let invoker = _ClosureInvoker(original: original, slots: slots)
                     if call._runsPlainOriginal {
-                        // The common case: the original runs here, specialized (no existential).
+                        // The common case: the original runs here, specialized
+                        // (no existential), and borrowed: copying the closure
+                        // into an invoker would retain its context, a write
+                        // every caller of the hook point shares.
                         call._markRunningOriginal(true)
-                        invoker.invoke(&call)
+                        var i = 0
+                        do {
+                            let value = try original(repeat _TypedLayout.load((each A).self, slots, &i))
+                            call._storeResult(value)
+                        } catch {
+                            call._error = error
+                        }
                         call._markRunningOriginal(false)
                     } else {
-                        let erased: any _OriginalInvoker = invoker
+                        let erased: any _OriginalInvoker = _ClosureInvoker(original: original, slots: slots)
                         withUnsafePointer(to: erased) { point._runInsteadHooks(&call, original: UnsafeRawPointer($0)) }
                     }
                     outcome = point._end(&call)
