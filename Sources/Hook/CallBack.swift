@@ -404,7 +404,8 @@ public struct CallBack {
             throw HookError(.notInstead, point: point.name, "invokeOriginal() called from \(position.hookWithArticle)")
         }
         _error = nil
-        point._runInstead(at: Int(insteadIndex) + 1, &self)
+        // Borrowed: a strong reference to the point would be a write every caller shares.
+        Unmanaged.passUnretained(point)._withUnsafeGuaranteedRef { $0._runInstead(at: Int(insteadIndex) + 1, &self) }
         originalCalled = true
     }
 

@@ -381,6 +381,12 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         call._original.unsafelyUnwrapped.assumingMemoryBound(to: (any _OriginalInvoker).self).pointee.invoke(&call)
     }
 
+    /// Stores the value at `slots[0]`: the original of a property set (``PropertyHook`` overrides it).
+    @usableFromInline
+    func _storeArgument(_ slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+        preconditionFailure("only a property's hook point stores")
+    }
+
     /// Reports an error thrown by a hook: to the handler, or to standard error.
     final func report(_ error: any Error, at position: HookPosition) {
         if let handler = hookErrorHandler {

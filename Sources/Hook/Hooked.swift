@@ -289,6 +289,12 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
         return bits == 0 ? nil : Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)
     }
 
+    /// Stores the value at `slots[0]` (a set's original).
+    @usableFromInline
+    override func _storeArgument(_ slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+        storage.pointee = slots.pointee.unsafelyUnwrapped.assumingMemoryBound(to: Value.self).pointee
+    }
+
     /// Records `object` as the target of this point's calls, unretained.
     func _setTarget(_ object: AnyObject) {
         objectBits.store(Int(bitPattern: Unmanaged.passUnretained(object).toOpaque()), ordering: .releasing)
@@ -317,20 +323,23 @@ enum _Unowned {
 }
 
 /// The original of a property set: store the (possibly replaced) new value.
+/// Not generic: its metadata is static, so an unspecialized set (a binding's
+/// delivery) asks the runtime for none; the point's own class method does
+/// the typed store.
 @usableFromInline
-struct _StoreInvoker<Value>: _OriginalInvoker {
-    @usableFromInline unowned(unsafe) let point: PropertyHook<Value>
+struct _StoreInvoker: _OriginalInvoker {
+    @usableFromInline let point: Unmanaged<HookPoint>
     @usableFromInline let slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>
 
     @inlinable
-    init(point: PropertyHook<Value>, slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
-        self.point = point
+    init(point: HookPoint, slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+        self.point = .passUnretained(point)
         self.slots = slots
     }
 
     @inlinable
     func invoke(_ call: inout CallBack) {
-        point.storage.pointee = slots.pointee.unsafelyUnwrapped.assumingMemoryBound(to: Value.self).pointee
+        point._withUnsafeGuaranteedRef { $0._storeArgument(slots) }
         call._hasResult = true
     }
 }

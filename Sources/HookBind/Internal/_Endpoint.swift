@@ -124,6 +124,8 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
     /// never touches it.
     let pointAddress: UnsafeMutableRawPointer
     var point: PropertyHook<Value> { Unmanaged.fromOpaque(pointAddress).takeUnretainedValue() }
+    /// The point, borrowed (no reference counting).
+    var borrowedPoint: Unmanaged<PropertyHook<Value>> { Unmanaged.fromOpaque(pointAddress) }
     /// Where the storage is in the object: names the property in messages,
     /// also once the object is gone (a name is spelt only when asked for).
     let cellOffset: Int
@@ -169,14 +171,14 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
 
     override func withPostedValue(_ call: CallBack, _ body: (UnsafeRawPointer) throws -> Void) throws {
         // A post runs inside a set of the property: the object is alive.
-        let value = point._currentValue
+        let value = borrowedPoint._withUnsafeGuaranteedRef { $0._currentValue }
         try withUnsafePointer(to: value) { try body(UnsafeRawPointer($0)) }
     }
 
     override func receive(_ value: UnsafeRawPointer) {
         guard let object else { return }
         withExtendedLifetime(object) {
-            point._setThroughHooks(value.assumingMemoryBound(to: Value.self).pointee)
+            borrowedPoint._withUnsafeGuaranteedRef { $0._setThroughHooks(value.assumingMemoryBound(to: Value.self).pointee) }
         }
     }
 }
