@@ -18,12 +18,16 @@ struct BindingTests {
     @Test func propertyToCallbackSeesTheWholeCall() throws {
         let label = Label(), watcher = Holder()
         let seen = Shared<[String]>([])
+        // Identities, not the objects: the callback lives in label's hook point.
+        let labelID = ObjectIdentifier(label), watcherID = ObjectIdentifier(watcher)
         try Binding.bind([
             .post(label, \.text),
             .observer(watcher) { call, receiver in
                 let text = try call.argument(0, as: String.self)
                 let old = try call.oldValue(as: String.self)
-                seen.mutate { $0.append("\(call.selector): \(old) -> \(text), from label: \(call.target === label), to watcher: \(receiver === watcher)") }
+                let fromLabel = call.target.map { ObjectIdentifier($0) } == labelID
+                let toWatcher = ObjectIdentifier(receiver) == watcherID
+                seen.mutate { $0.append("\(call.selector): \(old) -> \(text), from label: \(fromLabel), to watcher: \(toWatcher)") }
             },
         ])
         label.text = "a"

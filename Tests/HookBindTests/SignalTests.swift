@@ -52,7 +52,7 @@ struct SignalTests {
         let signal = Signal<Int>()
         let heard = Shared<[String]>([])
         var added = false
-        signal.subscribe { value in
+        signal.subscribe { [unowned signal] value in
             heard.mutate { $0.append("first \(value)") }
             if !added {
                 added = true
@@ -67,7 +67,7 @@ struct SignalTests {
     @Test func emittingFromASubscriberDoesNotRecurse() {
         let signal = Signal<Int>()
         let heard = Shared<[Int]>([])
-        signal.subscribe { value in
+        signal.subscribe { [unowned signal] value in
             heard.mutate { $0.append(value) }
             signal.emit(value + 1)
         }

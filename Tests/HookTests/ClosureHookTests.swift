@@ -200,10 +200,12 @@ struct ClosureHookTests {
     @Test func reentrantCallsRunTheOriginalOnly() throws {
         var calls = 0
         let point = ClosureHook(name: "twice") { (x: Int) in x * 2 }
-        let f = point.function
-        point.after { call in
+        // The hook gets the hooked function through an unowned reference: the
+        // function holds the hook point, which holds the hook.
+        point.after { [unowned point] call in
             calls += 1
             // Calling the hooked function from its own hook: no recursion into the hooks.
+            let f = point.function
             try call.setResult(f(try call.result(as: Int.self)))
         }
         #expect(point(1) == 4)

@@ -105,8 +105,9 @@ struct LightHookPointTests {
             #expect(counter.$add !== counter.$reset)
         }
         var seen: [String] = []
+        let second = ObjectIdentifier(counters[1])  // not counters: the hook lives in counters[1]'s hook point
         counters[1].$add.before { call in
-            seen.append("\(call.selector)(\(call.args[0])) on \(call.target === counters[1])")
+            seen.append("\(call.selector)(\(call.args[0])) on \(call.target.map { ObjectIdentifier($0) } == second)")
             try call.setArgument(0, to: 10)
         }
         #expect(counters[1].add(1) == 10)
