@@ -82,7 +82,7 @@ public final class Signal<Value>: @unchecked Sendable {
 /// What subscribing returns (XKVO's `XSignalMonitor`): ``close()`` stops delivery.
 public final class SignalMonitor: @unchecked Sendable {
     /// Shared with the subscriber's hook (which must not hold the monitor:
-    /// the monitor holds the token, which holds the hook point).
+    /// the monitor holds the token, which is the hook itself).
     final class Flag: Sendable {
         let closed = Atomic<Bool>(false)
         var isClosed: Bool { closed.load(ordering: .acquiring) }
