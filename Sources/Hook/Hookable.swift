@@ -35,6 +35,12 @@ extension MethodHook {
         _pointInWord(address) { MethodHook(object: object, cellOffset: -1, name: name, canThrow: canThrow) }
     }
 
+    /// Whether the point in a slot's word (not 0) has hooks.
+    @inlinable @inline(__always)
+    public static func _hookableIsHooked(_ bits: UInt) -> Bool {
+        Unmanaged<MethodHook>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)._withUnsafeGuaranteedRef { $0.hasHooks }
+    }
+
     /// A call of a `@Hookable` method whose hook point exists (`bits`, the slot's word).
     @inlinable
     public static func _hookableCall(_ bits: UInt, _ object: AnyObject, _ body: @escaping (repeat each A) -> R, _ args: repeat each A) -> R {

@@ -9,8 +9,9 @@ import SwiftSyntaxMacros
 ///   one word where the method's hook point is kept once made, and `$name`,
 ///   the typed hook point, made on first need;
 /// - a new body: the original body becomes a nested function, called
-///   directly while the word is 0 (no hook point yet: two loads and a test),
-///   else through the hook point.
+///   directly while the word is 0 (no hook point yet: a load and a test) or
+///   the point has no hook (a load and a test more), else through the hook
+///   point (the nested function becomes a closure only there).
 public struct HookableMethodMacro: BodyMacro, PeerMacro {
     struct Options {
         var peer = ""
@@ -143,7 +144,7 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
         return [
             CodeBlockItemSyntax(item: .decl(original)),
             "let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(&self.\(raw: storage)))",
-            "if _hookableBits == 0 { return \(raw: prefix)_hookableOriginal(\(raw: arguments)) }",
+            "if _hookableBits == 0 || !\(raw: point)._hookableIsHooked(_hookableBits) { return \(raw: prefix)_hookableOriginal(\(raw: arguments)) }",
             "return \(raw: prefix)\(raw: point).\(raw: call)(_hookableBits, self, _hookableOriginal\(raw: tail))",
         ]
     }
@@ -174,9 +175,10 @@ final class SuperCallRewriter: SyntaxRewriter {
         }
         let inner = (canThrow ? "try " : "") + (isAsync ? "await " : "")
         let helper = isAsync ? "_hookableUnhookedAsync" : "_hookableUnhooked"
-        return """
-            \(raw: point).\(raw: helper)(Hook._hookableAddress(&self.\(raw: storage))) { \(raw: inner)\(node.trimmed) }
+        let replaced: ExprSyntax = """
+            (\(raw: point).\(raw: helper)(Hook._hookableAddress(&self.\(raw: storage))) { \(raw: inner)\(node.trimmed) })
             """
+        return replaced.with(\.leadingTrivia, node.leadingTrivia).with(\.trailingTrivia, node.trailingTrivia)
     }
 
     // Closures and nested functions inside the override are left as written.
