@@ -172,6 +172,13 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
         fatalError("unavailable")
     }
 
+    @available(*, unavailable, message: "an async hook point takes hooks of (inout AsyncCallBack) async throws -> Void")
+    public override func before(owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken { fatalError("unavailable") }
+    @available(*, unavailable, message: "an async hook point takes hooks of (inout AsyncCallBack) async throws -> Void")
+    public override func instead(owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken { fatalError("unavailable") }
+    @available(*, unavailable, message: "an async hook point takes hooks of (inout AsyncCallBack) async throws -> Void")
+    public override func after(owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken { fatalError("unavailable") }
+
     override func remove(id: UInt64) {
         hooks.withVisibleLock(self) { state in
             state.entries.removeAll { $0.id == id }
@@ -405,7 +412,6 @@ public struct AsyncCallBack<each A, R> {
                 try await context.original(repeat each arguments)
             }
             _result = value
-            error = nil
         } catch {
             self.error = error
         }
