@@ -76,6 +76,7 @@ let package = Package(
             name: "HookMacrosExpansionTests",
             dependencies: [
                 "HookMacrosPlugin",
+                .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
                 .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
             ]
         ),
