@@ -127,8 +127,8 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
 
     /// Calls the hooked closure: `try await hook(1, 2)`.
     @inlinable
-    public func callAsFunction(_ args: repeat each A) async throws -> R {
-        try await _call(original, repeat each args)
+    public func callAsFunction(_ args: repeat each A, isolation: isolated (any Actor)? = #isolation) async throws -> R {
+        try await _call(original, repeat each args, isolation: isolation)
     }
 
     // MARK: Hooks
@@ -217,16 +217,20 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
 
     /// Calls `original` with `args` through the hooks.
     @inlinable
-    final func _call(_ original: @escaping (repeat each A) async throws -> R, _ args: repeat each A) async throws -> R {
-        guard _attached.load(ordering: .acquiring) else { return try await original(repeat each args) }
-        return try await _hookedCall(original, repeat each args)
+    final func _call(_ original: @escaping (repeat each A) async throws -> R, _ args: repeat each A,
+                     isolation: isolated (any Actor)? = #isolation) async throws -> R {
+        guard _attached.load(ordering: .acquiring) else {
+            return try await Self._invoke(_UncheckedOriginal(original), _Unchecked((repeat each args))).value
+        }
+        return try await _hookedCall(original, repeat each args, isolation: isolation)
     }
 
     @usableFromInline
-    final func _hookedCall(_ original: @escaping (repeat each A) async throws -> R, _ args: repeat each A) async throws -> R {
+    final func _hookedCall(_ original: @escaping (repeat each A) async throws -> R, _ args: repeat each A,
+                           isolation: isolated (any Actor)?) async throws -> R {
         let outer = _AsyncFrames.current
         guard let snapshot = loadSnapshot(), !_AsyncFrames.contains(outer, pointID) else {
-            return try await original(repeat each args)
+            return try await Self._invoke(_UncheckedOriginal(original), _Unchecked((repeat each args))).value
         }
         let context = _AsyncCallContext(point: self, snapshot: snapshot, original: original, outer: outer, target: callTarget)
         var call = AsyncCallBack<repeat each A, R>(context: context, arguments: (repeat each args))
@@ -248,7 +252,18 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
         if let result = call._result { return result }
         if R.self == Void.self { return unsafeBitCast((), to: R.self) }
         _reportMissingResult()
-        return try await original(repeat each call.arguments)
+        return try await Self._invoke(_UncheckedOriginal(original), _Unchecked(call.arguments)).value
+    }
+
+    /// Calls the original. The call path hands the arguments from the
+    /// caller to the hooks to the original and back, one step at a time in
+    /// one task: nothing is shared between concurrent code, which is what
+    /// the unchecked boxes tell the compiler (the caller may be an actor,
+    /// and the original a nonisolated closure type).
+    @usableFromInline
+    nonisolated static func _invoke(_ original: _UncheckedOriginal<repeat each A, R>,
+                                    _ arguments: _Unchecked<(repeat each A)>) async throws -> _Unchecked<R> {
+        _Unchecked(try await original.value(repeat each arguments.value))
     }
 
     private func run(_ entry: Entry, _ call: inout AsyncCallBack<repeat each A, R>) async {
@@ -281,6 +296,21 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
         call.insteadIndex = saved.0
         call.originalCalled = saved.1
     }
+}
+
+/// A value passed along one task's call path (see `AsyncClosureHook._invoke`).
+@usableFromInline
+struct _Unchecked<Value>: @unchecked Sendable {
+    @usableFromInline var value: Value
+    @inlinable init(_ value: Value) { self.value = value }
+}
+
+/// An original closure passed along one task's call path (a variadic
+/// function type cannot be a generic argument).
+@usableFromInline
+struct _UncheckedOriginal<each A, R>: @unchecked Sendable {
+    @usableFromInline let value: (repeat each A) async throws -> R
+    @inlinable init(_ value: @escaping (repeat each A) async throws -> R) { self.value = value }
 }
 
 /// The async hook points whose hooks run in the current task, innermost first.
@@ -330,7 +360,7 @@ final class _AsyncCallContext<each A, R>: @unchecked Sendable {
 /// A hook changes the call through it: ``arguments`` (before the original
 /// runs), ``setResult(_:)``, ``setError(_:)``, ``veto()``,
 /// ``invokeOriginal()``.
-public struct AsyncCallBack<each A, R> {
+public struct AsyncCallBack<each A, R>: @unchecked Sendable {
     let context: _AsyncCallContext<repeat each A, R>
     /// The arguments, as a tuple (one argument: its own type). A before or
     /// instead hook may change them; the original gets the changed values.
@@ -438,17 +468,19 @@ extension AsyncClosureHook {
 
     /// A call of an async `@Hookable` method whose hook point exists (`bits`, the slot's word).
     @inlinable
-    public static func _hookableCall(_ bits: UInt, _ object: AnyObject, _ body: @escaping (repeat each A) async -> R, _ args: repeat each A) async -> R {
+    public static func _hookableCall(_ bits: UInt, _ object: AnyObject, _ body: @escaping (repeat each A) async -> R, _ args: repeat each A,
+                                     isolation: isolated (any Actor)? = #isolation) async -> R {
         let point = Unmanaged<AsyncClosureHook>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).takeUnretainedValue()
         // Cannot throw: the method does not, and AsyncCallBack.setError refuses it.
-        return try! await point._call(body, repeat each args)
+        return try! await point._call(body, repeat each args, isolation: isolation)
     }
 
     /// A call of a throwing async `@Hookable` method whose hook point exists.
     @inlinable
-    public static func _hookableThrowingCall(_ bits: UInt, _ object: AnyObject, _ body: @escaping (repeat each A) async throws -> R, _ args: repeat each A) async throws -> R {
+    public static func _hookableThrowingCall(_ bits: UInt, _ object: AnyObject, _ body: @escaping (repeat each A) async throws -> R, _ args: repeat each A,
+                                             isolation: isolated (any Actor)? = #isolation) async throws -> R {
         let point = Unmanaged<AsyncClosureHook>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).takeUnretainedValue()
-        return try await point._call(body, repeat each args)
+        return try await point._call(body, repeat each args, isolation: isolation)
     }
 
     /// An override's `super.name(...)`: runs with this method's hooks suppressed in the task.
