@@ -15,12 +15,32 @@ public struct _HookableSlot<Point: HookPoint> {
     public init() { _point = nil }
 }
 
-/// The address of a slot in its object. The access ends at once: the word is
-/// loaded outside it (a C load inside an access would make Swift track the
-/// access at run time).
+/// The address of a slot in its object. Optimized, the key path folds to the
+/// field and the access ends at once: the word is loaded outside it (a C
+/// load inside an access would make Swift track the access at run time).
+/// Unoptimized, where a key path access allocates and ThreadSanitizer takes
+/// the access for a write, the offset remembered for the class and key path.
+@inlinable @inline(__always)
+public func _hookableAddress<Object: AnyObject, Point>(
+    _ object: Object, _ slot: ReferenceWritableKeyPath<Object, _HookableSlot<Point>>
+) -> UnsafeMutableRawPointer {
+    if _isDebugAssertConfiguration() { return _hookableAddressByOffset(object, slot) }
+    return withUnsafeMutablePointer(to: &object[keyPath: slot]) { UnsafeMutableRawPointer($0) }
+}
+
+/// The address of a slot of an actor, whose key paths do not reach the
+/// storage in place: an access of its own (the actor's methods that take it
+/// run one at a time on the actor; its `nonisolated` `$name` takes it too).
 @inlinable @inline(__always)
 public func _hookableAddress<Point>(_ slot: inout _HookableSlot<Point>) -> UnsafeMutableRawPointer {
     withUnsafeMutablePointer(to: &slot) { UnsafeMutableRawPointer($0) }
+}
+
+/// `_hookableAddress` of an unoptimized build: the object's address plus the remembered offset.
+public func _hookableAddressByOffset<Object: AnyObject, Point>(
+    _ object: Object, _ slot: ReferenceWritableKeyPath<Object, _HookableSlot<Point>>
+) -> UnsafeMutableRawPointer {
+    Unmanaged.passUnretained(object).toOpaque() + _KeyPathResolver.cellOffset(object, slot)
 }
 
 /// The slot's word, loaded atomically (another thread may be making the point): 0 while there is no hook point.

@@ -50,5 +50,5 @@ public macro Unhooked() = #externalMacro(module: "HookMacrosPlugin", type: "Unho
 /// Put on each method by `@Hookable`; not for direct use.
 @attached(body)
 @attached(peer, names: arbitrary)
-public macro _HookableMethod(_ peer: String, selector: String, override: Bool, actor: Bool) =
+public macro _HookableMethod(_ peer: String, selector: String, override: Bool, actor: Bool, type: String) =
     #externalMacro(module: "HookMacrosPlugin", type: "HookableMethodMacro")

@@ -51,11 +51,15 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
         guard refusal(of: declaration) == nil else { return [] }
         let inActor = declaration.is(ActorDeclSyntax.self)
         let typeName = declaration.as(ClassDeclSyntax.self)?.name.text ?? declaration.as(ActorDeclSyntax.self)?.name.text ?? "?"
+        // The type as the methods' key paths spell it: `Box<Element>`.
+        let generics = (declaration.as(ClassDeclSyntax.self)?.genericParameterClause ?? declaration.as(ActorDeclSyntax.self)?.genericParameterClause)?
+            .parameters.map { $0.name.text }
+        let fullType = generics.map { "\(typeName)<\($0.joined(separator: ", "))>" } ?? typeName
         if let variable = member.as(VariableDeclSyntax.self) {
             return property(variable, inActor: inActor, typeName: typeName, context: context)
         }
         if let function = member.as(FunctionDeclSyntax.self) {
-            return method(function, in: declaration, inActor: inActor, typeName: typeName, context: context)
+            return method(function, in: declaration, inActor: inActor, typeName: typeName, fullType: fullType, context: context)
         }
         return []
     }
@@ -117,7 +121,7 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
 
     // MARK: Methods
 
-    static func method(_ function: FunctionDeclSyntax, in declaration: some DeclGroupSyntax, inActor: Bool, typeName: String,
+    static func method(_ function: FunctionDeclSyntax, in declaration: some DeclGroupSyntax, inActor: Bool, typeName: String, fullType: String,
                        context: some MacroExpansionContext) -> [AttributeSyntax] {
         if hasAttribute(function.attributes, ["Unhooked", "_HookableMethod"]) { return [] }
         if hasModifier(function.modifiers, ["static", "class"]) { return [] }
@@ -135,7 +139,7 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
         }
         let isOverride = hasModifier(function.modifiers, ["override"])
         return ["""
-            @_HookableMethod(\(literal: naming.name), selector: \(literal: naming.selector), override: \(literal: isOverride), actor: \(literal: inActor))
+            @_HookableMethod(\(literal: naming.name), selector: \(literal: naming.selector), override: \(literal: isOverride), actor: \(literal: inActor), type: \(literal: fullType))
             """]
     }
 

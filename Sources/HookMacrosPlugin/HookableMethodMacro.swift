@@ -18,6 +18,13 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
         var selector = ""
         var isOverride = false
         var inActor = false
+        var type = "Self"
+    }
+
+    /// The expression of a slot's address: by key path in a class, by an
+    /// access in an actor (an actor's key paths do not reach stored properties in place).
+    static func address(_ options: Options, _ storage: String) -> String {
+        options.inActor ? "Hook._hookableAddress(&self.\(storage))" : "Hook._hookableAddress(self, \\\(options.type).\(storage))"
     }
 
     static func options(_ node: AttributeSyntax) -> Options {
@@ -31,6 +38,7 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
             case "selector": options.selector = text ?? ""
             case "override": options.isOverride = flag
             case "actor": options.inActor = flag
+            case "type": options.type = text ?? "Self"
             default: break
             }
         }
@@ -103,7 +111,7 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
             """
             /// The hook point of `\(raw: options.selector)` of this instance (made on first need).
             \(raw: access)\(raw: projectionModifier) var \(raw: options.peer): \(raw: point) {
-                \(raw: point)._hookablePoint(Hook._hookableAddress(&self.\(raw: storage)), object: self, name: \(literal: options.selector), canThrow: \(literal: signature.canThrow))
+                \(raw: point)._hookablePoint(\(raw: address(options, storage)), object: self, name: \(literal: options.selector), canThrow: \(literal: signature.canThrow))
             }
             """,
         ]
@@ -126,7 +134,7 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
         // hooks already run around the override.
         var statements = body.statements
         if options.isOverride {
-            let rewriter = SuperCallRewriter(name: function.name.text, storage: storage, point: point,
+            let rewriter = SuperCallRewriter(name: function.name.text, address: address(options, storage), point: point,
                                              isAsync: signature.isAsync, canThrow: signature.canThrow)
             statements = rewriter.rewrite(statements).cast(CodeBlockItemListSyntax.self)
         }
@@ -143,7 +151,7 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
             """
         return [
             CodeBlockItemSyntax(item: .decl(original)),
-            "let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(&self.\(raw: storage)))",
+            "let _hookableBits = Hook._hookableLoad(\(raw: address(options, storage)))",
             "if _hookableBits == 0 || !\(raw: point)._hookableIsHooked(_hookableBits) { return \(raw: prefix)_hookableOriginal(\(raw: arguments)) }",
             "return \(raw: prefix)\(raw: point).\(raw: call)(_hookableBits, self, _hookableOriginal\(raw: tail))",
         ]
@@ -153,14 +161,14 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
 /// Turns `super.name(...)` into a call that runs with the method's hook point's hooks suppressed.
 final class SuperCallRewriter: SyntaxRewriter {
     let name: String
-    let storage: String
+    let address: String
     let point: String
     let isAsync: Bool
     let canThrow: Bool
 
-    init(name: String, storage: String, point: String, isAsync: Bool, canThrow: Bool) {
+    init(name: String, address: String, point: String, isAsync: Bool, canThrow: Bool) {
         self.name = name
-        self.storage = storage
+        self.address = address
         self.point = point
         self.isAsync = isAsync
         self.canThrow = canThrow
@@ -176,7 +184,7 @@ final class SuperCallRewriter: SyntaxRewriter {
         let inner = (canThrow ? "try " : "") + (isAsync ? "await " : "")
         let helper = isAsync ? "_hookableUnhookedAsync" : "_hookableUnhooked"
         let replaced: ExprSyntax = """
-            (\(raw: point).\(raw: helper)(Hook._hookableAddress(&self.\(raw: storage))) { \(raw: inner)\(node.trimmed) })
+            (\(raw: point).\(raw: helper)(\(raw: address)) { \(raw: inner)\(node.trimmed) })
             """
         return replaced.with(\.leadingTrivia, node.leadingTrivia).with(\.trailingTrivia, node.trailingTrivia)
     }

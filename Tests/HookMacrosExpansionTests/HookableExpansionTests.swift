@@ -40,7 +40,7 @@ struct HookableExpansionTests {
                         balance += amount;
                         return balance
                     }
-                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(&self._$deposit))
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Account._$deposit))
                     if _hookableBits == 0 || !Hook.MethodHook<Int, Int>._hookableIsHooked(_hookableBits) {
                         return _hookableOriginal(amount)
                     }
@@ -52,7 +52,7 @@ struct HookableExpansionTests {
 
                 /// The hook point of `deposit` of this instance (made on first need).
                 final var $deposit: Hook.MethodHook<Int, Int> {
-                    Hook.MethodHook<Int, Int>._hookablePoint(Hook._hookableAddress(&self._$deposit), object: self, name: "deposit", canThrow: false)
+                    Hook.MethodHook<Int, Int>._hookablePoint(Hook._hookableAddress(self, \\Account._$deposit), object: self, name: "deposit", canThrow: false)
                 }
             }
             """)
@@ -72,7 +72,7 @@ struct HookableExpansionTests {
                     func _hookableOriginal(_ id: Int) async throws -> String {
                         try await fetch(id)
                     }
-                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(&self._$load))
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Loader._$load))
                     if _hookableBits == 0 || !Hook.AsyncMethodHook<Int, String>._hookableIsHooked(_hookableBits) {
                         return try await _hookableOriginal(id)
                     }
@@ -84,13 +84,13 @@ struct HookableExpansionTests {
 
                 /// The hook point of `load` of this instance (made on first need).
                 public final var $load: Hook.AsyncMethodHook<Int, String> {
-                    Hook.AsyncMethodHook<Int, String>._hookablePoint(Hook._hookableAddress(&self._$load), object: self, name: "load", canThrow: true)
+                    Hook.AsyncMethodHook<Int, String>._hookablePoint(Hook._hookableAddress(self, \\Loader._$load), object: self, name: "load", canThrow: true)
                 }
                 func reset() {
                     func _hookableOriginal() -> Void {
                         count = 0
                     }
-                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(&self._$reset))
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Loader._$reset))
                     if _hookableBits == 0 || !Hook.MethodHook<Void>._hookableIsHooked(_hookableBits) {
                         return _hookableOriginal()
                     }
@@ -102,13 +102,13 @@ struct HookableExpansionTests {
 
                 /// The hook point of `reset` of this instance (made on first need).
                 final var $reset: Hook.MethodHook<Void> {
-                    Hook.MethodHook<Void>._hookablePoint(Hook._hookableAddress(&self._$reset), object: self, name: "reset", canThrow: false)
+                    Hook.MethodHook<Void>._hookablePoint(Hook._hookableAddress(self, \\Loader._$reset), object: self, name: "reset", canThrow: false)
                 }
                 private func total(_ values: Int...) throws -> Int {
                     func _hookableOriginal(_ values: [Int]) throws -> Int {
                         values.reduce(0, +)
                     }
-                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(&self._$total))
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Loader._$total))
                     if _hookableBits == 0 || !Hook.MethodHook<[Int], Int>._hookableIsHooked(_hookableBits) {
                         return try _hookableOriginal(values)
                     }
@@ -120,7 +120,7 @@ struct HookableExpansionTests {
 
                 /// The hook point of `total` of this instance (made on first need).
                 private final var $total: Hook.MethodHook<[Int], Int> {
-                    Hook.MethodHook<[Int], Int>._hookablePoint(Hook._hookableAddress(&self._$total), object: self, name: "total", canThrow: true)
+                    Hook.MethodHook<[Int], Int>._hookablePoint(Hook._hookableAddress(self, \\Loader._$total), object: self, name: "total", canThrow: true)
                 }
             }
             """)
@@ -140,7 +140,7 @@ struct HookableExpansionTests {
                 func move(to place: String) {
                     func _hookableOriginal(_ place: String) -> Void {
                     }
-                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(&self._$move_to))
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Mover._$move_to))
                     if _hookableBits == 0 || !Hook.MethodHook<String, Void>._hookableIsHooked(_hookableBits) {
                         return _hookableOriginal(place)
                     }
@@ -152,12 +152,12 @@ struct HookableExpansionTests {
 
                 /// The hook point of `move(to:)` of this instance (made on first need).
                 final var $move_to: Hook.MethodHook<String, Void> {
-                    Hook.MethodHook<String, Void>._hookablePoint(Hook._hookableAddress(&self._$move_to), object: self, name: "move(to:)", canThrow: false)
+                    Hook.MethodHook<String, Void>._hookablePoint(Hook._hookableAddress(self, \\Mover._$move_to), object: self, name: "move(to:)", canThrow: false)
                 }
                 func move(by steps: Int) {
                     func _hookableOriginal(_ steps: Int) -> Void {
                     }
-                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(&self._$move_by))
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Mover._$move_by))
                     if _hookableBits == 0 || !Hook.MethodHook<Int, Void>._hookableIsHooked(_hookableBits) {
                         return _hookableOriginal(steps)
                     }
@@ -169,13 +169,13 @@ struct HookableExpansionTests {
 
                 /// The hook point of `move(by:)` of this instance (made on first need).
                 final var $move_by: Hook.MethodHook<Int, Void> {
-                    Hook.MethodHook<Int, Void>._hookablePoint(Hook._hookableAddress(&self._$move_by), object: self, name: "move(by:)", canThrow: false)
+                    Hook.MethodHook<Int, Void>._hookablePoint(Hook._hookableAddress(self, \\Mover._$move_by), object: self, name: "move(by:)", canThrow: false)
                 }
                 func scale(_ x: Int) -> Int {
                     func _hookableOriginal(_ x: Int) -> Int {
                         x
                     }
-                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(&self._$scale_Int))
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Mover._$scale_Int))
                     if _hookableBits == 0 || !Hook.MethodHook<Int, Int>._hookableIsHooked(_hookableBits) {
                         return _hookableOriginal(x)
                     }
@@ -187,13 +187,13 @@ struct HookableExpansionTests {
 
                 /// The hook point of `scale(_:)` of this instance (made on first need).
                 final var $scale_Int: Hook.MethodHook<Int, Int> {
-                    Hook.MethodHook<Int, Int>._hookablePoint(Hook._hookableAddress(&self._$scale_Int), object: self, name: "scale(_:)", canThrow: false)
+                    Hook.MethodHook<Int, Int>._hookablePoint(Hook._hookableAddress(self, \\Mover._$scale_Int), object: self, name: "scale(_:)", canThrow: false)
                 }
                 func scale(_ x: Double) -> Double {
                     func _hookableOriginal(_ x: Double) -> Double {
                         x
                     }
-                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(&self._$scale_Double))
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Mover._$scale_Double))
                     if _hookableBits == 0 || !Hook.MethodHook<Double, Double>._hookableIsHooked(_hookableBits) {
                         return _hookableOriginal(x)
                     }
@@ -205,7 +205,7 @@ struct HookableExpansionTests {
 
                 /// The hook point of `scale(_:)` of this instance (made on first need).
                 final var $scale_Double: Hook.MethodHook<Double, Double> {
-                    Hook.MethodHook<Double, Double>._hookablePoint(Hook._hookableAddress(&self._$scale_Double), object: self, name: "scale(_:)", canThrow: false)
+                    Hook.MethodHook<Double, Double>._hookablePoint(Hook._hookableAddress(self, \\Mover._$scale_Double), object: self, name: "scale(_:)", canThrow: false)
                 }
             }
             """)
@@ -221,11 +221,11 @@ struct HookableExpansionTests {
             final class Square: Shape {
                 override func describe(_ prefix: String) -> String {
                     func _hookableOriginal(_ prefix: String) -> String {
-                        "[" + (Hook.MethodHook<String, String>._hookableUnhooked(Hook._hookableAddress(&self._$describe)) {
+                        "[" + (Hook.MethodHook<String, String>._hookableUnhooked(Hook._hookableAddress(self, \\Square._$describe)) {
                                 super.describe(prefix)
                             }) + "]"
                     }
-                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(&self._$describe))
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Square._$describe))
                     if _hookableBits == 0 || !Hook.MethodHook<String, String>._hookableIsHooked(_hookableBits) {
                         return _hookableOriginal(prefix)
                     }
