@@ -8,14 +8,14 @@ import HookMacros
 final class Plain {
     var total = 0
     var value = 0
-    func add(_ x: Int) -> Int { total &+= x; return total }
+    func add(_ x: Int) -> Int { total = total &* 31 &+ x; return total }
 }
 
 @Hookable
-final class Hooked {
+final class Model {
     @Unhooked var total = 0
     var value = 0
-    func add(_ x: Int) -> Int { total &+= x; return total }
+    func add(_ x: Int) -> Int { total = total &* 31 &+ x; return total }
 }
 
 @inline(never) func opaque<T: AnyObject>(_ x: T) -> T { x }
@@ -26,7 +26,7 @@ final class Hooked {
     return s
 }
 
-@inline(never) func callHooked(_ o: Hooked, _ n: Int) -> Int {
+@inline(never) func callHooked(_ o: Model, _ n: Int) -> Int {
     var s = 0
     for i in 0..<n { s &+= o.add(i) }
     return s
@@ -36,7 +36,7 @@ final class Hooked {
     for i in 0..<n { o.value = i }
 }
 
-@inline(never) func setHooked(_ o: Hooked, _ n: Int) {
+@inline(never) func setHooked(_ o: Model, _ n: Int) {
     for i in 0..<n { o.value = i }
 }
 
@@ -53,7 +53,7 @@ func measure(_ n: Int, _ body: (Int) -> Void) -> Double {
 }
 
 let n = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1])! : 50_000_000
-let plain = opaque(Plain()), noPoint = opaque(Hooked()), idle = opaque(Hooked())
+let plain = opaque(Plain()), noPoint = opaque(Model()), idle = opaque(Model())
 _ = idle.$add         // a hook point with no hook
 _ = idle.$value
 var sink = 0
