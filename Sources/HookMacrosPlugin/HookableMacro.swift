@@ -116,7 +116,7 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
         if inActor {
             return refuse("properties of an actor are not hooked yet (Hooked's accessors need a class instance; the actor's isolation would be bypassed); hook its methods, or make it a class")
         }
-        return ["@Hooked"]
+        return ["@Hook.Hooked"]
     }
 
     // MARK: Methods

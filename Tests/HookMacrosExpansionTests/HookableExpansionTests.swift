@@ -33,7 +33,7 @@ struct HookableExpansionTests {
             }
             """, """
             final class Account {
-                @Hooked
+                @Hook.Hooked
                 var balance = 0
                 func deposit(_ amount: Int) -> Int {
                     func _hookableOriginal(_ amount: Int) -> Int {
