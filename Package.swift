@@ -1,4 +1,5 @@
 // swift-tools-version: 6.1
+import CompilerPluginSupport
 import PackageDescription
 
 let package = Package(
@@ -6,11 +7,15 @@ let package = Package(
     products: [
         .library(name: "Hook", targets: ["Hook"]),
         .library(name: "HookBind", targets: ["HookBind"]),
+        // @Hookable and @Unhooked: a product of their own, so that a user of
+        // Hook alone never builds swift-syntax.
+        .library(name: "HookMacros", targets: ["HookMacros"]),
         .executable(name: "hook-demo", targets: ["HookDemo"]),
     ],
     dependencies: [
         // `swift package generate-documentation` (the DocC catalogs in Sources/*/*.docc).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
+        .package(url: "https://github.com/swiftlang/swift-syntax", exact: "603.0.1"),
     ],
     targets: [
         // C only: <ffi.h>, the libffi link and the per-thread hook state.
@@ -27,6 +32,21 @@ let package = Package(
             name: "HookBind",
             dependencies: ["Hook"]
         ),
+        // The compiler plug-in that expands @Hookable (swift-syntax).
+        .macro(
+            name: "HookMacrosPlugin",
+            dependencies: [
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxBuilder", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+            ]
+        ),
+        // The macro declarations, and the runtime pieces their expansions call.
+        .target(
+            name: "HookMacros",
+            dependencies: ["Hook", "HookMacrosPlugin"]
+        ),
         // C functions the demo hooks, and the bare libffi floor it measures against.
         .target(
             name: "CHookDemoSupport",
@@ -34,7 +54,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "HookDemo",
-            dependencies: ["Hook", "HookBind", "CHookDemoSupport"],
+            dependencies: ["Hook", "HookBind", "HookMacros", "CHookDemoSupport"],
             // The import-hook tour watches SQLite (Debian: libsqlite3-dev).
             linkerSettings: [.linkedLibrary("sqlite3")]
         ),
@@ -52,6 +72,20 @@ let package = Package(
         .testTarget(
             name: "HookBindTests",
             dependencies: ["Hook", "HookBind", "CHookTestSupport"]
+        ),
+        // What @Hookable expands to, and the diagnostics it gives (swift-syntax's assertMacroExpansion).
+        .testTarget(
+            name: "HookMacrosExpansionTests",
+            dependencies: [
+                "HookMacrosPlugin",
+                .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
+            ]
+        ),
+        // @Hookable classes and actors through the public API; async hook points.
+        .testTarget(
+            name: "HookableTests",
+            dependencies: ["Hook", "HookBind", "HookMacros", "CHookTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -19,6 +19,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Hook", package: "Hook"),
                 .product(name: "HookBind", package: "Hook"),
+                .product(name: "HookMacros", package: "Hook"),
                 "CDocSnippets",
             ],
             // The import-hook examples name SQLite's library.

@@ -4,8 +4,8 @@ Sources/DocSnippets/Generated, one Swift file per document, so that building
 this package compiles them all.
 
 A block is compiled as the body of a throwing function, after its `import`
-lines are dropped (the generated file imports Foundation, Hook, HookBind and
-CDocSnippets). A comment line right before the block changes that:
+lines are dropped (the generated file imports Foundation, Hook, HookBind, HookMacros and
+CDocSnippets; the function is `async throws`). A comment line right before the block changes that:
 
     <!-- snippet: file -->      the block is declarations at file scope
                                 (an extension, a conformance)
@@ -84,6 +84,7 @@ def render(path):
         "import Foundation",
         "import Hook",
         "import HookBind",
+        "import HookMacros",
         "",
     ]
     count = 0
@@ -98,7 +99,7 @@ def render(path):
             out += body
         else:
             indent = "    " if directive is None else "        "
-            signature = f"func {name}_{line}() throws {{"
+            signature = f"func {name}_{line}() async throws {{"
             if directive is None:
                 out.append(signature)
             else:

@@ -101,11 +101,12 @@ public final class MethodHook<each A, R>: HookPoint, _TupleArguments, @unchecked
     /// The object, by an unowned reference (`_Unowned`).
     private let object: UnsafeMutableRawPointer
 
-    init(object: AnyObject, cellOffset: Int) {
+    /// `name`: given for `@Hookable` methods; nil for `@HookableMethod`, named by its storage's label.
+    init(object: AnyObject, cellOffset: Int, name: String? = nil, canThrow: Bool = false) {
         objectType = type(of: object)
         self.cellOffset = cellOffset
         self.object = _Unowned.keep(object)
-        super.init(name: nil, shape: .typed(kind: "method", arguments: repeat (each A).self, result: R.self, canThrow: false), target: nil)
+        super.init(name: name, shape: .typed(kind: "method", arguments: repeat (each A).self, result: R.self, canThrow: canThrow), target: nil)
     }
 
     /// The object the method belongs to, if it is still alive.

@@ -1,36 +1,36 @@
 // The FishBind seed, example by example, in Swift: its objects, its
 // bindings, and its output lines.
 import Foundation
-import Hook
 import HookBind
+import HookMacros
 
+@Hookable
 final class TestA {
     /// FishBind's TestA declares `name` with `setter=setUserName:, getter=userName`.
-    @Hooked var name = ""
+    var name = ""
     var userName: String {
         get { name }
         set { name = newValue }
     }
 }
 
+@Hookable
 final class TestB {
-    @Hooked var bName = ""
+    var bName = ""
 }
 
+@Hookable
 final class TestD {
-    private(set) var DK_Name = ""
-    /// FishBind binds TestD by its setter, `setDK_Name:`: a hookable method.
-    @HookableMethod(TestD.storeDKName) var setDK_Name
-    private func storeDKName(_ name: String) { DK_Name = name }
+    @Unhooked private(set) var DK_Name = ""
+    /// FishBind binds TestD by its setter, `setDK_Name:`: a plain method, hooked as `$setDK_Name`.
+    func setDK_Name(_ name: String) { DK_Name = name }
 }
 
 /// The seed's view controller: `viewDidLoad` makes the bindings; the two
 /// appearance methods print "1" and "3", their observers "2" and "4".
+@Hookable
 final class ViewController {
-    @HookableMethod(ViewController.willAppear) var viewWillAppear
-    @HookableMethod(ViewController.didAppear) var viewDidAppear
-
-    func viewDidLoad() throws {
+    @Unhooked func viewDidLoad() throws {
         // Bilateral binding
         let objA = TestA(), objB = TestB(), objD = TestD()
         try Binding.bind([
@@ -40,7 +40,7 @@ final class ViewController {
             .both(objB, \.bName) { callBack, deadFish in
                 deadFish.bName = try callBack.argument(0, as: String.self)
             },
-            .both(objD, \.setDK_Name) { callBack, deadFish in
+            .both(objD, \.$setDK_Name) { callBack, deadFish in
                 deadFish.setDK_Name("DK_\(try callBack.argument(0, as: String.self))")
             },
         ])
@@ -66,17 +66,17 @@ final class ViewController {
 
         // One-way method bindings
         try Binding.bind([
-            .post(self, \.viewDidAppear),
+            .post(self, \.$viewDidAppear),
             .observer(self) { callBack, deadFish in print("======== 4 ===========") },
         ])
         try Binding.bind([
-            .post(self, \.viewWillAppear),
+            .post(self, \.$viewWillAppear),
             .observer(self) { callBack, deadFish in print("======== 2 ===========") },
         ])
     }
 
-    private func willAppear(_ animated: Bool) { print("======== 1 ===========") }
-    private func didAppear(_ animated: Bool) { print("======== 3 ===========") }
+    func viewWillAppear(_ animated: Bool) { print("======== 1 ===========") }
+    func viewDidAppear(_ animated: Bool) { print("======== 3 ===========") }
 }
 
 final class Scalar {

@@ -4,6 +4,7 @@ import CHookDemoSupport
 import Foundation
 import Hook
 import HookBind
+import HookMacros
 
 typealias BinaryOp = @convention(c) (Int64, Int64) -> Int64
 
@@ -101,10 +102,10 @@ final class Person: CustomStringConvertible {
     var description: String { "Person(\(name))" }
 }
 
+@Hookable
 final class Account {
     private(set) var balance = 0
-    @HookableMethod(Account.depositBody) var deposit
-    private func depositBody(_ amount: Int) -> Int {
+    func deposit(_ amount: Int) -> Int {
         balance += amount
         return balance
     }
@@ -182,9 +183,9 @@ func swiftTour() throws {
     bob.name = "Bob"  // another instance: not hooked
     print("ada.name = \(ada.name), bob.name = \(bob.name)")
 
-    section("A hookable method: one line at its declaration")
+    section("A @Hookable class: its methods and stored properties are hook points")
     let account = Account()
-    let deposit = try MethodHook.of(account, \.deposit)
+    let deposit = account.$deposit
     deposit.before { call in
         if try call.argument(0, as: Int.self) < 0 {
             print("before  \(call): negative deposit set to 0")
@@ -204,6 +205,40 @@ func swiftTour() throws {
     screen = nil
     ada.age = 37
     print("hooks on ada.age now: \(ada.$age.hookCount)")
+}
+
+/// An actor whose async method is hooked per instance.
+@Hookable
+actor Inbox {
+    @Unhooked private var messages: [String] = []
+    func receive(_ text: String) async -> Int {
+        await Task.yield()
+        messages.append(text)
+        return messages.count
+    }
+}
+
+func asyncTour() async throws {
+    section("async: an AsyncClosureHook with async hooks, calls as an AsyncSequence")
+    let fetch = AsyncClosureHook(name: "fetch") { (id: Int) async throws -> String in
+        try await Task.sleep(nanoseconds: 1_000_000)
+        return "item \(id)"
+    }
+    fetch.before { call in
+        try await Task.sleep(nanoseconds: 1_000_000)     // a hook may suspend
+        call.arguments += 100                             // one argument: its own type
+    }
+    var calls = fetch.calls().makeAsyncIterator()
+    print("try await fetch(1) = \(try await fetch(1))")
+    if let call = await calls.next() { print("for await call in fetch.calls(): \(call)") }
+
+    section("async: an async method of a @Hookable actor")
+    let inbox = Inbox()
+    inbox.$receive.after { call in
+        print("after   \(call.selector)(\(call.arguments)) -> \(call.result ?? 0)")
+    }
+    _ = await inbox.receive("hello")
+    _ = await inbox.receive("world")
 }
 
 /// ns per call of `fn` over `iterations` calls made from a C loop; best of 5 runs.
@@ -326,6 +361,7 @@ do {
         try overhead()
     } else {
         try tour()
+        try await asyncTour()
     }
 } catch {
     print("hook-demo: \(error)")

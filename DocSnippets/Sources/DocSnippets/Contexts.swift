@@ -5,6 +5,7 @@ import CDocSnippets
 import Foundation
 import Hook
 import HookBind
+import HookMacros
 
 typealias Add = @convention(c) (Int32, Int32) -> Int32
 
@@ -27,4 +28,12 @@ struct BindingContext {
     final class Model { @Hooked var price = 0.0 }
     let field: TextField
     let model: Model
+}
+
+/// An account of the `@Hookable` article (declared there at file scope), an
+/// observable name and a signal, read as `AsyncSequence`s.
+struct AsyncSequenceContext {
+    let account: Account
+    let name: Observable<String>
+    let signal: Signal<Int>
 }

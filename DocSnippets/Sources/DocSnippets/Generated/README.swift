@@ -3,9 +3,10 @@ import CDocSnippets
 import Foundation
 import Hook
 import HookBind
+import HookMacros
 
 // README.md:29
-func README_29() throws {
+func README_29() async throws {
 
     // A C function pointer: from a C library, or a Swift function made @convention(c).
     typealias Add = @convention(c) (Int32, Int32) -> Int32
@@ -32,7 +33,7 @@ func README_29() throws {
 }
 
 // README.md:63
-func README_63() throws {
+func README_63() async throws {
 
     final class TextField { @Hooked var text = "" }
     final class Label { @Hooked var title = "" }

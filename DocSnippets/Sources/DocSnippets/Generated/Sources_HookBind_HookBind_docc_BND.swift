@@ -3,9 +3,10 @@ import CDocSnippets
 import Foundation
 import Hook
 import HookBind
+import HookMacros
 
 // Sources/HookBind/HookBind.docc/BND.md:14
-func Sources_HookBind_HookBind_docc_BND_14() throws {
+func Sources_HookBind_HookBind_docc_BND_14() async throws {
     final class Person {
         @Hooked var name = "Jimmy"
         @Hooked var age = NSNumber(value: 0)

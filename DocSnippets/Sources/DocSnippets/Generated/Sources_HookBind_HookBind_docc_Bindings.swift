@@ -3,26 +3,27 @@ import CDocSnippets
 import Foundation
 import Hook
 import HookBind
+import HookMacros
 
-// Sources/HookBind/HookBind.docc/Bindings.md:25
-func Sources_HookBind_HookBind_docc_Bindings_25() throws {
+// Sources/HookBind/HookBind.docc/Bindings.md:27
 
-    final class TestA {
-        @Hooked var name = ""
-        var userName: String { get { name } set { name = newValue } }   // FishBind: setter=setUserName:
-    }
-    final class TestB { @Hooked var bName = "" }
-    final class TestD {
-        private(set) var DK_Name = ""
-        @HookableMethod(TestD.storeDKName) var setDK_Name                // FishBind: @selector(setDK_Name:)
-        private func storeDKName(_ name: String) { DK_Name = name }
-    }
+@Hookable final class TestA {
+    var name = ""
+    var userName: String { get { name } set { name = newValue } }   // FishBind: setter=setUserName:
+}
+@Hookable final class TestB { var bName = "" }
+@Hookable final class TestD {
+    @Unhooked private(set) var DK_Name = ""
+    func setDK_Name(_ name: String) { DK_Name = name }               // FishBind: @selector(setDK_Name:)
+}
 
+// Sources/HookBind/HookBind.docc/Bindings.md:42
+func Sources_HookBind_HookBind_docc_Bindings_42() async throws {
     let objA = TestA(), objB = TestB(), objD = TestD()
     try Binding.bind([
         .both(objA, \.name) { callBack, deadFish in deadFish.userName = try callBack.argument(0, as: String.self) },
         .both(objB, \.bName) { callBack, deadFish in deadFish.bName = try callBack.argument(0, as: String.self) },
-        .both(objD, \.setDK_Name) { callBack, deadFish in
+        .both(objD, \.$setDK_Name) { callBack, deadFish in
             deadFish.setDK_Name("DK_\(try callBack.argument(0, as: String.self))")
         },
     ])
@@ -40,9 +41,9 @@ func Sources_HookBind_HookBind_docc_Bindings_25() throws {
     print("value = \(value)")           // value = 7.199999999999999
 }
 
-// Sources/HookBind/HookBind.docc/Bindings.md:82
+// Sources/HookBind/HookBind.docc/Bindings.md:85
 extension BindingContext {
-    func Sources_HookBind_HookBind_docc_Bindings_82() throws {
+    func Sources_HookBind_HookBind_docc_Bindings_85() async throws {
         let formatter = NumberFormatter()
         formatter.numberStyle = .decimal         // the default style has no fraction digits: 0.25 would be "0"
         try Binding.bind([
@@ -55,8 +56,8 @@ extension BindingContext {
     }
 }
 
-// Sources/HookBind/HookBind.docc/Bindings.md:121
-func Sources_HookBind_HookBind_docc_Bindings_121() throws {
+// Sources/HookBind/HookBind.docc/Bindings.md:125
+func Sources_HookBind_HookBind_docc_Bindings_125() async throws {
     final class Scalar { @Hooked var value = 0 }
     let a = Scalar(), b = Scalar()
     let bID = ObjectIdentifier(b)                       // not `b`: that would keep b alive forever

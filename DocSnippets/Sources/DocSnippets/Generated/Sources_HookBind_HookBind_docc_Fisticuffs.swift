@@ -3,9 +3,10 @@ import CDocSnippets
 import Foundation
 import Hook
 import HookBind
+import HookMacros
 
 // Sources/HookBind/HookBind.docc/Fisticuffs.md:16
-func Sources_HookBind_HookBind_docc_Fisticuffs_16() throws {
+func Sources_HookBind_HookBind_docc_Fisticuffs_16() async throws {
 
     let observable = Observable<String>("")
     observable.subscribe { oldValue, newValue in print(newValue) }

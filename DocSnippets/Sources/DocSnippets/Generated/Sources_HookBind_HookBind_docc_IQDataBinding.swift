@@ -3,9 +3,10 @@ import CDocSnippets
 import Foundation
 import Hook
 import HookBind
+import HookMacros
 
 // Sources/HookBind/HookBind.docc/IQDataBinding.md:13
-func Sources_HookBind_HookBind_docc_IQDataBinding_13() throws {
+func Sources_HookBind_HookBind_docc_IQDataBinding_13() async throws {
 
     final class ContentModel {
         @Hooked var title = ""

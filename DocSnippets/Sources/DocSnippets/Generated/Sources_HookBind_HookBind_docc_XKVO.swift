@@ -3,9 +3,10 @@ import CDocSnippets
 import Foundation
 import Hook
 import HookBind
+import HookMacros
 
 // Sources/HookBind/HookBind.docc/XKVO.md:16
-func Sources_HookBind_HookBind_docc_XKVO_16() throws {
+func Sources_HookBind_HookBind_docc_XKVO_16() async throws {
     final class ViewController {
         @Hooked var testCount = 0
         let loginSignal = Signal<String>()

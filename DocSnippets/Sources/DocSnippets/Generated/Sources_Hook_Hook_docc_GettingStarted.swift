@@ -3,9 +3,10 @@ import CDocSnippets
 import Foundation
 import Hook
 import HookBind
+import HookMacros
 
 // Sources/Hook/Hook.docc/GettingStarted.md:7
-func Sources_Hook_Hook_docc_GettingStarted_7() throws {
+func Sources_Hook_Hook_docc_GettingStarted_7() async throws {
 
     // A C function pointer: from a C library, or a Swift function made @convention(c).
     typealias Add = @convention(c) (Int32, Int32) -> Int32

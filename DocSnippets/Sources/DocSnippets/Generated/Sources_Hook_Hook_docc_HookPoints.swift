@@ -3,9 +3,10 @@ import CDocSnippets
 import Foundation
 import Hook
 import HookBind
+import HookMacros
 
 // Sources/Hook/Hook.docc/HookPoints.md:16
-func Sources_Hook_Hook_docc_HookPoints_16() throws {
+func Sources_Hook_Hook_docc_HookPoints_16() async throws {
     let greet = ClosureHook(name: "greet") { (name: String, times: Int) in
         String(repeating: "Hello, \(name)! ", count: times)
     }
@@ -23,7 +24,7 @@ func Sources_Hook_Hook_docc_HookPoints_16() throws {
 }
 
 // Sources/Hook/Hook.docc/HookPoints.md:47
-func Sources_Hook_Hook_docc_HookPoints_47() throws {
+func Sources_Hook_Hook_docc_HookPoints_47() async throws {
     var numbers: [Int32] = [3, 1, 5, 2, 4]
     var descending = true                                   // captured state
     let compare = ClosureHook { (a: UnsafeRawPointer?, b: UnsafeRawPointer?) -> Int32 in
@@ -40,7 +41,7 @@ func Sources_Hook_Hook_docc_HookPoints_47() throws {
 }
 
 // Sources/Hook/Hook.docc/HookPoints.md:71
-func Sources_Hook_Hook_docc_HookPoints_71() throws {
+func Sources_Hook_Hook_docc_HookPoints_71() async throws {
     final class Person {
         @Hooked var name = ""
     }
@@ -56,8 +57,8 @@ func Sources_Hook_Hook_docc_HookPoints_71() throws {
     ada.name = ""                                       // vetoed: stays "Ada", the after hook does not run
 }
 
-// Sources/Hook/Hook.docc/HookPoints.md:117
-func Sources_Hook_Hook_docc_HookPoints_117() throws {
+// Sources/Hook/Hook.docc/HookPoints.md:119
+func Sources_Hook_Hook_docc_HookPoints_119() async throws {
     final class Account {
         private(set) var balance = 0
         @HookableMethod(Account.depositBody) var deposit        // the one line
@@ -70,15 +71,15 @@ func Sources_Hook_Hook_docc_HookPoints_117() throws {
     print(account.deposit(-5))                                  // 0
 }
 
-// Sources/Hook/Hook.docc/HookPoints.md:142
-func Sources_Hook_Hook_docc_HookPoints_142() throws {
+// Sources/Hook/Hook.docc/HookPoints.md:144
+func Sources_Hook_Hook_docc_HookPoints_144() async throws {
     let byCTypes = Signature(returning: .double, arguments: [.int32, .structure([.float, .int32])])
     let bySwiftTypes = Signature(returning: Double.self, arguments: Int32.self, Pair.self)
     print(byCTypes == bySwiftTypes)                         // true: the same signature
     let callback = Signature(arguments: UnsafeRawPointer?.self)     // returns void
 }
 
-// Sources/Hook/Hook.docc/HookPoints.md:158
+// Sources/Hook/Hook.docc/HookPoints.md:160
 // struct Pair { float x; int32_t tag; };   (imported from a C module)
 extension Pair: @retroactive CRepresentable {
     public static let cType = CType.structure([.float, .int32])

@@ -3,9 +3,10 @@ import CDocSnippets
 import Foundation
 import Hook
 import HookBind
+import HookMacros
 
 // Sources/Hook/Hook.docc/ImportHooks.md:13
-func Sources_Hook_Hook_docc_ImportHooks_13() throws {
+func Sources_Hook_Hook_docc_ImportHooks_13() async throws {
     // Count the bytes SQLite writes, from outside SQLite.
     var bytes = 0
     let pwrite = try ImportHook(symbol: "pwrite64",

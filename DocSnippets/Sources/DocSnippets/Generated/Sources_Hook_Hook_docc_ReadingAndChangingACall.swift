@@ -3,10 +3,11 @@ import CDocSnippets
 import Foundation
 import Hook
 import HookBind
+import HookMacros
 
 // Sources/Hook/Hook.docc/ReadingAndChangingACall.md:8
 extension AddContext {
-    func Sources_Hook_Hook_docc_ReadingAndChangingACall_8() throws {
+    func Sources_Hook_Hook_docc_ReadingAndChangingACall_8() async throws {
         hook.before { call in
             let x = try call.argument(0, as: Int32.self)      // checked against the signature
             let p = try call.argument(1, as: Pair.self)
@@ -28,7 +29,7 @@ extension AddContext {
 
 // Sources/Hook/Hook.docc/ReadingAndChangingACall.md:56
 extension AddContext {
-    func Sources_Hook_Hook_docc_ReadingAndChangingACall_56() throws {
+    func Sources_Hook_Hook_docc_ReadingAndChangingACall_56() async throws {
         hook.after { call in
             let again = hooked(1, 2)       // the original only: no recursion
         }

@@ -3,10 +3,11 @@ import CDocSnippets
 import Foundation
 import Hook
 import HookBind
+import HookMacros
 
 // Sources/Hook/Hook.docc/ThreadsAndLifetimes.md:11
 extension OwnerContext {
-    func Sources_Hook_Hook_docc_ThreadsAndLifetimes_11() throws {
+    func Sources_Hook_Hook_docc_ThreadsAndLifetimes_11() async throws {
         point.after(owner: view) { call in print(call.args[0]) }                      // holds `view` weakly
         point.add(.after, owner: view) { view, call in view.show(call.args[0]) }   // never captures it
     }

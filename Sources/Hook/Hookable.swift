@@ -1,0 +1,94 @@
+import CFFIShim
+
+// What the expansions of `@Hookable` (the HookMacros product) call. Public
+// because the expansions are compiled in the user's module; underscored
+// because nobody else should.
+
+/// The storage a `@Hookable` method keeps in its object, `_$name`: one word,
+/// the method's hook point once made (a +1 reference written once, by a
+/// compare-and-exchange, released with the object), 0 until then. The same
+/// design as `Hooked._point`.
+public struct _HookableSlot<Point: HookPoint> {
+    @usableFromInline var _point: Point?
+
+    @inlinable
+    public init() { _point = nil }
+}
+
+/// The address of a slot in its object. Optimized, the key path folds to the
+/// field and the access ends at once: the word is loaded outside it (a C
+/// load inside an access would make Swift track the access at run time).
+/// Unoptimized, where a key path access allocates and ThreadSanitizer takes
+/// the access for a write, the offset remembered for the class and key path.
+@inlinable @inline(__always)
+public func _hookableAddress<Object: AnyObject, Point>(
+    _ object: Object, _ slot: ReferenceWritableKeyPath<Object, _HookableSlot<Point>>
+) -> UnsafeMutableRawPointer {
+    if _isDebugAssertConfiguration() { return _hookableAddressByOffset(object, slot) }
+    return withUnsafeMutablePointer(to: &object[keyPath: slot]) { UnsafeMutableRawPointer($0) }
+}
+
+/// The address of a slot of an actor, whose key paths do not reach the
+/// storage in place: an access of its own (the actor's methods that take it
+/// run one at a time on the actor; its `nonisolated` `$name` takes it too).
+@inlinable @inline(__always)
+public func _hookableAddress<Point>(_ slot: inout _HookableSlot<Point>) -> UnsafeMutableRawPointer {
+    withUnsafeMutablePointer(to: &slot) { UnsafeMutableRawPointer($0) }
+}
+
+/// `_hookableAddress` of an unoptimized build: the object's address plus the remembered offset.
+public func _hookableAddressByOffset<Object: AnyObject, Point>(
+    _ object: Object, _ slot: ReferenceWritableKeyPath<Object, _HookableSlot<Point>>
+) -> UnsafeMutableRawPointer {
+    Unmanaged.passUnretained(object).toOpaque() + _KeyPathResolver.cellOffset(object, slot)
+}
+
+/// The slot's word, loaded atomically (another thread may be making the point): 0 while there is no hook point.
+@inlinable @inline(__always)
+public func _hookableLoad(_ address: UnsafeMutableRawPointer) -> UInt {
+    hk_word_load(address)
+}
+
+extension MethodHook {
+    /// `object.$name` of a `@Hookable` method: the point in the slot at `address`, made if needed.
+    public static func _hookablePoint(_ address: UnsafeMutableRawPointer, object: AnyObject, name: String, canThrow: Bool) -> MethodHook {
+        _pointInWord(address) { MethodHook(object: object, cellOffset: -1, name: name, canThrow: canThrow) }
+    }
+
+    /// Whether the point in a slot's word (not 0) has hooks.
+    @inlinable @inline(__always)
+    public static func _hookableIsHooked(_ bits: UInt) -> Bool {
+        Unmanaged<MethodHook>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)._withUnsafeGuaranteedRef { $0.hasHooks }
+    }
+
+    /// A call of a `@Hookable` method whose hook point exists (`bits`, the slot's word).
+    @inlinable
+    public static func _hookableCall(_ bits: UInt, _ object: AnyObject, _ body: @escaping (repeat each A) -> R, _ args: repeat each A) -> R {
+        let point = Unmanaged<MethodHook>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
+        return point._withUnsafeGuaranteedRef { point in
+            guard point.hasHooks else { return body(repeat each args) }
+            // Cannot throw: the method does not, and CallBack.setError refuses it.
+            return try! _typedCall(point, target: .passUnretained(object), body, repeat each args)
+        }
+    }
+
+    /// A call of a throwing `@Hookable` method whose hook point exists.
+    @inlinable
+    public static func _hookableThrowingCall(_ bits: UInt, _ object: AnyObject, _ body: @escaping (repeat each A) throws -> R, _ args: repeat each A) throws -> R {
+        let point = Unmanaged<MethodHook>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
+        return try point._withUnsafeGuaranteedRef { point in
+            guard point.hasHooks else { return try body(repeat each args) }
+            return try _typedCall(point, target: .passUnretained(object), body, repeat each args)
+        }
+    }
+
+    /// An override's `super.name(...)`: runs with this method's hooks
+    /// suppressed on the thread, since they run around the override already.
+    @inlinable
+    public static func _hookableUnhooked<T, E: Error>(_ address: UnsafeMutableRawPointer, _ body: () throws(E) -> T) throws(E) -> T {
+        let bits = hk_word_load(address)
+        guard bits != 0 else { return try body() }
+        let point = Unmanaged<MethodHook>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).takeUnretainedValue()
+        return try point.withoutHooks(body)
+    }
+}

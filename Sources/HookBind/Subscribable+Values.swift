@@ -1,0 +1,33 @@
+@_spi(HookBind) import Hook
+
+extension Observable {
+    /// Every value set, in order, as an `AsyncSequence` (not the current
+    /// value: the first element is the next set). Ends when the observable
+    /// deinitializes; a consumer that stops detaches its hook.
+    ///
+    /// ```swift
+    /// for await name in person.name.values { print(name) }
+    /// ```
+    ///
+    /// - Parameter bufferingPolicy: `.unbounded` by default (as `AsyncStream`'s);
+    ///   `.bufferingNewest(1)` keeps only the latest value while the consumer is behind.
+    public func values(bufferingPolicy: AsyncStream<Value>.Continuation.BufferingPolicy = .unbounded) -> AsyncStream<Value> {
+        hookPoint._stream(bufferingPolicy: bufferingPolicy) { call in try call.argument(0, as: Value.self) }
+    }
+
+    /// ``values(bufferingPolicy:)`` with every value kept.
+    public var values: AsyncStream<Value> { values() }
+}
+
+extension Signal {
+    /// Every value emitted, in order, as an `AsyncSequence`. Ends when the
+    /// signal deinitializes; a consumer that stops detaches its hook.
+    ///
+    /// - Parameter bufferingPolicy: `.unbounded` by default (as `AsyncStream`'s).
+    public func values(bufferingPolicy: AsyncStream<Value>.Continuation.BufferingPolicy = .unbounded) -> AsyncStream<Value> {
+        hookPoint._stream(bufferingPolicy: bufferingPolicy) { call in try call.argument(0, as: Value.self) }
+    }
+
+    /// ``values(bufferingPolicy:)`` with every value kept.
+    public var values: AsyncStream<Value> { values() }
+}

@@ -1,0 +1,54 @@
+@_exported import Hook
+
+/// Makes every stored `var` and every method of a class (or the methods of
+/// an actor) a hook point of each instance.
+///
+/// ```swift
+/// @Hookable
+/// final class Account {
+///     var balance = 0
+///     func deposit(_ amount: Int) -> Int { balance += amount; return balance }
+/// }
+/// let account = Account()
+/// account.$deposit.before { call in                 // MethodHook<Int, Int>
+///     if try call.argument(0, as: Int.self) < 0 { try call.setArgument(0, to: 0) }
+/// }
+/// account.$balance.after { call in print(call.args[0]) }   // PropertyHook<Int>
+/// account.deposit(-5)                                // 0
+/// ```
+///
+/// - A stored `var` gets `@Hooked`'s storage: `object.$name` is its
+///   `PropertyHook<Value>`, `PropertyHook.of(object, \.name)` finds it.
+/// - A method keeps its body, which runs directly while the method has no
+///   hook point (a load and a test more than the plain method); its hook point
+///   is `object.$name`, a `MethodHook<Arguments..., Result>`
+///   (`AsyncMethodHook` for an `async` method), made on first need. In its
+///   CallBacks `target` is the instance and `selector` the method's name.
+///   Overloads: `$name_label1_label2` (`_` for an unlabeled parameter) and the
+///   selector `name(label1:label2:)`; overloads with the same labels
+///   `$name_Type1_Type2`.
+/// - `@Unhooked` leaves a member alone.
+/// - Overrides: a hook runs once per call, around the most derived
+///   implementation, when the subclass is `@Hookable` too: its override uses
+///   the inherited hook point, and its `super.name(...)` call runs unhooked.
+///
+/// What it cannot hook is a compile-time error naming the member and why:
+/// generic methods, `inout` / `borrowing` / `consuming` or closure-typed
+/// parameters, opaque `some` types, typed throws, `rethrows`, `Self`, `lazy`,
+/// `weak`, `unowned` and observed (`willSet`/`didSet`) properties, and
+/// properties that already have a wrapper. It applies to classes and actors
+/// only; members in extensions cannot be hooked (an extension has no stored
+/// properties to keep a hook point in).
+@attached(memberAttribute)
+@attached(member)
+public macro Hookable() = #externalMacro(module: "HookMacrosPlugin", type: "HookableMacro")
+
+/// Leaves a member of a `@Hookable` type a plain member: no hook point, no cost.
+@attached(peer)
+public macro Unhooked() = #externalMacro(module: "HookMacrosPlugin", type: "UnhookedMacro")
+
+/// Put on each method by `@Hookable`; not for direct use.
+@attached(body)
+@attached(peer, names: arbitrary)
+public macro _HookableMethod(_ peer: String, selector: String, override: Bool, actor: Bool, type: String) =
+    #externalMacro(module: "HookMacrosPlugin", type: "HookableMethodMacro")

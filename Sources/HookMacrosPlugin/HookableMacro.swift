@@ -1,0 +1,267 @@
+import SwiftDiagnostics
+import SwiftSyntax
+import SwiftSyntaxBuilder
+import SwiftSyntaxMacros
+
+/// `@Hookable` on a class or an actor: a member-attribute macro that gives
+/// every stored `var` the `@Hooked` storage and every method
+/// `@_HookableMethod` (a body macro and its `$name` peers), and a member
+/// macro that only checks what it is attached to.
+public struct HookableMacro: MemberAttributeMacro, MemberMacro {
+    // MARK: The type
+
+    public static func expansion(
+        of node: AttributeSyntax,
+        providingMembersOf declaration: some DeclGroupSyntax,
+        conformingTo protocols: [TypeSyntax],
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        if let refusal = refusal(of: declaration) {
+            context.diagnose(Diagnostic(node: node, message: HookableMessage.error(refusal)))
+        }
+        return []
+    }
+
+    /// Why `@Hookable` cannot apply to `declaration`, or nil.
+    static func refusal(of declaration: some DeclGroupSyntax) -> String? {
+        if declaration.is(ClassDeclSyntax.self) || declaration.is(ActorDeclSyntax.self) { return nil }
+        if let s = declaration.as(StructDeclSyntax.self) {
+            return "@Hookable applies to classes and actors; '\(s.name.text)' is a struct (a hook point belongs to one instance, and a struct has no identity)"
+        }
+        if let e = declaration.as(EnumDeclSyntax.self) {
+            return "@Hookable applies to classes and actors; '\(e.name.text)' is an enum"
+        }
+        if let p = declaration.as(ProtocolDeclSyntax.self) {
+            return "@Hookable applies to classes and actors; '\(p.name.text)' is a protocol"
+        }
+        if let x = declaration.as(ExtensionDeclSyntax.self) {
+            return "@Hookable applies to classes and actors, not to extensions: members in an extension of '\(x.extendedType.trimmedDescription)' cannot be hooked (an extension cannot hold the per-instance storage of a hook point); declare them in the class, or hook them with a ClosureHook"
+        }
+        return "@Hookable applies to classes and actors"
+    }
+
+    // MARK: Each member
+
+    public static func expansion(
+        of node: AttributeSyntax,
+        attachedTo declaration: some DeclGroupSyntax,
+        providingAttributesFor member: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [AttributeSyntax] {
+        guard refusal(of: declaration) == nil else { return [] }
+        let inActor = declaration.is(ActorDeclSyntax.self)
+        let typeName = declaration.as(ClassDeclSyntax.self)?.name.text ?? declaration.as(ActorDeclSyntax.self)?.name.text ?? "?"
+        // The type as the methods' key paths spell it: `Box<Element>`.
+        let generics = (declaration.as(ClassDeclSyntax.self)?.genericParameterClause ?? declaration.as(ActorDeclSyntax.self)?.genericParameterClause)?
+            .parameters.map { $0.name.text }
+        let fullType = generics.map { "\(typeName)<\($0.joined(separator: ", "))>" } ?? typeName
+        if let variable = member.as(VariableDeclSyntax.self) {
+            return property(variable, inActor: inActor, typeName: typeName, context: context)
+        }
+        if let function = member.as(FunctionDeclSyntax.self) {
+            return method(function, in: declaration, inActor: inActor, typeName: typeName, fullType: fullType, context: context)
+        }
+        return []
+    }
+
+    static func hasAttribute(_ attributes: AttributeListSyntax, _ names: Set<String>) -> Bool {
+        attributes.contains { element in
+            guard let attribute = element.as(AttributeSyntax.self) else { return false }
+            let name = attribute.attributeName.trimmedDescription
+            return names.contains(name) || names.contains(name.split(separator: ".").last.map(String.init) ?? name)
+        }
+    }
+
+    static func hasModifier(_ modifiers: DeclModifierListSyntax, _ names: Set<String>) -> Bool {
+        modifiers.contains { names.contains($0.name.text) }
+    }
+
+    // MARK: Properties
+
+    static func property(_ variable: VariableDeclSyntax, inActor: Bool, typeName: String,
+                         context: some MacroExpansionContext) -> [AttributeSyntax] {
+        // Only instance `var`s that store a value.
+        guard variable.bindingSpecifier.tokenKind == .keyword(.var) else { return [] }
+        if hasAttribute(variable.attributes, ["Unhooked", "Hooked"]) { return [] }
+        if hasModifier(variable.modifiers, ["static", "class"]) { return [] }
+        let names = variable.bindings.map { $0.pattern.trimmedDescription }.joined(separator: ", ")
+        func refuse(_ reason: String) -> [AttributeSyntax] {
+            context.diagnose(Diagnostic(node: variable, message: HookableMessage.error(
+                "@Hookable cannot hook property '\(names)' of '\(typeName)': \(reason); mark it @Unhooked to leave it a plain property")))
+            return []
+        }
+        // Computed properties are not stored: nothing to hook.
+        var observed = false
+        for binding in variable.bindings {
+            guard let accessors = binding.accessorBlock?.accessors else { continue }
+            switch accessors {
+            case .getter: return []
+            case .accessors(let list):
+                let kinds = Set(list.map { $0.accessorSpecifier.text })
+                if kinds.contains("willSet") || kinds.contains("didSet") { observed = true } else { return [] }
+            }
+        }
+        if observed { return refuse("it is observed (willSet/didSet), and a set would run the observer inside the hook's storage; use an after hook instead") }
+        if hasModifier(variable.modifiers, ["lazy"]) { return refuse("it is lazy, and its first read would store without a hook") }
+        if hasModifier(variable.modifiers, ["weak", "unowned"]) {
+            return refuse("it is a weak or unowned reference, which a hook point's storage cannot hold")
+        }
+        if variable.bindings.count > 1 { return refuse("several properties are declared together; declare one per line") }
+        if let other = variable.attributes.compactMap({ $0.as(AttributeSyntax.self) }).first(where: { attribute in
+            let name = attribute.attributeName.trimmedDescription
+            return name.first?.isUppercase == true
+        }) {
+            return refuse("it already has the attribute @\(other.attributeName.trimmedDescription), and two storages cannot wrap one property")
+        }
+        if inActor {
+            return refuse("properties of an actor are not hooked yet (Hooked's accessors need a class instance; the actor's isolation would be bypassed); hook its methods, or make it a class")
+        }
+        return ["@Hook.Hooked"]
+    }
+
+    // MARK: Methods
+
+    static func method(_ function: FunctionDeclSyntax, in declaration: some DeclGroupSyntax, inActor: Bool, typeName: String, fullType: String,
+                       context: some MacroExpansionContext) -> [AttributeSyntax] {
+        if hasAttribute(function.attributes, ["Unhooked", "_HookableMethod"]) { return [] }
+        if hasModifier(function.modifiers, ["static", "class"]) { return [] }
+        let display = fullName(function)
+        if let reason = unsupported(function) {
+            context.diagnose(Diagnostic(node: function.name, message: HookableMessage.error(
+                "@Hookable cannot hook method '\(display)' of '\(typeName)': \(reason); mark it @Unhooked to leave it a plain method")))
+            return []
+        }
+        let naming = peerName(of: function, in: declaration)
+        if let problem = naming.problem {
+            context.diagnose(Diagnostic(node: function.name, message: HookableMessage.error(
+                "@Hookable cannot name a hook point for method '\(display)' of '\(typeName)': \(problem); mark one of them @Unhooked")))
+            return []
+        }
+        let isOverride = hasModifier(function.modifiers, ["override"])
+        return ["""
+            @_HookableMethod(\(literal: naming.name), selector: \(literal: naming.selector), override: \(literal: isOverride), actor: \(literal: inActor), type: \(literal: fullType))
+            """]
+    }
+
+    /// Why a method cannot be hooked, or nil.
+    static func unsupported(_ function: FunctionDeclSyntax) -> String? {
+        if function.genericParameterClause != nil || function.genericWhereClause != nil {
+            return "it is generic, and a hook point has one type of arguments and result"
+        }
+        let effects = function.signature.effectSpecifiers
+        if let clause = effects?.throwsClause {
+            if clause.type != nil { return "it uses typed throws, and hooks may throw any error (declare it 'throws')" }
+            if clause.throwsSpecifier.tokenKind == .keyword(.rethrows) { return "it rethrows" }
+        }
+        for (i, parameter) in function.signature.parameterClause.parameters.enumerated() {
+            let what = parameter.secondName?.text ?? (parameter.firstName.text == "_" ? "#\(i + 1)" : parameter.firstName.text)
+            if let reason = unsupportedType(parameter.type, parameter: true) {
+                return "parameter '\(what)' \(reason)"
+            }
+            if (parameter.secondName ?? parameter.firstName).text == "_" {
+                return "parameter \(what) has no name inside the method ('_'), so the method cannot hand its value to the hooks; give it one"
+            }
+        }
+        if let result = function.signature.returnClause?.type, let reason = unsupportedType(result, parameter: false) {
+            return "its result \(reason)"
+        }
+        return nil
+    }
+
+    static func unsupportedType(_ type: TypeSyntax, parameter: Bool) -> String? {
+        if let attributed = type.as(AttributedTypeSyntax.self) {
+            for specifier in attributed.specifiers {
+                if let simple = specifier.as(SimpleTypeSpecifierSyntax.self) {
+                    switch simple.specifier.text {
+                    case "inout": return "is inout, and the hooks see a copy of the arguments"
+                    case "borrowing", "consuming": return "is \(simple.specifier.text), and the hooks see a copy of the arguments"
+                    default: break
+                    }
+                }
+            }
+        }
+        final class Finder: SyntaxVisitor {
+            var reason: String?
+            let parameter: Bool
+            init(parameter: Bool) {
+                self.parameter = parameter
+                super.init(viewMode: .sourceAccurate)
+            }
+            override func visit(_ node: SomeOrAnyTypeSyntax) -> SyntaxVisitorContinueKind {
+                if node.someOrAnySpecifier.tokenKind == .keyword(.some) { reason = reason ?? "has an opaque 'some' type, which a hook point cannot name" }
+                return .visitChildren
+            }
+            override func visit(_ node: FunctionTypeSyntax) -> SyntaxVisitorContinueKind {
+                if parameter {
+                    reason = reason ?? "has a closure type (Swift 6.3.1 crashes emitting a reabstraction thunk for closure-typed values in a parameter pack)"
+                }
+                return .visitChildren
+            }
+            override func visit(_ node: IdentifierTypeSyntax) -> SyntaxVisitorContinueKind {
+                if node.name.text == "Self" { reason = reason ?? "names 'Self', which differs in each subclass while the hook point's type is fixed" }
+                return .visitChildren
+            }
+        }
+        let finder = Finder(parameter: parameter)
+        finder.walk(type)
+        return finder.reason
+    }
+
+    /// `name(label:_:)`.
+    static func fullName(_ function: FunctionDeclSyntax) -> String {
+        let labels = function.signature.parameterClause.parameters.map { "\($0.firstName.text):" }.joined()
+        return "\(function.name.text)(\(labels))"
+    }
+
+    /// The name of a method's `$name` peer and its selector. A method whose
+    /// name is unique among the hooked methods of its class gets `$name`
+    /// and the selector `name`; overloads get `$name_label1_label2` (`_`
+    /// for an unlabeled parameter) and the selector `name(label1:label2:)`;
+    /// overloads with the same labels add their parameter types instead:
+    /// `$name_Int`, `$name_String_Int`.
+    static func peerName(of function: FunctionDeclSyntax, in declaration: some DeclGroupSyntax) -> (name: String, selector: String, problem: String?) {
+        let base = function.name.text
+        let siblings = declaration.memberBlock.members.compactMap { $0.decl.as(FunctionDeclSyntax.self) }.filter {
+            $0.name.text == base && !hasAttribute($0.attributes, ["Unhooked"]) && !hasModifier($0.modifiers, ["static", "class"])
+        }
+        guard siblings.count > 1 else { return ("$" + base, base, nil) }
+        func labels(_ f: FunctionDeclSyntax) -> String {
+            f.signature.parameterClause.parameters.map { $0.firstName.text == "_" ? "_" : $0.firstName.text }.joined(separator: "_")
+        }
+        func types(_ f: FunctionDeclSyntax) -> String {
+            let text = f.signature.parameterClause.parameters.map { p in
+                p.type.trimmedDescription + (p.ellipsis != nil ? "s" : "")
+            }.joined(separator: "_")
+            return String(text.map { $0.isLetter || $0.isNumber || $0 == "_" ? $0 : "_" })
+        }
+        let selector = fullName(function)
+        let mine = labels(function)
+        let sameLabels = siblings.filter { labels($0) == mine }
+        if sameLabels.count == 1 { return ("$\(base)_\(mine)", selector, nil) }
+        let myTypes = types(function)
+        if sameLabels.filter({ types($0) == myTypes }).count > 1 {
+            return ("", selector, "another overload has the same labels and parameter types")
+        }
+        return ("$\(base)_\(myTypes)", selector, nil)
+    }
+}
+
+/// A diagnostic of the Hook macros.
+struct HookableMessage: DiagnosticMessage {
+    let message: String
+    let diagnosticID: MessageID
+    let severity: DiagnosticSeverity
+
+    static func error(_ message: String) -> HookableMessage {
+        HookableMessage(message: message, diagnosticID: MessageID(domain: "HookMacros", id: "hookable"), severity: .error)
+    }
+}
+
+/// `@Unhooked`: leaves a member of a `@Hookable` type alone. It expands to nothing.
+public struct UnhookedMacro: PeerMacro {
+    public static func expansion(
+        of node: AttributeSyntax,
+        providingPeersOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] { [] }
+}

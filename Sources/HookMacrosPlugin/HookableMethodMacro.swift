@@ -1,0 +1,193 @@
+import SwiftDiagnostics
+import SwiftSyntax
+import SwiftSyntaxBuilder
+import SwiftSyntaxMacros
+
+/// `@_HookableMethod("$name", selector: "name", override: false, actor: false)`,
+/// put on each method of a `@Hookable` type by `@Hookable`:
+/// - peers (not for an override, which uses the inherited ones): `_$name`,
+///   one word where the method's hook point is kept once made, and `$name`,
+///   the typed hook point, made on first need;
+/// - a new body: the original body becomes a nested function, called
+///   directly while the word is 0 (no hook point yet: a load and a test) or
+///   the point has no hook (a load and a test more), else through the hook
+///   point (the nested function becomes a closure only there).
+public struct HookableMethodMacro: BodyMacro, PeerMacro {
+    struct Options {
+        var peer = ""
+        var selector = ""
+        var isOverride = false
+        var inActor = false
+        var type = "Self"
+    }
+
+    /// The expression of a slot's address: by key path in a class, by an
+    /// access in an actor (an actor's key paths do not reach stored properties in place).
+    static func address(_ options: Options, _ storage: String) -> String {
+        options.inActor ? "Hook._hookableAddress(&self.\(storage))" : "Hook._hookableAddress(self, \\\(options.type).\(storage))"
+    }
+
+    static func options(_ node: AttributeSyntax) -> Options {
+        var options = Options()
+        guard let arguments = node.arguments?.as(LabeledExprListSyntax.self) else { return options }
+        for argument in arguments {
+            let text = argument.expression.as(StringLiteralExprSyntax.self)?.representedLiteralValue
+            let flag = argument.expression.as(BooleanLiteralExprSyntax.self)?.literal.tokenKind == .keyword(.true)
+            switch argument.label?.text {
+            case nil: options.peer = text ?? ""
+            case "selector": options.selector = text ?? ""
+            case "override": options.isOverride = flag
+            case "actor": options.inActor = flag
+            case "type": options.type = text ?? "Self"
+            default: break
+            }
+        }
+        return options
+    }
+
+    /// What the expansion needs to know of a method's signature.
+    struct Signature {
+        let argumentTypes: [String]
+        let argumentNames: [String]
+        let resultType: String
+        let isAsync: Bool
+        let canThrow: Bool
+
+        init(_ function: FunctionDeclSyntax) {
+            var types: [String] = []
+            var names: [String] = []
+            for parameter in function.signature.parameterClause.parameters {
+                let type = parameter.type.trimmedDescription
+                types.append(parameter.ellipsis != nil ? "[\(type)]" : type)
+                names.append((parameter.secondName ?? parameter.firstName).text)
+            }
+            argumentTypes = types
+            argumentNames = names
+            resultType = function.signature.returnClause?.type.trimmedDescription ?? "Void"
+            isAsync = function.signature.effectSpecifiers?.asyncSpecifier != nil
+            canThrow = function.signature.effectSpecifiers?.throwsClause != nil
+        }
+
+        /// `MethodHook<Int, String>` or `AsyncMethodHook<Int, String>`.
+        var pointType: String {
+            (isAsync ? "Hook.AsyncMethodHook" : "Hook.MethodHook") + "<" + (argumentTypes + [resultType]).joined(separator: ", ") + ">"
+        }
+    }
+
+    static func accessModifier(_ function: FunctionDeclSyntax) -> String {
+        for modifier in function.modifiers {
+            switch modifier.name.text {
+            case "public", "open": return "public "
+            case "package": return "package "
+            case "fileprivate": return "fileprivate "
+            case "private": return "private "
+            default: continue
+            }
+        }
+        return ""
+    }
+
+    // MARK: Peers
+
+    public static func expansion(
+        of node: AttributeSyntax,
+        providingPeersOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard let function = declaration.as(FunctionDeclSyntax.self) else { return [] }
+        let options = options(node)
+        if options.isOverride { return [] }
+        let signature = Signature(function)
+        let access = accessModifier(function)
+        let storageModifier = options.inActor ? "nonisolated(unsafe)" : "final"
+        let projectionModifier = options.inActor ? "nonisolated" : "final"
+        let point = signature.pointType
+        let storage = "_" + options.peer
+        return [
+            """
+            /// Where `\(raw: options.peer)` keeps its hook point, once made.
+            \(raw: access)\(raw: storageModifier) var \(raw: storage) = Hook._HookableSlot<\(raw: point)>()
+            """,
+            """
+            /// The hook point of `\(raw: options.selector)` of this instance (made on first need).
+            \(raw: access)\(raw: projectionModifier) var \(raw: options.peer): \(raw: point) {
+                \(raw: point)._hookablePoint(\(raw: address(options, storage)), object: self, name: \(literal: options.selector), canThrow: \(literal: signature.canThrow))
+            }
+            """,
+        ]
+    }
+
+    // MARK: The body
+
+    public static func expansion(
+        of node: AttributeSyntax,
+        providingBodyFor declaration: some DeclSyntaxProtocol & WithOptionalCodeBlockSyntax,
+        in context: some MacroExpansionContext
+    ) throws -> [CodeBlockItemSyntax] {
+        guard let function = declaration.as(FunctionDeclSyntax.self), let body = function.body else { return [] }
+        let options = options(node)
+        let signature = Signature(function)
+        let storage = "_" + options.peer
+        let point = signature.pointType
+
+        // An override's call of the same method on super runs unhooked: the
+        // hooks already run around the override.
+        var statements = body.statements
+        if options.isOverride {
+            let rewriter = SuperCallRewriter(name: function.name.text, address: address(options, storage), point: point,
+                                             isAsync: signature.isAsync, canThrow: signature.canThrow)
+            statements = rewriter.rewrite(statements).cast(CodeBlockItemListSyntax.self)
+        }
+
+        let parameters = zip(signature.argumentNames, signature.argumentTypes).map { "_ \($0): \($1)" }.joined(separator: ", ")
+        let effects = (signature.isAsync ? " async" : "") + (signature.canThrow ? " throws" : "")
+        let arguments = signature.argumentNames.joined(separator: ", ")
+        let prefix = (signature.canThrow ? "try " : "") + (signature.isAsync ? "await " : "")
+        let call = signature.canThrow ? "_hookableThrowingCall" : "_hookableCall"
+        let tail = arguments.isEmpty ? "" : ", " + arguments
+        let original: DeclSyntax = """
+            func _hookableOriginal(\(raw: parameters))\(raw: effects) -> \(raw: signature.resultType) {\(statements)
+            }
+            """
+        return [
+            CodeBlockItemSyntax(item: .decl(original)),
+            "let _hookableBits = Hook._hookableLoad(\(raw: address(options, storage)))",
+            "if _hookableBits == 0 || !\(raw: point)._hookableIsHooked(_hookableBits) { return \(raw: prefix)_hookableOriginal(\(raw: arguments)) }",
+            "return \(raw: prefix)\(raw: point).\(raw: call)(_hookableBits, self, _hookableOriginal\(raw: tail))",
+        ]
+    }
+}
+
+/// Turns `super.name(...)` into a call that runs with the method's hook point's hooks suppressed.
+final class SuperCallRewriter: SyntaxRewriter {
+    let name: String
+    let address: String
+    let point: String
+    let isAsync: Bool
+    let canThrow: Bool
+
+    init(name: String, address: String, point: String, isAsync: Bool, canThrow: Bool) {
+        self.name = name
+        self.address = address
+        self.point = point
+        self.isAsync = isAsync
+        self.canThrow = canThrow
+        super.init(viewMode: .sourceAccurate)
+    }
+
+    override func visit(_ node: FunctionCallExprSyntax) -> ExprSyntax {
+        guard let member = node.calledExpression.as(MemberAccessExprSyntax.self),
+              member.base?.is(SuperExprSyntax.self) == true,
+              member.declName.baseName.text == name else {
+            return super.visit(node)
+        }
+        let inner = (canThrow ? "try " : "") + (isAsync ? "await " : "")
+        let helper = isAsync ? "_hookableUnhookedAsync" : "_hookableUnhooked"
+        let replaced: ExprSyntax = """
+            (\(raw: point).\(raw: helper)(\(raw: address)) { \(raw: inner)\(node.trimmed) })
+            """
+        return replaced.with(\.leadingTrivia, node.leadingTrivia).with(\.trailingTrivia, node.trailingTrivia)
+    }
+
+    // Closures and nested functions inside the override are left as written.
+}

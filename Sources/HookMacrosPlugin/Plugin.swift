@@ -1,0 +1,11 @@
+import SwiftCompilerPlugin
+import SwiftSyntaxMacros
+
+@main
+struct HookMacrosPlugin: CompilerPlugin {
+    let providingMacros: [any Macro.Type] = [
+        HookableMacro.self,
+        HookableMethodMacro.self,
+        UnhookedMacro.self,
+    ]
+}

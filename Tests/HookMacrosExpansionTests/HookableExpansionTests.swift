@@ -1,0 +1,430 @@
+import HookMacrosPlugin
+import SwiftSyntaxMacroExpansion
+import SwiftSyntaxMacros
+import SwiftSyntaxMacrosGenericTestSupport
+import Testing
+
+let macros: [String: MacroSpec] = [
+    "Hookable": MacroSpec(type: HookableMacro.self),
+    "_HookableMethod": MacroSpec(type: HookableMethodMacro.self),
+    "Unhooked": MacroSpec(type: UnhookedMacro.self),
+]
+
+/// swift-syntax's assertMacroExpansion, reporting to Swift Testing.
+func expand(_ source: String, _ expected: String, diagnostics: [DiagnosticSpec] = [],
+            sourceLocation: SourceLocation = #_sourceLocation) {
+    assertMacroExpansion(source, expandedSource: expected, diagnostics: diagnostics, macroSpecs: macros,
+                         failureHandler: { Issue.record(Comment(rawValue: $0.message), sourceLocation: sourceLocation) })
+}
+
+/// One diagnostic of @Hookable, expected at `line`:`column` of the source.
+func error(_ message: String, _ line: Int, _ column: Int) -> DiagnosticSpec {
+    DiagnosticSpec(message: message, line: line, column: column, severity: .error)
+}
+
+@Suite("@Hookable expansions")
+struct HookableExpansionTests {
+    @Test func propertiesAndAMethod() {
+        expand("""
+            @Hookable
+            final class Account {
+                var balance = 0
+                func deposit(_ amount: Int) -> Int { balance += amount; return balance }
+            }
+            """, """
+            final class Account {
+                @Hook.Hooked
+                var balance = 0
+                func deposit(_ amount: Int) -> Int {
+                    func _hookableOriginal(_ amount: Int) -> Int {
+                        balance += amount;
+                        return balance
+                    }
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Account._$deposit))
+                    if _hookableBits == 0 || !Hook.MethodHook<Int, Int>._hookableIsHooked(_hookableBits) {
+                        return _hookableOriginal(amount)
+                    }
+                    return Hook.MethodHook<Int, Int>._hookableCall(_hookableBits, self, _hookableOriginal, amount)
+                }
+
+                /// Where `$deposit` keeps its hook point, once made.
+                final var _$deposit = Hook._HookableSlot<Hook.MethodHook<Int, Int>>()
+
+                /// The hook point of `deposit` of this instance (made on first need).
+                final var $deposit: Hook.MethodHook<Int, Int> {
+                    Hook.MethodHook<Int, Int>._hookablePoint(Hook._hookableAddress(self, \\Account._$deposit), object: self, name: "deposit", canThrow: false)
+                }
+            }
+            """)
+    }
+
+    @Test func throwingAsyncVoidAndVariadicMethods() {
+        expand("""
+            @Hookable
+            public final class Loader {
+                public func load(_ id: Int) async throws -> String { try await fetch(id) }
+                func reset() { count = 0 }
+                private func total(_ values: Int...) throws -> Int { values.reduce(0, +) }
+            }
+            """, """
+            public final class Loader {
+                public func load(_ id: Int) async throws -> String {
+                    func _hookableOriginal(_ id: Int) async throws -> String {
+                        try await fetch(id)
+                    }
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Loader._$load))
+                    if _hookableBits == 0 || !Hook.AsyncMethodHook<Int, String>._hookableIsHooked(_hookableBits) {
+                        return try await _hookableOriginal(id)
+                    }
+                    return try await Hook.AsyncMethodHook<Int, String>._hookableThrowingCall(_hookableBits, self, _hookableOriginal, id)
+                }
+
+                /// Where `$load` keeps its hook point, once made.
+                public final var _$load = Hook._HookableSlot<Hook.AsyncMethodHook<Int, String>>()
+
+                /// The hook point of `load` of this instance (made on first need).
+                public final var $load: Hook.AsyncMethodHook<Int, String> {
+                    Hook.AsyncMethodHook<Int, String>._hookablePoint(Hook._hookableAddress(self, \\Loader._$load), object: self, name: "load", canThrow: true)
+                }
+                func reset() {
+                    func _hookableOriginal() -> Void {
+                        count = 0
+                    }
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Loader._$reset))
+                    if _hookableBits == 0 || !Hook.MethodHook<Void>._hookableIsHooked(_hookableBits) {
+                        return _hookableOriginal()
+                    }
+                    return Hook.MethodHook<Void>._hookableCall(_hookableBits, self, _hookableOriginal)
+                }
+
+                /// Where `$reset` keeps its hook point, once made.
+                final var _$reset = Hook._HookableSlot<Hook.MethodHook<Void>>()
+
+                /// The hook point of `reset` of this instance (made on first need).
+                final var $reset: Hook.MethodHook<Void> {
+                    Hook.MethodHook<Void>._hookablePoint(Hook._hookableAddress(self, \\Loader._$reset), object: self, name: "reset", canThrow: false)
+                }
+                private func total(_ values: Int...) throws -> Int {
+                    func _hookableOriginal(_ values: [Int]) throws -> Int {
+                        values.reduce(0, +)
+                    }
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Loader._$total))
+                    if _hookableBits == 0 || !Hook.MethodHook<[Int], Int>._hookableIsHooked(_hookableBits) {
+                        return try _hookableOriginal(values)
+                    }
+                    return try Hook.MethodHook<[Int], Int>._hookableThrowingCall(_hookableBits, self, _hookableOriginal, values)
+                }
+
+                /// Where `$total` keeps its hook point, once made.
+                private final var _$total = Hook._HookableSlot<Hook.MethodHook<[Int], Int>>()
+
+                /// The hook point of `total` of this instance (made on first need).
+                private final var $total: Hook.MethodHook<[Int], Int> {
+                    Hook.MethodHook<[Int], Int>._hookablePoint(Hook._hookableAddress(self, \\Loader._$total), object: self, name: "total", canThrow: true)
+                }
+            }
+            """)
+    }
+
+    @Test func overloadsByLabelsThenTypes() {
+        expand("""
+            @Hookable
+            final class Mover {
+                func move(to place: String) {}
+                func move(by steps: Int) {}
+                func scale(_ x: Int) -> Int { x }
+                func scale(_ x: Double) -> Double { x }
+            }
+            """, """
+            final class Mover {
+                func move(to place: String) {
+                    func _hookableOriginal(_ place: String) -> Void {
+                    }
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Mover._$move_to))
+                    if _hookableBits == 0 || !Hook.MethodHook<String, Void>._hookableIsHooked(_hookableBits) {
+                        return _hookableOriginal(place)
+                    }
+                    return Hook.MethodHook<String, Void>._hookableCall(_hookableBits, self, _hookableOriginal, place)
+                }
+
+                /// Where `$move_to` keeps its hook point, once made.
+                final var _$move_to = Hook._HookableSlot<Hook.MethodHook<String, Void>>()
+
+                /// The hook point of `move(to:)` of this instance (made on first need).
+                final var $move_to: Hook.MethodHook<String, Void> {
+                    Hook.MethodHook<String, Void>._hookablePoint(Hook._hookableAddress(self, \\Mover._$move_to), object: self, name: "move(to:)", canThrow: false)
+                }
+                func move(by steps: Int) {
+                    func _hookableOriginal(_ steps: Int) -> Void {
+                    }
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Mover._$move_by))
+                    if _hookableBits == 0 || !Hook.MethodHook<Int, Void>._hookableIsHooked(_hookableBits) {
+                        return _hookableOriginal(steps)
+                    }
+                    return Hook.MethodHook<Int, Void>._hookableCall(_hookableBits, self, _hookableOriginal, steps)
+                }
+
+                /// Where `$move_by` keeps its hook point, once made.
+                final var _$move_by = Hook._HookableSlot<Hook.MethodHook<Int, Void>>()
+
+                /// The hook point of `move(by:)` of this instance (made on first need).
+                final var $move_by: Hook.MethodHook<Int, Void> {
+                    Hook.MethodHook<Int, Void>._hookablePoint(Hook._hookableAddress(self, \\Mover._$move_by), object: self, name: "move(by:)", canThrow: false)
+                }
+                func scale(_ x: Int) -> Int {
+                    func _hookableOriginal(_ x: Int) -> Int {
+                        x
+                    }
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Mover._$scale_Int))
+                    if _hookableBits == 0 || !Hook.MethodHook<Int, Int>._hookableIsHooked(_hookableBits) {
+                        return _hookableOriginal(x)
+                    }
+                    return Hook.MethodHook<Int, Int>._hookableCall(_hookableBits, self, _hookableOriginal, x)
+                }
+
+                /// Where `$scale_Int` keeps its hook point, once made.
+                final var _$scale_Int = Hook._HookableSlot<Hook.MethodHook<Int, Int>>()
+
+                /// The hook point of `scale(_:)` of this instance (made on first need).
+                final var $scale_Int: Hook.MethodHook<Int, Int> {
+                    Hook.MethodHook<Int, Int>._hookablePoint(Hook._hookableAddress(self, \\Mover._$scale_Int), object: self, name: "scale(_:)", canThrow: false)
+                }
+                func scale(_ x: Double) -> Double {
+                    func _hookableOriginal(_ x: Double) -> Double {
+                        x
+                    }
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Mover._$scale_Double))
+                    if _hookableBits == 0 || !Hook.MethodHook<Double, Double>._hookableIsHooked(_hookableBits) {
+                        return _hookableOriginal(x)
+                    }
+                    return Hook.MethodHook<Double, Double>._hookableCall(_hookableBits, self, _hookableOriginal, x)
+                }
+
+                /// Where `$scale_Double` keeps its hook point, once made.
+                final var _$scale_Double = Hook._HookableSlot<Hook.MethodHook<Double, Double>>()
+
+                /// The hook point of `scale(_:)` of this instance (made on first need).
+                final var $scale_Double: Hook.MethodHook<Double, Double> {
+                    Hook.MethodHook<Double, Double>._hookablePoint(Hook._hookableAddress(self, \\Mover._$scale_Double), object: self, name: "scale(_:)", canThrow: false)
+                }
+            }
+            """)
+    }
+
+    @Test func overrideUsesTheInheritedHookPointAndCallsSuperUnhooked() {
+        expand("""
+            @Hookable
+            final class Square: Shape {
+                override func describe(_ prefix: String) -> String { "[" + super.describe(prefix) + "]" }
+            }
+            """, """
+            final class Square: Shape {
+                override func describe(_ prefix: String) -> String {
+                    func _hookableOriginal(_ prefix: String) -> String {
+                        "[" + (Hook.MethodHook<String, String>._hookableUnhooked(Hook._hookableAddress(self, \\Square._$describe)) {
+                                super.describe(prefix)
+                            }) + "]"
+                    }
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Square._$describe))
+                    if _hookableBits == 0 || !Hook.MethodHook<String, String>._hookableIsHooked(_hookableBits) {
+                        return _hookableOriginal(prefix)
+                    }
+                    return Hook.MethodHook<String, String>._hookableCall(_hookableBits, self, _hookableOriginal, prefix)
+                }
+            }
+            """)
+    }
+
+    @Test func actorMethods() {
+        expand("""
+            @Hookable
+            actor Counter {
+                func increment(by step: Int) async -> Int { step }
+            }
+            """, """
+            actor Counter {
+                func increment(by step: Int) async -> Int {
+                    func _hookableOriginal(_ step: Int) async -> Int {
+                        step
+                    }
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(&self._$increment))
+                    if _hookableBits == 0 || !Hook.AsyncMethodHook<Int, Int>._hookableIsHooked(_hookableBits) {
+                        return await _hookableOriginal(step)
+                    }
+                    return await Hook.AsyncMethodHook<Int, Int>._hookableCall(_hookableBits, self, _hookableOriginal, step)
+                }
+
+                /// Where `$increment` keeps its hook point, once made.
+                nonisolated(unsafe) var _$increment = Hook._HookableSlot<Hook.AsyncMethodHook<Int, Int>>()
+
+                /// The hook point of `increment` of this instance (made on first need).
+                nonisolated var $increment: Hook.AsyncMethodHook<Int, Int> {
+                    Hook.AsyncMethodHook<Int, Int>._hookablePoint(Hook._hookableAddress(&self._$increment), object: self, name: "increment", canThrow: false)
+                }
+            }
+            """)
+    }
+
+    @Test func membersLeftAlone() {
+        expand("""
+            @Hookable
+            final class Plain {
+                @Unhooked var note = ""
+                @Unhooked func helper() {}
+                let id = 1
+                static var shared = 0
+                var computed: Int { 1 }
+                var both: Int { get { 1 } set {} }
+                static func make() -> Plain { Plain() }
+                init() {}
+                subscript(i: Int) -> Int { i }
+            }
+            """, """
+            final class Plain {
+                var note = ""
+                func helper() {}
+                let id = 1
+                static var shared = 0
+                var computed: Int { 1 }
+                var both: Int { get { 1 } set {} }
+                static func make() -> Plain { Plain() }
+                init() {}
+                subscript(i: Int) -> Int { i }
+            }
+            """)
+    }
+
+    @Test func structsAndEnumsAreRefused() {
+        expand("""
+            @Hookable
+            struct Point {
+                var x = 0
+            }
+            @Hookable
+            enum Mode {
+                case a
+            }
+            """, """
+            struct Point {
+                var x = 0
+            }
+            enum Mode {
+                case a
+            }
+            """, diagnostics: [
+            error("@Hookable applies to classes and actors; 'Point' is a struct (a hook point belongs to one instance, and a struct has no identity)", 1, 1),
+            error("@Hookable applies to classes and actors; 'Mode' is an enum", 5, 1),
+        ])
+    }
+
+    @Test func extensionsAreRefused() {
+        expand("""
+            @Hookable
+            extension Account {
+                func audit() {}
+            }
+            """, """
+            extension Account {
+                func audit() {}
+            }
+            """, diagnostics: [
+            error("@Hookable applies to classes and actors, not to extensions: members in an extension of 'Account' cannot be hooked (an extension cannot hold the per-instance storage of a hook point); declare them in the class, or hook them with a ClosureHook", 1, 1),
+        ])
+    }
+
+    @Test func methodsItCannotTake() {
+        expand("""
+            @Hookable
+            final class Bad {
+                func generic<T>(_ value: T) {}
+                func change(_ value: inout Int) {}
+                func opaque(_ value: some Equatable) {}
+                func result() -> some Equatable { 1 }
+                func callback(_ done: @escaping () -> Void) {}
+                func typed() throws(MyError) {}
+                func copy() -> Self { self }
+                func unnamed(_: Int) {}
+            }
+            """, """
+            final class Bad {
+                func generic<T>(_ value: T) {}
+                func change(_ value: inout Int) {}
+                func opaque(_ value: some Equatable) {}
+                func result() -> some Equatable { 1 }
+                func callback(_ done: @escaping () -> Void) {}
+                func typed() throws(MyError) {}
+                func copy() -> Self { self }
+                func unnamed(_: Int) {}
+            }
+            """, diagnostics: [
+            error("@Hookable cannot hook method 'generic(_:)' of 'Bad': it is generic, and a hook point has one type of arguments and result; mark it @Unhooked to leave it a plain method", 3, 10),
+            error("@Hookable cannot hook method 'change(_:)' of 'Bad': parameter 'value' is inout, and the hooks see a copy of the arguments; mark it @Unhooked to leave it a plain method", 4, 10),
+            error("@Hookable cannot hook method 'opaque(_:)' of 'Bad': parameter 'value' has an opaque 'some' type, which a hook point cannot name; mark it @Unhooked to leave it a plain method", 5, 10),
+            error("@Hookable cannot hook method 'result()' of 'Bad': its result has an opaque 'some' type, which a hook point cannot name; mark it @Unhooked to leave it a plain method", 6, 10),
+            error("@Hookable cannot hook method 'callback(_:)' of 'Bad': parameter 'done' has a closure type (Swift 6.3.1 crashes emitting a reabstraction thunk for closure-typed values in a parameter pack); mark it @Unhooked to leave it a plain method", 7, 10),
+            error("@Hookable cannot hook method 'typed()' of 'Bad': it uses typed throws, and hooks may throw any error (declare it 'throws'); mark it @Unhooked to leave it a plain method", 8, 10),
+            error("@Hookable cannot hook method 'copy()' of 'Bad': its result names 'Self', which differs in each subclass while the hook point's type is fixed; mark it @Unhooked to leave it a plain method", 9, 10),
+            error("@Hookable cannot hook method 'unnamed(_:)' of 'Bad': parameter #1 has no name inside the method ('_'), so the method cannot hand its value to the hooks; give it one; mark it @Unhooked to leave it a plain method", 10, 10),
+        ])
+    }
+
+    @Test func propertiesItCannotTake() {
+        expand("""
+            @Hookable
+            final class Bad {
+                lazy var cache = [Int]()
+                weak var delegate: AnyObject?
+                var observed = 0 { didSet { print(observed) } }
+                var a = 1, b = 2
+                @Published var wrapped = 0
+            }
+            """, """
+            final class Bad {
+                lazy var cache = [Int]()
+                weak var delegate: AnyObject?
+                var observed = 0 { didSet { print(observed) } }
+                var a = 1, b = 2
+                @Published var wrapped = 0
+            }
+            """, diagnostics: [
+            error("@Hookable cannot hook property 'cache' of 'Bad': it is lazy, and its first read would store without a hook; mark it @Unhooked to leave it a plain property", 3, 5),
+            error("@Hookable cannot hook property 'delegate' of 'Bad': it is a weak or unowned reference, which a hook point's storage cannot hold; mark it @Unhooked to leave it a plain property", 4, 5),
+            error("@Hookable cannot hook property 'observed' of 'Bad': it is observed (willSet/didSet), and a set would run the observer inside the hook's storage; use an after hook instead; mark it @Unhooked to leave it a plain property", 5, 5),
+            error("@Hookable cannot hook property 'a, b' of 'Bad': several properties are declared together; declare one per line; mark it @Unhooked to leave it a plain property", 6, 5),
+            error("@Hookable cannot hook property 'wrapped' of 'Bad': it already has the attribute @Published, and two storages cannot wrap one property; mark it @Unhooked to leave it a plain property", 7, 5),
+        ])
+    }
+
+    @Test func overloadsThatCannotBeTold() {
+        expand("""
+            @Hookable
+            final class Twins {
+                func f(_ x: Int) -> Int { x }
+                func f(_ x: Int) -> String { "" }
+            }
+            """, """
+            final class Twins {
+                func f(_ x: Int) -> Int { x }
+                func f(_ x: Int) -> String { "" }
+            }
+            """, diagnostics: [
+            error("@Hookable cannot name a hook point for method 'f(_:)' of 'Twins': another overload has the same labels and parameter types; mark one of them @Unhooked", 3, 10),
+            error("@Hookable cannot name a hook point for method 'f(_:)' of 'Twins': another overload has the same labels and parameter types; mark one of them @Unhooked", 4, 10),
+        ])
+    }
+
+    @Test func actorPropertiesAreRefused() {
+        expand("""
+            @Hookable
+            actor Store {
+                var count = 0
+            }
+            """, """
+            actor Store {
+                var count = 0
+            }
+            """, diagnostics: [
+            error("@Hookable cannot hook property 'count' of 'Store': properties of an actor are not hooked yet (Hooked's accessors need a class instance; the actor's isolation would be bypassed); hook its methods, or make it a class; mark it @Unhooked to leave it a plain property", 3, 5),
+        ])
+    }
+}

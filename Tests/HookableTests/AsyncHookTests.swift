@@ -1,0 +1,227 @@
+import Foundation
+import HookMacros
+import Testing
+
+@Hookable
+final class Downloader: @unchecked Sendable {
+    func fetch(_ id: Int) async -> String {
+        await Task.yield()
+        return "item \(id)"
+    }
+    func load(_ id: Int) async throws -> Int {
+        try await Task.sleep(nanoseconds: 1_000)
+        if id < 0 { throw Refusal.insufficient }
+        return id * 10
+    }
+    func waitForCancellation() async throws -> Bool {
+        try await Task.sleep(nanoseconds: 10_000_000_000)
+        return false
+    }
+}
+
+@Hookable
+class AsyncBase: @unchecked Sendable {
+    func name() async -> String { "base" }
+}
+
+@Hookable
+final class AsyncDerived: AsyncBase, @unchecked Sendable {
+    override func name() async -> String { "derived(" + (await super.name()) + ")" }
+}
+
+/// A task executor that runs its jobs on a thread of its own (for the
+/// tests' whole run).
+final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var id: UInt = 0
+
+    init() {
+        let started = DispatchSemaphore(value: 0)
+        Thread { [self] in
+            condition.lock()
+            id = HookableTests.threadID()
+            condition.unlock()
+            started.signal()
+            while true {
+                condition.lock()
+                while jobs.isEmpty { condition.wait() }
+                let job = jobs.removeFirst()
+                condition.unlock()
+                job.runSynchronously(on: asUnownedTaskExecutor())
+            }
+        }.start()
+        started.wait()
+    }
+
+    var threadID: UInt {
+        condition.lock()
+        defer { condition.unlock() }
+        return id
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+}
+
+/// The thread a piece of code runs on.
+func threadID() -> UInt { UInt(bitPattern: Int(bitPattern: pthread_self())) }
+
+@Suite("Async hook points")
+struct AsyncHookTests {
+    @Test func hooksAroundAnAsyncClosure() async throws {
+        let double = AsyncClosureHook(name: "double") { (x: Int) async throws -> Int in
+            await Task.yield()
+            return x * 2
+        }
+        double.before { call in
+            await Task.yield()                      // a hook may suspend
+            call.arguments += 1
+        }
+        double.after { call in
+            #expect(call.selector == "double")
+            call.setResult((call.result ?? 0) + 100)
+        }
+        #expect(try await double(1) == 104)
+        let token = double.instead { call in
+            call.arguments = 10
+            try await call.invokeOriginal()
+            call.setResult(call.result! * 3)
+        }
+        #expect(try await double(0) == 60 + 100)   // before: 1 -> instead: 10 -> 20 * 3 -> after +100
+        token.remove()
+        #expect(double.hookCount == 2)
+        let f: (Int) async throws -> Int = double.function
+        #expect(try await f(0) == 102)
+    }
+
+    @Test func vetoAndErrors() async throws {
+        let load = AsyncClosureHook(name: "load") { (x: Int) async throws -> Int in
+            if x < 0 { throw Refusal.insufficient }
+            return x
+        }
+        var seen: [String] = []
+        load.after { call in seen.append(call.error.map { "\($0)" } ?? "ok") }
+        await #expect(throws: Refusal.insufficient) { try await load(-1) }
+        #expect(seen == ["insufficient"])
+        let veto = load.before { call in
+            if call.arguments == 7 {
+                call.setResult(70)
+                try call.veto()
+            }
+        }
+        #expect(try await load(7) == 70)
+        veto.remove()
+        let rescue = load.after { call in if call.error != nil { call.setResult(0) } }
+        #expect(try await load(-5) == 0)              // an after hook turned the error into a result
+        rescue.remove()
+        load.before { call in if call.arguments == 3 { try call.setError(Refusal.vetoed) } }
+        await #expect(throws: Refusal.vetoed) { try await load(3) }
+        // A hook that throws is reported, and the call goes on.
+        let reported = Counter()
+        load.hookErrorHandler = { _, _ in reported.add() }
+        load.before { _ in throw Refusal.vetoed }
+        #expect(try await load(2) == 2)
+        #expect(reported.value == 1)
+    }
+
+    @Test func asyncMethodsOfAHookableClass() async throws {
+        let downloader = Downloader()
+        #expect(await downloader.fetch(1) == "item 1")
+        downloader.$fetch.before { call in call.arguments *= 2 }
+        downloader.$fetch.after { call in
+            #expect(call.target === downloader)
+            call.setResult(call.result! + "!")
+        }
+        #expect(await downloader.fetch(2) == "item 4!")
+        #expect(Downloader().$fetch.hookCount == 0)     // another instance
+        downloader.$load.after { call in if call.error != nil { call.setResult(-1) } }
+        #expect(try await downloader.load(-3) == -1)
+        #expect(try await downloader.load(3) == 30)
+        // A method that cannot throw refuses an error.
+        var refused = false
+        downloader.$fetch.before { call in
+            do { try call.setError(Refusal.vetoed) } catch { refused = true }
+        }
+        _ = await downloader.fetch(0)
+        #expect(refused)
+    }
+
+    @Test func asyncOverrideHooksRunOnce() async throws {
+        let derived = AsyncDerived()
+        let calls = Counter()
+        derived.$name.before { _ in calls.add() }
+        #expect(await derived.name() == "derived(base)")
+        #expect(calls.value == 1)
+    }
+
+    @Test func cancellationReachesTheOriginal() async throws {
+        let downloader = Downloader()
+        let sawCancellation = Counter()
+        downloader.$waitForCancellation.after { call in
+            if call.error is CancellationError { sawCancellation.add() }
+        }
+        let task = Task { try await downloader.waitForCancellation() }
+        try await Task.sleep(nanoseconds: 20_000_000)
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(sawCancellation.value == 1)
+    }
+
+    /// The guard and the record follow the task: the call starts on one
+    /// thread, its hook and its original each suspend and resume on another
+    /// (a task executor of a thread of its own), and there a call of the
+    /// same point from the hook still runs the original only.
+    @Test func theGuardFollowsTheTaskAcrossThreads() async throws {
+        let a = ThreadExecutor(), b = ThreadExecutor()
+        let movedOriginals = Counter()
+        let point = AsyncClosureHook<Int, Int>(name: "work") { n in
+            let start = threadID()
+            let there = await withTaskExecutorPreference(b) { threadID() }
+            #expect(there == b.threadID)
+            if start == a.threadID { movedOriginals.add() }   // the outer call's original: a, then b
+            return n * 2
+        }
+        let hooksRan = Counter()
+        point.before { call in
+            hooksRan.add()
+            let start = threadID()
+            #expect(start == a.threadID)
+            try await withTaskExecutorPreference(b) {
+                #expect(threadID() == b.threadID)
+                let inner = try await point(call.arguments)        // reentrant, on another thread: the original only
+                #expect(inner == call.arguments * 2)
+            }
+            call.arguments += 1
+        }
+        point.after { call in
+            hooksRan.add()
+            call.setResult(call.result! + 1000)
+        }
+        let value = try await withTaskExecutorPreference(a) { try await point(1) }
+        #expect(value == 1004)
+        #expect(hooksRan.value == 2)                       // one before, one after: the inner call ran none
+        #expect(movedOriginals.value == 1)
+    }
+
+    @Test func aRecursiveOriginalIsHookedAgain() async throws {
+        final class Box: @unchecked Sendable { var point: AsyncClosureHook<Int, Int>? }
+        let box = Box()
+        let point = AsyncClosureHook<Int, Int>(name: "down") { n in
+            n == 0 ? 0 : 1 + (try await box.point!(n - 1))
+        }
+        box.point = point
+        let calls = Counter()
+        point.before { _ in calls.add() }
+        #expect(try await point(3) == 3)
+        #expect(calls.value == 4)
+        // withoutHooks: none in this task.
+        #expect(try await point.withoutHooks { try await point(2) } == 2)
+        #expect(calls.value == 4)
+    }
+}

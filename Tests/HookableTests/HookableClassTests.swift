@@ -1,0 +1,307 @@
+import CHookTestSupport
+import Foundation
+import HookBind
+import HookMacros
+import Synchronization
+import Testing
+
+@Hookable
+final class Account {
+    var balance = 0
+    var owner: String
+    init(owner: String) { self.owner = owner }
+    func deposit(_ amount: Int) -> Int { balance += amount; return balance }
+    func withdraw(_ amount: Int) throws -> Int {
+        guard amount <= balance else { throw Refusal.insufficient }
+        balance -= amount
+        return balance
+    }
+    func move(to place: String) -> String { "to \(place)" }
+    func move(by steps: Int) -> String { "by \(steps)" }
+    func scale(_ x: Int) -> Int { x * 2 }
+    func scale(_ x: Double) -> Double { x * 2 }
+    func total(_ values: Int...) -> Int { values.reduce(0, +) }
+    func countdown(_ n: Int) -> Int { n == 0 ? 0 : 1 + countdown(n - 1) }
+    @Unhooked func plain() -> Int { 1 }
+    @Unhooked var note = ""
+    let id = 7
+    var computed: Int { balance * 2 }
+}
+
+enum Refusal: Error, Equatable { case insufficient, vetoed }
+
+@Hookable
+final class Box<Element> {
+    var item: Element
+    init(_ item: Element) { self.item = item }
+    func replace(with new: Element) -> Element {
+        let old = item
+        item = new
+        return old
+    }
+}
+
+@Hookable
+class Shape {
+    var name = "shape"
+    func area() -> Double { 0 }
+    func describe(_ prefix: String) -> String { "\(prefix) \(name)" }
+}
+
+@Hookable
+final class Square: Shape {
+    var side = 2.0
+    override func area() -> Double { side * side }
+    override func describe(_ prefix: String) -> String { "[" + super.describe(prefix) + "]" }
+}
+
+/// A counter ThreadSanitizer can see.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _value = 0
+    private var _log: [String] = []
+    func add(_ n: Int = 1) { lock.lock(); _value += n; lock.unlock() }
+    func note(_ s: String) { lock.lock(); _log.append(s); lock.unlock() }
+    var value: Int { lock.lock(); defer { lock.unlock() }; return _value }
+    var log: [String] { lock.lock(); defer { lock.unlock() }; return _log }
+}
+
+@Suite("@Hookable classes")
+struct HookableClassTests {
+    @Test func methodsAndPropertiesAreHookedPerInstance() throws {
+        let a = Account(owner: "Ada"), b = Account(owner: "Bob")
+        a.$deposit.before { call in
+            if try call.argument(0, as: Int.self) < 0 { try call.setArgument(0, to: 0) }
+        }
+        let seen = Counter()
+        a.$balance.after { call in seen.note("\(try call.oldValue(as: Int.self))->\(try call.argument(0, as: Int.self))") }
+        #expect(a.deposit(-5) == 0)
+        #expect(b.deposit(-5) == -5)          // b has no hooks
+        #expect(a.deposit(3) == 3)
+        #expect(seen.log == ["0->0", "0->3"])
+        a.owner = "Ada L."                    // a stored var without type annotation is hooked too
+        #expect(a.$owner.name == "owner")
+    }
+
+    @Test func callBackNamesTheInstanceAndTheMethod() throws {
+        let account = Account(owner: "Ada")
+        var target: AnyObject?
+        var selector = ""
+        var description = ""
+        account.$deposit.after { call in
+            target = call.target
+            selector = call.selector
+            description = call.description
+        }
+        _ = account.deposit(4)
+        #expect(target === account)
+        #expect(selector == "deposit")
+        #expect(description == "deposit(4) -> 4")
+        #expect(account.$deposit === account.$deposit)   // made once
+    }
+
+    @Test func insteadAndVeto() throws {
+        let account = Account(owner: "Ada")
+        let token = account.$deposit.instead { call in
+            try call.setArgument(0, to: try call.argument(0, as: Int.self) * 10)
+            try call.invokeOriginal()
+        }
+        #expect(account.deposit(1) == 10)
+        token.remove()
+        account.$deposit.before { call in
+            try call.setResult(-1)
+            try call.veto()
+        }
+        #expect(account.deposit(100) == -1)
+        #expect(account.balance == 10)
+    }
+
+    @Test func throwingMethodsRecordAndReplaceErrors() throws {
+        let account = Account(owner: "Ada")
+        _ = account.deposit(5)
+        var recorded: (any Error)?
+        account.$withdraw.after { call in
+            recorded = call.error
+            if try call.argument(0, as: Int.self) == 1000 { try call.setResult(-1) }
+        }
+        #expect(throws: Refusal.insufficient) { try account.withdraw(50) }
+        #expect(recorded as? Refusal == .insufficient)
+        #expect(try account.withdraw(1000) == -1)      // the after hook turned the error into a result
+        account.$withdraw.before { call in try call.setError(Refusal.vetoed) }
+        #expect(throws: Refusal.vetoed) { try account.withdraw(1) }
+        // A method that cannot throw refuses an error.
+        var refusal: HookError?
+        account.$deposit.before { call in
+            do { try call.setError(Refusal.vetoed) } catch { refusal = error as? HookError }
+        }
+        _ = account.deposit(1)
+        #expect(refusal?.kind == .invalidValue)
+    }
+
+    @Test func overloadsGetDistinctHookPoints() throws {
+        let account = Account(owner: "Ada")
+        account.$move_to.after { call in try call.setResult("went " + (try call.result(as: String.self))) }
+        #expect(account.move(to: "Paris") == "went to Paris")
+        #expect(account.move(by: 3) == "by 3")
+        #expect(account.$move_to.name == "move(to:)")
+        #expect(account.$move_by.name == "move(by:)")
+        account.$scale_Double.after { call in try call.setResult(-1.0) }
+        #expect(account.scale(2.0) == -1)
+        #expect(account.scale(2) == 4)
+        #expect(account.$scale_Int.name == "scale(_:)")
+    }
+
+    @Test func variadicParametersArriveAsAnArray() throws {
+        let account = Account(owner: "Ada")
+        account.$total.before { call in
+            let values = try call.argument(0, as: [Int].self)
+            try call.setArgument(0, to: values + [100])
+        }
+        #expect(account.total(1, 2, 3) == 106)
+    }
+
+    @Test func recursionIsHookedAgainButHooksAreNotReentered() throws {
+        let account = Account(owner: "Ada")
+        let calls = Counter()
+        account.$countdown.before { _ in calls.add() }
+        #expect(account.countdown(3) == 3)
+        #expect(calls.value == 4)                    // 3, 2, 1, 0
+        let inner = Counter()
+        account.$deposit.before { _ in
+            inner.add()
+            _ = account.deposit(0)                   // from its own hook: the original only
+        }
+        _ = account.deposit(1)
+        #expect(inner.value == 1)
+    }
+
+    @Test func genericClasses() throws {
+        let box = Box("a")
+        box.$replace.after { call in try call.setResult("was " + (try call.result(as: String.self))) }
+        #expect(box.replace(with: "b") == "was a")
+        let seen = Counter()
+        box.$item.after { _ in seen.add() }
+        box.item = "c"
+        #expect(seen.value == 1)
+        let numbers = Box(1)
+        #expect(numbers.replace(with: 2) == 1)       // another instance, another type: unhooked
+    }
+
+    @Test func subclassHooksRunOnceAroundTheMostDerivedMethod() throws {
+        let square = Square()
+        let calls = Counter()
+        square.$describe.before { call in calls.note(try call.argument(0, as: String.self)) }
+        square.$describe.after { call in try call.setResult((try call.result(as: String.self)) + "!") }
+        #expect(square.describe("a") == "[a shape]!")      // the override and its super call: hooks once
+        #expect(calls.log == ["a"])
+        square.$area.after { call in try call.setResult(100.0) }
+        #expect(square.area() == 100)
+        let shape = Shape()
+        #expect(shape.area() == 0)
+        shape.$area.after { call in try call.setResult(1.0) }
+        #expect(shape.area() == 1)
+        // Through the base type, the dynamic method is hooked.
+        let asShape: Shape = square
+        #expect(asShape.area() == 100)
+        // Stored properties of both classes.
+        square.$side.before { call in try call.setArgument(0, to: 3.0) }
+        square.side = 10
+        #expect(square.side == 3)
+    }
+
+    @Test func keyPaths() throws {
+        let account = Account(owner: "Ada")
+        let balance = try PropertyHook.of(account, \.balance)
+        #expect(balance === account.$balance)
+        let deposit = account[keyPath: \Account.$deposit]
+        #expect(deposit === account.$deposit)
+        #expect(throws: HookError.self) { try PropertyHook.of(account, \.note) }     // @Unhooked
+    }
+
+    @Test func fishesAndBindings() throws {
+        let a = Account(owner: "Ada"), b = Account(owner: "Bob")
+        try Binding.bind([.post(a, \.owner), .observer(b, \.owner)])
+        a.owner = "Grace"
+        #expect(b.owner == "Grace")
+        let seen = Counter()
+        try Binding.bind([
+            .post(a, \.$deposit),
+            .observer(b) { call, _ in seen.note("\(call.selector) \(call.args[0]) -> \(call.result!)") },
+        ])
+        _ = a.deposit(5)
+        #expect(seen.log == ["deposit 5 -> 5"])
+    }
+
+    @Test func hookPointsDoNotKeepTheirObjectAlive() throws {
+        weak var gone: Account?
+        var point: MethodHook<Int, Int>?
+        do {
+            let account = Account(owner: "Ada")
+            gone = account
+            point = account.$deposit
+            account.$deposit.after { [weak account] _ in _ = account?.balance }
+            account.$balance.after { _ in }
+            _ = account.deposit(1)
+            #expect(point?.target === account)
+        }
+        #expect(gone == nil)
+        #expect(point?.target == nil)
+        #expect(point?.name == "deposit")
+    }
+
+    @Test func eightThreadsCallWhileHooksChange() throws {
+        // The calls and the hook changes are what is shared; the account's
+        // own stored state is not touched by these methods.
+        nonisolated(unsafe) let account = Account(owner: "Ada")
+        // Unoptimized, the first call of each member on a class learns its
+        // storage's offset through a key path access; do it before the threads.
+        _ = account.scale(0)
+        _ = account.move(by: 0)
+        _ = account.$scale_Int
+        _ = account.$move_by
+        let ran = Counter()
+        let threads = (0..<9).map { index in
+            Thread {
+                if index == 8 {
+                    for _ in 0..<300 {
+                        let token = account.$scale_Int.after { _ in ran.add() }
+                        let other = account.$move_by.before { _ in ran.add() }
+                        token.remove()
+                        other.remove()
+                    }
+                } else {
+                    for i in 0..<3_000 {
+                        _ = account.scale(i)
+                        _ = account.move(by: i)
+                    }
+                }
+                ran.note("done")
+            }
+        }
+        threads.forEach { $0.start() }
+        while ran.log.count < 9 { Thread.sleep(forTimeInterval: 0.01) }
+        account.$scale_Int.after { call in try call.setResult(0) }
+        #expect(account.scale(3) == 0)
+        #expect(account.$scale_Int.hookCount == 1)
+    }
+
+    @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
+    func aCallWithNoHookAllocatesNothing() throws {
+        // (A `+=` of a @Hooked property allocates in unoptimized builds, with
+        // or without @Hookable: the synthesized modify coroutine's frame.)
+        let account = Account(owner: "Ada")
+        _ = account.$scale_Int   // a hook point with no hook: the next load and test
+        var total = 0.0
+        for i in 0..<10 { total += account.scale(Double(i)) + Double(account.scale(i)); account.balance = i }
+        let before = hk_test_malloc_count()
+        for i in 0..<1_000 {
+            total += account.scale(Double(i))        // no hook point
+            total += Double(account.scale(i))        // a hook point, no hook
+            account.balance = i                      // a hooked property, no hook point
+        }
+        let count = hk_test_malloc_count() - before
+        #expect(total != 0)
+        #expect(count == 0)
+    }
+}
+
