@@ -28,12 +28,29 @@ let package = Package(
                 .product(name: "HookBind", package: "Hook"),
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "OpenCombine", package: "OpenCombine"),
+                "ThreadsSuite",
             ],
             path: "Benchmarks/HookBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // The threads suite's cases and its thread pool, for the benchmarks
+        // (threads*/...) and for threads-probe.
+        .target(
+            name: "ThreadsSuite",
+            dependencies: [
+                "CBenchSupport",
+                "ThreadsTable",
+                .product(name: "Hook", package: "Hook"),
+                .product(name: "HookBind", package: "Hook"),
+            ]
+        ),
+        // The threads table (cases, targets, Markdown), shared by bench-report and threads-probe.
+        .target(name: "ThreadsTable"),
+        // The threads suite without package-benchmark: thread counts from the
+        // command line; builds with --static-swift-stdlib to run where Swift is not.
+        .executableTarget(name: "threads-probe", dependencies: ["ThreadsSuite", "ThreadsTable"], path: "Sources/ThreadsProbe"),
         // Reads one run's export and prints ratios, checks allocations, draws the chart.
-        .executableTarget(name: "bench-report", path: "Sources/BenchReport"),
+        .executableTarget(name: "bench-report", dependencies: ["ThreadsTable"], path: "Sources/BenchReport"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -28,4 +28,5 @@ let benchmarks: @Sendable () -> Void = {
     scalingBenchmarks(configuration)
     footprintBenchmarks(configuration)
     importBenchmarks(configuration)
+    threadsBenchmarks(configuration)
 }

@@ -1,11 +1,14 @@
 // bench-report: reads one run of `swift package benchmark --format
 // histogramPercentiles --path DIR` and prints every case per call, as a ratio
 // to its floor and to its peer, against DESIGN.md's targets, as a Markdown
-// table; draws the same as an SVG chart; and checks that the hooked call
-// paths allocate nothing.
+// table; draws the same as an SVG chart; checks that the hooked call
+// paths allocate nothing; and prints the threads cases (`threads<N>/...`) as
+// the "Threads" table: Mops/s over all threads, the ratio to 1 thread, the
+// machine's core count and issue 14's scaling target.
 //
 //   swift run -c release bench-report DIR [--markdown FILE] [--svg FILE] [--check-allocations]
 import Foundation
+import ThreadsTable
 
 /// Calls, sets or writes per measured sample (`callsPerSample` in the benchmarks).
 let callsPerSample = 1_000.0
@@ -174,6 +177,23 @@ struct Measured {
     /// Heap growth of one sample (the footprint cases).
     var heapBytes: Double?
     var frees: Double?
+    /// The threads cases: median wall clock of one sample (ns), and from the
+    /// name, operations per sample over all threads and the machine's cores.
+    var sampleNs: Double?
+    var threadsOps: Double?
+    var cores: Int?
+}
+
+/// "…, N threads x OPS ops, C cores" ("1 thread x …") at the end of a threads case's name
+/// (spaces are underscores in the file name): (N x OPS, C).
+func threadsTail(_ fileName: String) -> (ops: Double, cores: Int)? {
+    guard let end = fileName.range(of: "_cores.", options: .backwards) else { return nil }
+    let words = fileName[..<end.lowerBound].split(separator: "_")
+    // ... "2", "threads", "x", "30000", "ops,", "2"
+    guard words.count >= 6, words[words.count - 5].hasPrefix("thread"), words[words.count - 4] == "x",
+          words[words.count - 2] == "ops,", let n = Double(words[words.count - 6]),
+          let ops = Double(words[words.count - 3]), let cores = Int(words[words.count - 1]) else { return nil }
+    return (n * ops, cores)
 }
 
 /// Case id and metric from a file name such as
@@ -213,6 +233,11 @@ func read(_ directory: String) throws -> [String: Measured] {
         switch metric {
         case "wallClock":
             results[id, default: Measured()].ns = value(at: 50, in: text).map { $0 / callsPerSample }
+            if id.hasPrefix("threads"), let (ops, cores) = threadsTail(file) {
+                results[id, default: Measured()].sampleNs = value(at: 50, in: text)
+                results[id, default: Measured()].threadsOps = ops
+                results[id, default: Measured()].cores = cores
+            }
         case "freeCountTotal":
             results[id, default: Measured()].frees = value(at: 50, in: text).map { $0 / callsPerSample }
         case "heapBytes":
@@ -257,7 +282,28 @@ func table(_ results: [String: Measured]) -> String {
         }
         lines.append("| \(c.label) | \(format(ns)) | \(vsFloor) | \(vsPeer) | \(mallocs) | \(target) |")
     }
-    return lines.joined(separator: "\n") + "\n"
+    // A run of the threads cases alone has none of these.
+    return lines.count > 2 ? lines.joined(separator: "\n") + "\n" : ""
+}
+
+// MARK: Threads
+
+/// The threads cases (`threads<N>/<case>`): Mops/s over all threads from the
+/// median wall clock of a sample and its operation count, and the ratio to 1 thread.
+func threadsReport(_ results: [String: Measured]) -> String {
+    var cores = 0
+    let rows = threadsCaseInfos.map { info in
+        var row = ThreadsRow(info)
+        for (id, m) in results {
+            guard id.hasPrefix("threads"), id.hasSuffix("/" + info.id),
+                  let n = Int(id.dropFirst("threads".count).prefix { $0.isNumber }),
+                  let ns = m.sampleNs, let ops = m.threadsOps, ns > 0 else { continue }
+            row.mops[n] = ops / ns * 1e3
+            cores = max(cores, m.cores ?? 0)
+        }
+        return row
+    }
+    return threadsTable(rows, cores: cores)
 }
 
 // MARK: The chart
@@ -327,7 +373,9 @@ do {
         exit(2)
     }
     let footprint = footprintTable(results)
-    let markdown = table(results) + (footprint.isEmpty ? "" : "\nFootprint:\n\n" + footprint)
+    let threads = threadsReport(results)
+    let markdown = [table(results), footprint.isEmpty ? "" : "Footprint:\n\n" + footprint, threads]
+        .filter { !$0.isEmpty }.joined(separator: "\n")
     print(markdown, terminator: "")
     if let markdownPath { try markdown.write(toFile: markdownPath, atomically: true, encoding: .utf8) }
     if let svgPath { try chart(results).write(toFile: svgPath, atomically: true, encoding: .utf8) }
