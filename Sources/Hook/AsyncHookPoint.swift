@@ -44,13 +44,14 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
     public typealias Body = (inout AsyncCallBack<repeat each A, R>) async throws -> Void
 
     final class Entry: @unchecked Sendable {
-        /// The identity of the hook's token.
-        let id: UInt64
+        /// The hook's token, which `remove()` names it by (held: an address
+        /// alone could be a later token's once this one is freed).
+        let token: HookToken
         let position: HookPosition
         let body: Body
         let owner: _HookOwner?
-        init(id: UInt64, position: HookPosition, body: @escaping Body, owner: _HookOwner?) {
-            self.id = id
+        init(token: HookToken, position: HookPosition, body: @escaping Body, owner: _HookOwner?) {
+            self.token = token
             self.position = position
             self.body = body
             self.owner = owner
@@ -145,9 +146,8 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
         // The token stands for the hook (its own body is never run: the
         // async call path runs the entry's).
         let token = HookToken(point: self, position: position, owner: nil, runsWhenVetoed: true, body: { _ in })
-        let id = UInt64(UInt(bitPattern: ObjectIdentifier(token)))
         hooks.withVisibleLock(self) { state in
-            state.entries.append(Entry(id: id, position: position, body: body, owner: owner.map(_HookOwner.init)))
+            state.entries.append(Entry(token: token, position: position, body: body, owner: owner.map(_HookOwner.init)))
             publish(&state)
         }
         if let bag = (owner as? HookOwner)?.hookBag { bag.insert(token) }
@@ -180,9 +180,8 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
     public override func after(owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken { fatalError("unavailable") }
 
     override func remove(_ token: HookToken) {
-        let id = UInt64(UInt(bitPattern: ObjectIdentifier(token)))
         hooks.withVisibleLock(self) { state in
-            state.entries.removeAll { $0.id == id }
+            state.entries.removeAll { $0.token === token }
             publish(&state)
         }
     }

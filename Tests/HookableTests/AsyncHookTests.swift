@@ -74,6 +74,16 @@ func threadID() -> UInt { UInt(bitPattern: Int(bitPattern: pthread_self())) }
 
 @Suite("Async hook points")
 struct AsyncHookTests {
+    /// Removing one hook removes that one only, also once the tokens of the
+    /// others were dropped (and their memory reused by later tokens).
+    @Test func removingOneHookLeavesTheOthers() async throws {
+        let point = AsyncClosureHook(name: "same") { (x: Int) async throws -> Int in x }
+        for _ in 0..<3 { point.after { _ in } }      // tokens dropped
+        for _ in 0..<50 { point.before { _ in }.remove() }
+        #expect(point.hookCount == 3)
+        #expect(try await point(5) == 5)
+    }
+
     @Test func hooksAroundAnAsyncClosure() async throws {
         let double = AsyncClosureHook(name: "double") { (x: Int) async throws -> Int in
             await Task.yield()
