@@ -22,7 +22,7 @@ struct _HookCounts {
 /// it; a snapshot that has been replaced is freed only once no thread is inside
 /// a call of its hook point (see `HookPoint`).
 @usableFromInline
-final class _HookSnapshot: ManagedBuffer<_HookCounts, Unmanaged<HookToken>>, @unchecked Sendable {
+final class _HookSnapshot: ManagedBuffer<_HookCounts, Unmanaged<HookToken>> {
     /// A snapshot of `tokens`, which are in position order.
     static func make(_ tokens: [HookToken]) -> _HookSnapshot {
         var counts = _HookCounts(before: 0, instead: 0, after: 0)
