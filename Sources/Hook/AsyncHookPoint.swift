@@ -93,6 +93,7 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
     /// - Parameters:
     ///   - name: The `selector` of its calls.
     ///   - target: An object reported as ``AsyncCallBack/target``; held weakly.
+    ///   - original: The async closure whose calls the hooks run around.
     public init(name: String = "closure", target: AnyObject? = nil, _ original: @escaping (repeat each A) async throws -> R) {
         self.original = original
         self.canThrow = true
@@ -137,6 +138,7 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
     /// Adds an async hook at `position`. Hooks of one position run in the order added.
     ///
     /// - Parameters:
+    ///   - position: Before, instead of, or after the original.
     ///   - owner: If given, the hook stops running when `owner` deinitializes
     ///     and is detached (held weakly).
     ///   - body: Receives the call's record; may suspend.

@@ -1,5 +1,5 @@
 /// One call at a hook point, copied out of it: what ``HookPoint/calls(bufferingPolicy:)``
-/// and ``AsyncClosureHook/calls(bufferingPolicy:)`` deliver to a `for await` loop.
+/// (of any hook point, an ``AsyncClosureHook`` too) delivers to a `for await` loop.
 ///
 /// The arguments and the result are boxed copies (`Any`), so the record
 /// may escape the call and cross to another task or thread. (`@unchecked

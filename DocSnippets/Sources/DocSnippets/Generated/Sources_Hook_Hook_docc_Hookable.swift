@@ -28,12 +28,13 @@ func Sources_Hook_Hook_docc_Hookable_22() async throws {
         try await Task.sleep(for: .milliseconds(1))
         print("synced:", call.result ?? 0)
     }
-    Task { for await call in account.$deposit.calls() { print(call) } }   // deposit(5) -> 5
-    account.deposit(-5)                             // 0
+    let deposits = account.$deposit.calls()         // AsyncStream<HookCallRecord>
+    Task { for await call in deposits { print(call) } }   // deposit(0) -> 0
+    print(account.deposit(-5))                      // 0
 }
 
-// Sources/Hook/Hook.docc/Hookable.md:147
-func Sources_Hook_Hook_docc_Hookable_147() async throws {
+// Sources/Hook/Hook.docc/Hookable.md:148
+func Sources_Hook_Hook_docc_Hookable_148() async throws {
     let cache = [7: "cached 7"]
     let fetch = AsyncClosureHook(name: "fetch") { (id: Int) async throws -> String in
         try await Task.sleep(for: .milliseconds(1))   // the original may suspend
@@ -51,9 +52,9 @@ func Sources_Hook_Hook_docc_Hookable_147() async throws {
     let text = try await fetch(42)                 // "item 42"
 }
 
-// Sources/Hook/Hook.docc/Hookable.md:208
+// Sources/Hook/Hook.docc/Hookable.md:209
 extension AsyncSequenceContext {
-    func Sources_Hook_Hook_docc_Hookable_208() async throws {
+    func Sources_Hook_Hook_docc_Hookable_209() async throws {
         for await call in account.$deposit.calls() { print(call.arguments, call.result ?? "-") }
         for await name in name.values { print(name) }       // Observable
         for await value in signal.values { print(value) }   // Signal
