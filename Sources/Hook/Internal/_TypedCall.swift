@@ -36,13 +36,7 @@ func _typedCall<each A, R>(
                         // into an invoker would retain its context, a write
                         // every caller of the hook point shares.
                         call._markRunningOriginal(true)
-                        var i = 0
-                        do {
-                            let value = try original(repeat _TypedLayout.load((each A).self, slots, &i))
-                            call._storeResult(value)
-                        } catch {
-                            call._error = error
-                        }
+                        _ClosureInvoker.run(original, slots, &call)
                         call._markRunningOriginal(false)
                     } else {
                         let erased: any _OriginalInvoker = _ClosureInvoker(original: original, slots: slots)
@@ -89,7 +83,13 @@ struct _ClosureInvoker<each A, R>: _OriginalInvoker {
     }
 
     @inlinable
-    func invoke(_ call: inout CallBack) {
+    func invoke(_ call: inout CallBack) { Self.run(original, slots, &call) }
+
+    /// Runs `original` (borrowed: no copy, so no retain of its context) with
+    /// the arguments at `slots`; stores its result or error in `call`.
+    @inlinable @inline(__always)
+    static func run(_ original: (repeat each A) throws -> R, _ slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
+                    _ call: inout CallBack) {
         var i = 0
         do {
             let value = try original(repeat _TypedLayout.load((each A).self, slots, &i))
