@@ -92,3 +92,50 @@ extension MethodHook {
         return try point.withoutHooks(body)
     }
 }
+
+// A stored `var` of a `@Hookable` actor: the actor's key paths do not reach
+// its isolated properties, so `@Hooked`'s enclosing-instance accessors cannot
+// serve it. The expansion keeps a `Hooked<Value>` in a peer `_name`
+// (`nonisolated(unsafe)`, reached only by these helpers and the actor's own
+// accessors) and spells the accessors itself.
+extension Hooked {
+    /// The stored value (the actor's getter).
+    @inlinable
+    public var _hookableValue: Value { _value }
+
+    /// The address of a `Hooked` peer of an actor, in an access of its own.
+    @inlinable @inline(__always)
+    public static func _hookableAddress(_ cell: inout Hooked<Value>) -> UnsafeMutableRawPointer {
+        withUnsafeMutablePointer(to: &cell) { UnsafeMutableRawPointer($0) }
+    }
+
+    /// A set from the actor's setter (isolated, so sets of one actor run
+    /// one at a time): a load, a test and the store while there is no hook
+    /// point; else through the hooks.
+    @inlinable @inline(__always)
+    public static func _hookableSet(_ cell: UnsafeMutableRawPointer, _ newValue: Value) {
+        let bits = hk_word_load(cell + _pointOffset)
+        if _fastPath(bits == 0) {
+            cell.assumingMemoryBound(to: Value.self).pointee = newValue
+            return
+        }
+        Unmanaged<PropertyHook<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
+            ._withUnsafeGuaranteedRef { $0._setAsProperty(newValue) }
+    }
+
+    /// `actor.$name`: the hook point of the `Hooked` at `cell` in `object`, made if needed.
+    public static func _hookablePoint(_ cell: UnsafeMutableRawPointer, object: AnyObject, name: String) -> PropertyHook<Value> {
+        let offset = cell - UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque())
+        return _HookedCell<Value>.point(in: object, cellOffset: offset, name: name)
+    }
+}
+
+extension MethodHook {
+    /// The hook point of a `@Hookable` method named by its key path:
+    /// `MethodHook.of(account, \.$deposit)`, the same as `account.$deposit`.
+    /// (Swift 6.3 cannot form a key path to a method itself, `\.deposit`:
+    /// method key paths, SE-0479, are an experimental feature of this compiler.)
+    public static func of<Object: AnyObject>(_ object: Object, _ keyPath: KeyPath<Object, MethodHook<repeat each A, R>>) -> MethodHook<repeat each A, R> {
+        object[keyPath: keyPath]
+    }
+}

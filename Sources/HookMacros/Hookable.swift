@@ -1,7 +1,7 @@
 @_exported import Hook
 
-/// Makes every stored `var` and every method of a class (or the methods of
-/// an actor) a hook point of each instance.
+/// Makes every stored `var` and every method of a class or an actor a hook
+/// point of each instance.
 ///
 /// ```swift
 /// @Hookable
@@ -17,8 +17,11 @@
 /// account.deposit(-5)                                // 0
 /// ```
 ///
-/// - A stored `var` gets `@Hooked`'s storage: `object.$name` is its
-///   `PropertyHook<Value>`, `PropertyHook.of(object, \.name)` finds it.
+/// - A stored `var` of a class gets `@Hooked`'s storage: `object.$name` is
+///   its `PropertyHook<Value>`, `PropertyHook.of(object, \.name)` finds it.
+///   One of an actor gets the same storage in a private peer and accessors
+///   spelt by the macro (`actor.$name`; its type must be written or told by
+///   a literal initializer, and a synchronous `init` cannot assign it).
 /// - A method keeps its body, which runs directly while the method has no
 ///   hook point (a load and a test more than the plain method); its hook point
 ///   is `object.$name`, a `MethodHook<Arguments..., Result>`
@@ -26,11 +29,13 @@
 ///   CallBacks `target` is the instance and `selector` the method's name.
 ///   Overloads: `$name_label1_label2` (`_` for an unlabeled parameter) and the
 ///   selector `name(label1:label2:)`; overloads with the same labels
-///   `$name_Type1_Type2`.
+///   `$name_Type1_Type2`. `MethodHook.of(object, \.$name)` is `object.$name`.
 /// - `@Unhooked` leaves a member alone.
 /// - Overrides: a hook runs once per call, around the most derived
 ///   implementation, when the subclass is `@Hookable` too: its override uses
-///   the inherited hook point, and its `super.name(...)` call runs unhooked.
+///   the inherited hook point (found through a `final` method of the base,
+///   by labels and function type, so overloads are told apart), and its
+///   `super.name(...)` call runs unhooked.
 ///
 /// What it cannot hook is a compile-time error naming the member and why:
 /// generic methods, `inout` / `borrowing` / `consuming` or closure-typed
@@ -50,5 +55,10 @@ public macro Unhooked() = #externalMacro(module: "HookMacrosPlugin", type: "Unho
 /// Put on each method by `@Hookable`; not for direct use.
 @attached(body)
 @attached(peer, names: arbitrary)
-public macro _HookableMethod(_ peer: String, selector: String, override: Bool, actor: Bool, type: String) =
+public macro _HookableMethod(_ peer: String, selector: String, override: Bool, actor: Bool, final: Bool, type: String) =
     #externalMacro(module: "HookMacrosPlugin", type: "HookableMethodMacro")
+
+/// Put on each stored `var` of a `@Hookable` actor by `@Hookable`; not for direct use.
+@attached(accessor, names: named(init), named(get), named(set))
+@attached(peer, names: prefixed(_), prefixed(`$`))
+public macro _HookableProperty() = #externalMacro(module: "HookMacrosPlugin", type: "HookablePropertyMacro")

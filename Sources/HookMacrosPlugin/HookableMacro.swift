@@ -56,7 +56,7 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
             .parameters.map { $0.name.text }
         let fullType = generics.map { "\(typeName)<\($0.joined(separator: ", "))>" } ?? typeName
         if let variable = member.as(VariableDeclSyntax.self) {
-            return property(variable, inActor: inActor, typeName: typeName, context: context)
+            return property(variable, in: declaration, inActor: inActor, typeName: typeName, context: context)
         }
         if let function = member.as(FunctionDeclSyntax.self) {
             return method(function, in: declaration, inActor: inActor, typeName: typeName, fullType: fullType, context: context)
@@ -78,7 +78,7 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
 
     // MARK: Properties
 
-    static func property(_ variable: VariableDeclSyntax, inActor: Bool, typeName: String,
+    static func property(_ variable: VariableDeclSyntax, in declaration: some DeclGroupSyntax, inActor: Bool, typeName: String,
                          context: some MacroExpansionContext) -> [AttributeSyntax] {
         // Only instance `var`s that store a value.
         guard variable.bindingSpecifier.tokenKind == .keyword(.var) else { return [] }
@@ -113,10 +113,37 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
         }) {
             return refuse("it already has the attribute @\(other.attributeName.trimmedDescription), and two storages cannot wrap one property")
         }
+        if inActor, hasModifier(variable.modifiers, ["nonisolated"]) {
+            return refuse("it is nonisolated, so its sets do not run one at a time on the actor")
+        }
         if inActor {
-            return refuse("properties of an actor are not hooked yet (Hooked's accessors need a class instance; the actor's isolation would be bypassed); hook its methods, or make it a class")
+            // An actor's accessors are spelt by the expansion, which needs the value's type.
+            guard let binding = variable.bindings.first, HookablePropertyMacro.valueType(of: binding) != nil else {
+                return refuse("its type cannot be told from its initializer, and the hook point `$\(names)` of an actor's property is spelt with it; write the type (`var \(names): Type = ...`)")
+            }
+            guard binding.pattern.is(IdentifierPatternSyntax.self) else { return refuse("it is not a single name") }
+            if let initializer = synchronousInitAssigning(names, in: declaration) {
+                return refuse("\(initializer) assigns it, and Swift 6.3 treats that assignment (through the property's init accessor) as an actor-isolated mutation from a nonisolated context; give the property an initial value instead, or make that init async")
+            }
+            return ["@_HookableProperty"]
         }
         return ["@Hook.Hooked"]
+    }
+
+    /// `init(label:)` if a synchronous initializer of `declaration` assigns
+    /// the property `name` (`name = ...` or `self.name = ...`), else nil.
+    static func synchronousInitAssigning(_ name: String, in declaration: some DeclGroupSyntax) -> String? {
+        for member in declaration.memberBlock.members {
+            guard let initializer = member.decl.as(InitializerDeclSyntax.self), let body = initializer.body,
+                  initializer.signature.effectSpecifiers?.asyncSpecifier == nil else { continue }
+            let finder = AssignmentFinder(name: name)
+            finder.walk(body)
+            if finder.found {
+                let labels = initializer.signature.parameterClause.parameters.map { "\($0.firstName.text):" }.joined()
+                return "the synchronous init(\(labels))"
+            }
+        }
+        return nil
     }
 
     // MARK: Methods
@@ -138,8 +165,9 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
             return []
         }
         let isOverride = hasModifier(function.modifiers, ["override"])
+        let isFinal = declaration.as(ClassDeclSyntax.self).map { hasModifier($0.modifiers, ["final"]) } ?? true
         return ["""
-            @_HookableMethod(\(literal: naming.name), selector: \(literal: naming.selector), override: \(literal: isOverride), actor: \(literal: inActor), type: \(literal: fullType))
+            @_HookableMethod(\(literal: naming.name), selector: \(literal: naming.selector), override: \(literal: isOverride), actor: \(literal: inActor), final: \(literal: isFinal), type: \(literal: fullType))
             """]
     }
 
@@ -264,4 +292,35 @@ public struct UnhookedMacro: PeerMacro {
         providingPeersOf declaration: some DeclSyntaxProtocol,
         in context: some MacroExpansionContext
     ) throws -> [DeclSyntax] { [] }
+}
+
+/// Whether a body assigns the property `name` (`name = ...` or `self.name = ...`).
+final class AssignmentFinder: SyntaxVisitor {
+    let name: String
+    var found = false
+    init(name: String) {
+        self.name = name
+        super.init(viewMode: .sourceAccurate)
+    }
+    func assigns(_ target: ExprSyntax) -> Bool {
+        if let reference = target.as(DeclReferenceExprSyntax.self) { return reference.baseName.text == name }
+        if let member = target.as(MemberAccessExprSyntax.self), member.base?.is(DeclReferenceExprSyntax.self) == true,
+           member.base?.trimmedDescription == "self" {
+            return member.declName.baseName.text == name
+        }
+        return false
+    }
+    override func visit(_ node: SequenceExprSyntax) -> SyntaxVisitorContinueKind {
+        let elements = Array(node.elements)
+        for (i, element) in elements.enumerated().dropFirst() where element.is(AssignmentExprSyntax.self) {
+            if assigns(elements[i - 1]) { found = true }
+        }
+        return .visitChildren
+    }
+    override func visit(_ node: InfixOperatorExprSyntax) -> SyntaxVisitorContinueKind {
+        if node.operator.is(AssignmentExprSyntax.self), assigns(node.leftOperand) { found = true }
+        return .visitChildren
+    }
+    // Closures in an init run later, isolated or not: not the init's own assignment.
+    override func visit(_ node: ClosureExprSyntax) -> SyntaxVisitorContinueKind { .skipChildren }
 }

@@ -18,6 +18,8 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
         var selector = ""
         var isOverride = false
         var inActor = false
+        /// A final class's overrides do not exist: no slot finder.
+        var isFinal = false
         var type = "Self"
     }
 
@@ -25,6 +27,29 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
     /// access in an actor (an actor's key paths do not reach stored properties in place).
     static func address(_ options: Options, _ storage: String) -> String {
         options.inActor ? "Hook._hookableAddress(&self.\(storage))" : "Hook._hookableAddress(self, \\\(options.type).\(storage))"
+    }
+
+    /// The name of the `final` method through which an override finds the
+    /// slot it inherits: the method's name and labels (`f(_:by:)` is
+    /// `_hookableSlot_f__by`); its parameter, the method's function type,
+    /// tells overloads with the same labels apart. The override cannot
+    /// spell the slot itself: the base class may name overloads it does not see.
+    static func slotFinder(_ function: FunctionDeclSyntax) -> String {
+        let labels = function.signature.parameterClause.parameters.map { $0.firstName.text == "_" ? "_" : "_" + $0.firstName.text }
+        return "_hookableSlot_" + function.name.text + labels.joined()
+    }
+
+    /// The metatype of the method's function type, `((Int) throws -> Int).self`.
+    static func functionType(_ signature: Signature) -> String {
+        let effects = (signature.isAsync ? " async" : "") + (signature.canThrow ? " throws" : "")
+        return "((" + signature.argumentTypes.joined(separator: ", ") + ")" + effects + " -> " + signature.resultType + ")"
+    }
+
+    /// The slot's address as the body reaches it: its own slot, or for an
+    /// override the inherited one, through the base's finder.
+    static func bodyAddress(_ options: Options, _ function: FunctionDeclSyntax, _ signature: Signature) -> String {
+        guard options.isOverride else { return address(options, "_" + options.peer) }
+        return "self.\(slotFinder(function))(\(functionType(signature)).self)"
     }
 
     static func options(_ node: AttributeSyntax) -> Options {
@@ -38,6 +63,7 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
             case "selector": options.selector = text ?? ""
             case "override": options.isOverride = flag
             case "actor": options.inActor = flag
+            case "final": options.isFinal = flag
             case "type": options.type = text ?? "Self"
             default: break
             }
@@ -114,7 +140,14 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
                 \(raw: point)._hookablePoint(\(raw: address(options, storage)), object: self, name: \(literal: options.selector), canThrow: \(literal: signature.canThrow))
             }
             """,
-        ]
+        ] + (options.inActor || options.isFinal ? [] : [
+            """
+            /// Where an override of `\(raw: options.selector)` finds `\(raw: storage)`.
+            \(raw: access)final func \(raw: slotFinder(function))(_: \(raw: functionType(signature)).Type) -> UnsafeMutableRawPointer {
+                \(raw: address(options, storage))
+            }
+            """,
+        ])
     }
 
     // MARK: The body
@@ -127,14 +160,14 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
         guard let function = declaration.as(FunctionDeclSyntax.self), let body = function.body else { return [] }
         let options = options(node)
         let signature = Signature(function)
-        let storage = "_" + options.peer
         let point = signature.pointType
+        let slot = bodyAddress(options, function, signature)
 
         // An override's call of the same method on super runs unhooked: the
         // hooks already run around the override.
         var statements = body.statements
         if options.isOverride {
-            let rewriter = SuperCallRewriter(name: function.name.text, address: address(options, storage), point: point,
+            let rewriter = SuperCallRewriter(name: function.name.text, address: slot, point: point,
                                              isAsync: signature.isAsync, canThrow: signature.canThrow)
             statements = rewriter.rewrite(statements).cast(CodeBlockItemListSyntax.self)
         }
@@ -151,7 +184,7 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
             """
         return [
             CodeBlockItemSyntax(item: .decl(original)),
-            "let _hookableBits = Hook._hookableLoad(\(raw: address(options, storage)))",
+            "let _hookableBits = Hook._hookableLoad(\(raw: slot))",
             "if _hookableBits == 0 || !\(raw: point)._hookableIsHooked(_hookableBits) { return \(raw: prefix)_hookableOriginal(\(raw: arguments)) }",
             "return \(raw: prefix)\(raw: point).\(raw: call)(_hookableBits, self, _hookableOriginal\(raw: tail))",
         ]

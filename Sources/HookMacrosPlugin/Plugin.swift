@@ -6,6 +6,7 @@ struct HookMacrosPlugin: CompilerPlugin {
     let providingMacros: [any Macro.Type] = [
         HookableMacro.self,
         HookableMethodMacro.self,
+        HookablePropertyMacro.self,
         UnhookedMacro.self,
     ]
 }

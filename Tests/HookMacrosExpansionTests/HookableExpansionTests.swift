@@ -7,6 +7,7 @@ import Testing
 let macros: [String: MacroSpec] = [
     "Hookable": MacroSpec(type: HookableMacro.self),
     "_HookableMethod": MacroSpec(type: HookableMethodMacro.self),
+    "_HookableProperty": MacroSpec(type: HookablePropertyMacro.self),
     "Unhooked": MacroSpec(type: UnhookedMacro.self),
 ]
 
@@ -221,15 +222,50 @@ struct HookableExpansionTests {
             final class Square: Shape {
                 override func describe(_ prefix: String) -> String {
                     func _hookableOriginal(_ prefix: String) -> String {
-                        "[" + (Hook.MethodHook<String, String>._hookableUnhooked(Hook._hookableAddress(self, \\Square._$describe)) {
+                        "[" + (Hook.MethodHook<String, String>._hookableUnhooked(self._hookableSlot_describe_(((String) -> String).self)) {
                                 super.describe(prefix)
                             }) + "]"
                     }
-                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Square._$describe))
+                    let _hookableBits = Hook._hookableLoad(self._hookableSlot_describe_(((String) -> String).self))
                     if _hookableBits == 0 || !Hook.MethodHook<String, String>._hookableIsHooked(_hookableBits) {
                         return _hookableOriginal(prefix)
                     }
                     return Hook.MethodHook<String, String>._hookableCall(_hookableBits, self, _hookableOriginal, prefix)
+                }
+            }
+            """)
+    }
+
+    @Test func aClassThatCanBeSubclassedTellsOverridesWhereItsSlotsAre() {
+        expand("""
+            @Hookable
+            open class Shape {
+                open func scale(_ x: Int, by factor: Double) throws -> Int { x }
+            }
+            """, """
+            open class Shape {
+                open func scale(_ x: Int, by factor: Double) throws -> Int {
+                    func _hookableOriginal(_ x: Int, _ factor: Double) throws -> Int {
+                        x
+                    }
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Shape._$scale))
+                    if _hookableBits == 0 || !Hook.MethodHook<Int, Double, Int>._hookableIsHooked(_hookableBits) {
+                        return try _hookableOriginal(x, factor)
+                    }
+                    return try Hook.MethodHook<Int, Double, Int>._hookableThrowingCall(_hookableBits, self, _hookableOriginal, x, factor)
+                }
+
+                /// Where `$scale` keeps its hook point, once made.
+                public final var _$scale = Hook._HookableSlot<Hook.MethodHook<Int, Double, Int>>()
+
+                /// The hook point of `scale` of this instance (made on first need).
+                public final var $scale: Hook.MethodHook<Int, Double, Int> {
+                    Hook.MethodHook<Int, Double, Int>._hookablePoint(Hook._hookableAddress(self, \\Shape._$scale), object: self, name: "scale", canThrow: true)
+                }
+
+                /// Where an override of `scale` finds `_$scale`.
+                public final func _hookableSlot_scale__by(_: ((Int, Double) throws -> Int).Type) -> UnsafeMutableRawPointer {
+                    Hook._hookableAddress(self, \\Shape._$scale)
                 }
             }
             """)
@@ -413,18 +449,81 @@ struct HookableExpansionTests {
         ])
     }
 
-    @Test func actorPropertiesAreRefused() {
+    @Test func actorProperties() {
         expand("""
             @Hookable
             actor Store {
                 var count = 0
+                public var name: String
+                init(name: String) async { self.name = name }
             }
             """, """
             actor Store {
-                var count = 0
+                var count {
+                    @storageRestrictions(initializes: _count)
+                    init(initialValue) {
+                        _count = Hook.Hooked<Int>(wrappedValue: initialValue)
+                    }
+                    get {
+                        _count._hookableValue
+                    }
+                    set {
+                        Hook.Hooked<Int>._hookableSet(Hook.Hooked<Int>._hookableAddress(&_count), newValue)
+                    }
+                }
+
+                /// Where `count` keeps its value and, once made, its hook point.
+                @exclusivity(unchecked) nonisolated(unsafe) private var _count: Hook.Hooked<Int>
+
+                /// The hook point of `count` of this instance (made on first need).
+                nonisolated var $count: Hook.PropertyHook<Int> {
+                    Hook.Hooked<Int>._hookablePoint(Hook.Hooked<Int>._hookableAddress(&self._count), object: self, name: "count")
+                }
+                public var name: String {
+                    @storageRestrictions(initializes: _name)
+                    init(initialValue) {
+                        _name = Hook.Hooked<String>(wrappedValue: initialValue)
+                    }
+                    get {
+                        _name._hookableValue
+                    }
+                    set {
+                        Hook.Hooked<String>._hookableSet(Hook.Hooked<String>._hookableAddress(&_name), newValue)
+                    }
+                }
+
+                /// Where `name` keeps its value and, once made, its hook point.
+                @exclusivity(unchecked) nonisolated(unsafe) private var _name: Hook.Hooked<String>
+
+                /// The hook point of `name` of this instance (made on first need).
+                public nonisolated var $name: Hook.PropertyHook<String> {
+                    Hook.Hooked<String>._hookablePoint(Hook.Hooked<String>._hookableAddress(&self._name), object: self, name: "name")
+                }
+                init(name: String) async { self.name = name }
+            }
+            """)
+    }
+
+    @Test func actorPropertiesItCannotTake() {
+        expand("""
+            @Hookable
+            actor Store {
+                var mode = Mode.idle
+                var name: String
+                nonisolated(unsafe) var shared = 0
+                init(name: String) { self.name = name }
+            }
+            """, """
+            actor Store {
+                var mode = Mode.idle
+                var name: String
+                nonisolated(unsafe) var shared = 0
+                init(name: String) { self.name = name }
             }
             """, diagnostics: [
-            error("@Hookable cannot hook property 'count' of 'Store': properties of an actor are not hooked yet (Hooked's accessors need a class instance; the actor's isolation would be bypassed); hook its methods, or make it a class; mark it @Unhooked to leave it a plain property", 3, 5),
+            error("@Hookable cannot hook property 'mode' of 'Store': its type cannot be told from its initializer, and the hook point `$mode` of an actor's property is spelt with it; write the type (`var mode: Type = ...`); mark it @Unhooked to leave it a plain property", 3, 5),
+            error("@Hookable cannot hook property 'name' of 'Store': the synchronous init(name:) assigns it, and Swift 6.3 treats that assignment (through the property's init accessor) as an actor-isolated mutation from a nonisolated context; give the property an initial value instead, or make that init async; mark it @Unhooked to leave it a plain property", 4, 5),
+            error("@Hookable cannot hook property 'shared' of 'Store': it is nonisolated, so its sets do not run one at a time on the actor; mark it @Unhooked to leave it a plain property", 5, 5),
         ])
     }
 }

@@ -38,4 +38,100 @@ struct HookableActorTests {
         #expect(await tally.snapshot == 800)
         #expect(seen.value == 800)
     }
+    @Test func actorPropertiesAreHookedPerInstance() async throws {
+        let hall = await Thermostat(label: "hall"), attic = await Thermostat(label: "attic")
+        let seen = Counter()
+        #expect(hall.$target.name == "target")
+        #expect(hall.$target.target === hall)
+        #expect(hall.$target === hall.$target)
+        hall.$target.before { call in                      // a limit: at most 25
+            if try call.argument(0, as: Int.self) > 25 { try call.setArgument(0, to: 25) }
+        }
+        hall.$target.after { call in
+            seen.note("\(try call.oldValue(as: Int.self))->\(call.args[0])")
+        }
+        await hall.setTarget(30)
+        await attic.setTarget(30)
+        #expect(await hall.target == 25)
+        #expect(await attic.target == 30)                  // its own point, never made
+        #expect(seen.log == ["20->25"])
+
+        // Veto, and an instead hook that stores something else.
+        hall.$label.before { call in
+            if try call.argument(0, as: String.self).isEmpty { try call.veto() }
+        }
+        hall.$readings.instead { call in
+            try call.setArgument(0, to: try call.argument(0, as: [Double].self).map { $0.rounded() })
+            try call.invokeOriginal()
+        }
+        await hall.record(20.4)
+        await hall.record(21.6)
+        #expect(await hall.readings == [20, 22])
+        await hall.switchOff()
+        #expect(await hall.mode == .off)
+    }
+
+    @Test func anActorPropertyWithoutAHookPointIsAPlainStoredProperty() async {
+        let attic = await Thermostat(label: "attic")
+        await attic.setTarget(18)
+        #expect(await attic.target == 18)
+        #expect(await attic.label == "attic")
+        // Made now, on first need: it sees the current value as the old one.
+        let seen = Counter()
+        attic.$target.after { call in seen.add(try call.oldValue(as: Int.self)) }
+        await attic.setTarget(19)
+        #expect(seen.value == 18)
+    }
+
+    @Test func actorPropertySetsFromManyTasksWhileHooksChange() async throws {
+        let hall = await Thermostat(label: "hall")
+        let seen = Counter()
+        await withTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    for i in 0..<200 { await hall.setTarget(task * 1_000 + i) }
+                }
+            }
+            group.addTask {
+                for _ in 0..<50 {
+                    let token = hall.$target.after { _ in seen.add() }
+                    token.remove()
+                }
+            }
+        }
+        let token = hall.$target.after { _ in seen.add(1_000_000) }
+        await hall.setTarget(1)
+        #expect(await hall.target == 1)
+        #expect(seen.value >= 1_000_000)
+        token.remove()
+    }
+
+    @Test func anActorsHookPointDoesNotKeepItAlive() async {
+        weak var weakHall: Thermostat?
+        var point: PropertyHook<Int>?
+        do {
+            let hall = await Thermostat(label: "hall")
+            weakHall = hall
+            point = hall.$target
+            point?.after { _ in }
+        }
+        #expect(weakHall == nil)
+        #expect(point != nil)
+    }
+}
+
+@Hookable
+actor Thermostat {
+    var target = 20
+    var label: String
+    var readings: [Double] = []
+    private(set) var mode: Mode = .auto
+
+    enum Mode: Sendable { case auto, off }
+
+    init(label: String) async { self.label = label }
+
+    func setTarget(_ value: Int) { target = value }
+    func record(_ value: Double) { readings.append(value) }
+    func switchOff() { mode = .off }
 }

@@ -55,6 +55,21 @@ final class Square: Shape {
     override func describe(_ prefix: String) -> String { "[" + super.describe(prefix) + "]" }
 }
 
+/// Overloads in the base class (named by labels, then by types), overridden
+/// one at a time by a subclass that sees none of the others.
+@Hookable
+class Printer {
+    func print(_ text: String) -> String { "text " + text }
+    func print(_ number: Int) -> String { "number \(number)" }
+    func print(page: Int) -> String { "page \(page)" }
+}
+
+@Hookable
+class LabelPrinter: Printer {
+    override func print(_ number: Int) -> String { "label " + super.print(number) }
+    override func print(page: Int) -> String { "label page \(page)" }
+}
+
 /// A counter ThreadSanitizer can see.
 final class Counter: @unchecked Sendable {
     private let lock = NSLock()
@@ -209,12 +224,34 @@ struct HookableClassTests {
         #expect(square.side == 3)
     }
 
+    @Test func anOverrideOfOneOverloadUsesTheBasesHookPoint() throws {
+        let printer = LabelPrinter()
+        let seen = Counter()
+        printer.$print_Int.before { call in seen.note("Int \(call.args[0])") }
+        printer.$print_Int.after { call in try call.setResult((try call.result(as: String.self)) + "!") }
+        printer.$print_page.after { call in seen.note("page \(call.args[0])") }
+        printer.$print_String.after { call in seen.note("String \(call.args[0])") }
+        #expect(printer.print(3) == "label number 3!")        // hooked once, around the override
+        #expect(printer.print(page: 4) == "label page 4")
+        #expect(printer.print("x") == "text x")               // inherited, not overridden
+        #expect(seen.log == ["Int 3", "page 4", "String x"])
+        let plain = Printer()
+        #expect(plain.print(3) == "number 3")
+    }
+
     @Test func keyPaths() throws {
         let account = Account(owner: "Ada")
         let balance = try PropertyHook.of(account, \.balance)
         #expect(balance === account.$balance)
-        let deposit = account[keyPath: \Account.$deposit]
+        let deposit = MethodHook.of(account, \.$deposit)          // a method is named by its hook point
         #expect(deposit === account.$deposit)
+        #expect(MethodHook.of(account, \.$move_to) === account.$move_to)
+        #expect(MethodHook.of(account, \.$move_to) !== MethodHook.of(account, \.$move_by))
+        // Generic code that takes the key path gets the typed point.
+        func point<Object: AnyObject, each A, R>(_ object: Object, _ method: KeyPath<Object, MethodHook<repeat each A, R>>) -> HookPoint {
+            MethodHook.of(object, method)
+        }
+        #expect(point(account, \.$scale_Int) === account.$scale_Int)
         #expect(throws: HookError.self) { try PropertyHook.of(account, \.note) }     // @Unhooked
     }
 

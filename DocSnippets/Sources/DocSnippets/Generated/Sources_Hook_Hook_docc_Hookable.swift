@@ -33,8 +33,26 @@ func Sources_Hook_Hook_docc_Hookable_22() async throws {
     print(account.deposit(-5))                      // 0
 }
 
-// Sources/Hook/Hook.docc/Hookable.md:148
-func Sources_Hook_Hook_docc_Hookable_148() async throws {
+// Sources/Hook/Hook.docc/Hookable.md:134
+@Hookable
+actor Thermostat {
+    var target = 20                  // $target: PropertyHook<Int>
+    var label: String
+    init(label: String) async { self.label = label }
+    func set(_ value: Int) { target = value }
+}
+
+// Sources/Hook/Hook.docc/Hookable.md:144
+func Sources_Hook_Hook_docc_Hookable_144() async throws {
+    let hall = await Thermostat(label: "hall")
+    hall.$target.before { call in        // at most 25
+        if try call.argument(0, as: Int.self) > 25 { try call.setArgument(0, to: 25) }
+    }
+    await hall.set(30)                   // hall.target == 25
+}
+
+// Sources/Hook/Hook.docc/Hookable.md:196
+func Sources_Hook_Hook_docc_Hookable_196() async throws {
     let cache = [7: "cached 7"]
     let fetch = AsyncClosureHook(name: "fetch") { (id: Int) async throws -> String in
         try await Task.sleep(for: .milliseconds(1))   // the original may suspend
@@ -52,9 +70,9 @@ func Sources_Hook_Hook_docc_Hookable_148() async throws {
     let text = try await fetch(42)                 // "item 42"
 }
 
-// Sources/Hook/Hook.docc/Hookable.md:209
+// Sources/Hook/Hook.docc/Hookable.md:257
 extension AsyncSequenceContext {
-    func Sources_Hook_Hook_docc_Hookable_209() async throws {
+    func Sources_Hook_Hook_docc_Hookable_257() async throws {
         for await call in account.$deposit.calls() { print(call.arguments, call.result ?? "-") }
         for await name in name.values { print(name) }       // Observable
         for await value in signal.values { print(value) }   // Signal
