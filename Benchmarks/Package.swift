@@ -1,8 +1,9 @@
 // swift-tools-version: 6.1
 // The benchmarks of Hook and HookBind: a package of its own, so that users of
 // the library never build benchmark code. Run from this folder:
-//   swift package benchmark
-// and see README.md's "Performance" section for the report and chart.
+//   swift package benchmark --target HookBenchmarks       (hooks, bindings, threads)
+//   swift package benchmark --target HookableBenchmarks   (@Hookable; builds swift-syntax)
+// and see the Performance article (Sources/Hook/Hook.docc/Performance.md) for the report and chart.
 import PackageDescription
 
 let package = Package(
@@ -29,9 +30,28 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 "ThreadsSuite",
+                "BenchFootprint",
             ],
             path: "Benchmarks/HookBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // @Hookable's costs. It depends on HookMacros, so building it builds
+        // swift-syntax in release (3 to 4 minutes on two cores): its own
+        // target, which `--target HookBenchmarks` (CI's smoke run) leaves out.
+        .executableTarget(
+            name: "HookableBenchmarks",
+            dependencies: [
+                .product(name: "HookMacros", package: "Hook"),
+                .product(name: "Benchmark", package: "benchmark"),
+                "BenchFootprint",
+            ],
+            path: "Benchmarks/HookableBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // The footprint cases' measurement (objects made per sample, heap growth).
+        .target(
+            name: "BenchFootprint",
+            dependencies: ["CBenchSupport", .product(name: "Benchmark", package: "benchmark")]
         ),
         // The threads suite's cases and its thread pool, for the benchmarks
         // (threads*/...) and for threads-probe.

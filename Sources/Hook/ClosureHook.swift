@@ -55,7 +55,7 @@ public final class ClosureHook<each A, R>: HookPoint, _TupleArguments, @unchecke
         guard hasHooks else { return original(repeat each args) }
         // Cannot throw: the original does not, and CallBack.setError refuses
         // a closure that cannot throw.
-        return try! _typedCall(self, target: nil, original, repeat each args)
+        return try! _typedCall(self, target: nil, original, escapable: original, repeat each args)
     }
 
     /// The hooked closure as a C function pointer, made by a libffi trampoline,
@@ -149,7 +149,7 @@ public final class ThrowingClosureHook<each A, R>: HookPoint, _TupleArguments, @
     @inlinable
     public func callAsFunction(_ args: repeat each A) throws -> R {
         guard hasHooks else { return try original(repeat each args) }
-        return try _typedCall(self, target: nil, original, repeat each args)
+        return try _typedCall(self, target: nil, original, escapable: original, repeat each args)
     }
 
     var _tupleID: ObjectIdentifier { ObjectIdentifier((repeat each A).self) }

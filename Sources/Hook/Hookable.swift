@@ -61,24 +61,28 @@ extension MethodHook {
         Unmanaged<MethodHook>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)._withUnsafeGuaranteedRef { $0.hasHooks }
     }
 
-    /// A call of a `@Hookable` method whose hook point exists (`bits`, the slot's word).
+    /// A call of a `@Hookable` method whose hook point exists (`bits`, the
+    /// slot's word). The body (the method's own, a nested function that
+    /// captures `self`) is taken non-escaping down to the call path, so that
+    /// it is a closure on the stack: made escaping, it would allocate its
+    /// context on every call.
     @inlinable
-    public static func _hookableCall(_ bits: UInt, _ object: AnyObject, _ body: @escaping (repeat each A) -> R, _ args: repeat each A) -> R {
+    public static func _hookableCall(_ bits: UInt, _ object: AnyObject, _ body: (repeat each A) -> R, _ args: repeat each A) -> R {
         let point = Unmanaged<MethodHook>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
         return point._withUnsafeGuaranteedRef { point in
             guard point.hasHooks else { return body(repeat each args) }
             // Cannot throw: the method does not, and CallBack.setError refuses it.
-            return try! _typedCall(point, target: .passUnretained(object), body, repeat each args)
+            return try! _typedCall(point, target: .passUnretained(object), body, escapable: nil, repeat each args)
         }
     }
 
     /// A call of a throwing `@Hookable` method whose hook point exists.
     @inlinable
-    public static func _hookableThrowingCall(_ bits: UInt, _ object: AnyObject, _ body: @escaping (repeat each A) throws -> R, _ args: repeat each A) throws -> R {
+    public static func _hookableThrowingCall(_ bits: UInt, _ object: AnyObject, _ body: (repeat each A) throws -> R, _ args: repeat each A) throws -> R {
         let point = Unmanaged<MethodHook>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
         return try point._withUnsafeGuaranteedRef { point in
             guard point.hasHooks else { return try body(repeat each args) }
-            return try _typedCall(point, target: .passUnretained(object), body, repeat each args)
+            return try _typedCall(point, target: .passUnretained(object), body, escapable: nil, repeat each args)
         }
     }
 

@@ -69,7 +69,7 @@ public struct HookableMethod<Object: AnyObject, each A, R> {
             let body = method(object)
             guard point.hasHooks else { return body(repeat each args) }
             // Cannot throw: the method does not, and CallBack.setError refuses it.
-            return try! _typedCall(point, target: .passUnretained(object), body, repeat each args)
+            return try! _typedCall(point, target: .passUnretained(object), body, escapable: body, repeat each args)
         }
     }
 }

@@ -74,6 +74,24 @@ struct AllocationTests {
     }
 
     @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
+    func typedClosureCallWithAnInsteadHookCallingTheOriginalAllocatesNothing() throws {
+        // The original reaches the instead hooks through an invoker on the
+        // stack that holds the closure only while they run.
+        let point = ClosureHook(name: "add") { (a: Int, b: Int) in a &+ b }
+        point.instead { call in
+            try call.invokeOriginal()
+            try call.setResult(try call.result(as: Int.self) &+ 1)
+        }
+        let f = point.function
+        var total = f(1, 1)
+        let count = try #require(mallocCount {
+            for i in 0..<1_000 { total &+= f(i, 1) }
+        })
+        #expect(count == 0)
+        #expect(total == 3 + (0..<1_000).reduce(0) { $0 + $1 + 2 })
+    }
+
+    @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
     func hookedPropertySetWithNoHooksAllocatesNothing() throws {
         let person = Person()
         person.$name.after { _ in }.remove()  // the point has been used and is empty again

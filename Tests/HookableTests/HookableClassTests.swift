@@ -19,6 +19,7 @@ final class Account {
     func move(to place: String) -> String { "to \(place)" }
     func move(by steps: Int) -> String { "by \(steps)" }
     func scale(_ x: Int) -> Int { x * 2 }
+    func check(_ x: Int) throws -> Int { if x < 0 { throw Refusal.insufficient }; return x }
     func scale(_ x: Double) -> Double { x * 2 }
     func total(_ values: Int...) -> Int { values.reduce(0, +) }
     func countdown(_ n: Int) -> Int { n == 0 ? 0 : 1 + countdown(n - 1) }
@@ -340,5 +341,32 @@ struct HookableClassTests {
         #expect(total != 0)
         #expect(count == 0)
     }
-}
 
+    @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"), arguments: [false, true])
+    func aHookedCallAllocatesNothing(throwing: Bool) throws {
+        // The method's body reaches the call path as a closure on the stack;
+        // made escaping, its context (it captures self) would be allocated
+        // on every call.
+        let account = Account(owner: "Ada")
+        // (Bodies that touch no @Hooked property: a `+=` of one allocates
+        // in unoptimized builds, hooked or not; see above.)
+        account.$scale_Int.after { call in
+            if try call.result(as: Int.self) == -1 { Issue.record("unreachable") }
+        }
+        account.$check.before { call in
+            if try call.argument(0, as: Int.self) == -1 { Issue.record("unreachable") }
+        }
+        var total = 0
+        func run(_ n: Int) throws {
+            for i in 0..<n {
+                total &+= throwing ? try account.check(i) : account.scale(i)
+            }
+        }
+        try run(10)
+        let before = hk_test_malloc_count()
+        try run(1_000)
+        let count = hk_test_malloc_count() - before
+        #expect(total != 0)
+        #expect(count == 0)
+    }
+}

@@ -5,6 +5,7 @@
 // CurrentValueSubject, Observation's tracking registration), at 1,000 and
 // 100,000 objects a sample so that growth shows as linear. `bench-report`
 // divides by the object count: ns, mallocs and heap bytes per object.
+import BenchFootprint
 import Benchmark
 import CBenchSupport
 import Hook
@@ -44,35 +45,6 @@ final class BindableValue {
 @Observable
 final class ObservedValue {
     var c = 0
-}
-
-/// Heap bytes in use, a custom metric (one value per sample, not scaled).
-let heapBytes = BenchmarkMetric.custom("heapBytes", polarity: .prefersSmaller, useScalingFactor: false)
-
-/// One footprint case: `prepare` runs outside the measurement and returns
-/// what `measure` works on for object `i`; what `measure` returns is kept
-/// alive until the sample's heap growth is read.
-func footprint<Prepared>(
-    _ name: String, objects n: Int, _ configuration: Benchmark.Configuration,
-    prepare: @escaping (Int) -> Prepared, measure: @escaping (Prepared) -> AnyObject?
-) {
-    Benchmark(name, configuration: configuration) { benchmark in
-        for _ in benchmark.scaledIterations {
-            var prepared: [Prepared] = []
-            prepared.reserveCapacity(n)
-            for i in 0..<n { prepared.append(prepare(i)) }
-            var kept: [AnyObject?] = []
-            kept.reserveCapacity(n)
-            let before = bench_heap_in_use()
-            benchmark.startMeasurement()
-            for i in 0..<n { kept.append(measure(prepared[i])) }
-            benchmark.stopMeasurement()
-            let after = bench_heap_in_use()
-            benchmark.measurement(heapBytes, after >= before ? Int(after - before) : 0)
-            blackHole(kept)
-            blackHole(prepared)
-        }
-    }
 }
 
 func footprintBenchmarks(_ base: Benchmark.Configuration) {

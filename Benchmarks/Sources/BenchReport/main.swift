@@ -62,6 +62,14 @@ let cases: [Case] = [
     Case(id: "property/plain", label: "property set: plain stored property", isBaseline: true),
     Case(id: "property/none", label: "property set: @Hooked, no hooks", floor: "property/plain", target: .nsOverFloor(2), zeroAllocations: true),
     Case(id: "property/after", label: "property set: @Hooked, one after hook", floor: "property/plain", zeroAllocations: true),
+    Case(id: "hookable/plain", label: "method call: plain", isBaseline: true),
+    Case(id: "hookable/none", label: "method call: @Hookable, no hook point", floor: "hookable/plain", target: .nsOverFloor(2), zeroAllocations: true),
+    Case(id: "hookable/idle", label: "method call: @Hookable, hook point, no hook", floor: "hookable/plain", target: .nsOverFloor(2), zeroAllocations: true),
+    Case(id: "hookable/after", label: "method call: @Hookable, one after hook", floor: "hookable/plain", zeroAllocations: true),
+    Case(id: "hookableset/plain", label: "property set: plain (the @Hookable class's peer)", isBaseline: true),
+    Case(id: "hookableset/none", label: "property set: @Hookable, no hook point", floor: "hookableset/plain", target: .nsOverFloor(2), zeroAllocations: true),
+    Case(id: "hookableset/idle", label: "property set: @Hookable, hook point, no hook", floor: "hookableset/plain", target: .nsOverFloor(2), zeroAllocations: true),
+    Case(id: "hookableset/after", label: "property set: @Hookable, one after hook", floor: "hookableset/plain", zeroAllocations: true),
     Case(id: "sync3/didset", label: "three-way sync: didSet by hand (the floor)", isBaseline: true),
     Case(id: "sync3/binding", label: "three-way sync: HookBind Binding", floor: "sync3/didset", peer: "sync3/opencombine", target: .timesPeer(0.5), zeroAllocations: true),
     Case(id: "sync3/opencombine", label: "three-way sync: OpenCombine @Published + sink", floor: "sync3/didset", isPeer: true),
@@ -121,6 +129,9 @@ let footprintCases: [FootprintCase] = [
     FootprintCase(id: "plain", label: "make: plain class, three properties (the floor)"),
     FootprintCase(id: "hooked", label: "make: three @Hooked properties, unhooked", floor: "plain",
                   target: .overFloor(bytes: 24, times: 1.5, allocations: 1)),
+    FootprintCase(id: "plainmodel", label: "make: plain class, three properties, two methods (the floor)"),
+    FootprintCase(id: "hookable", label: "make: @Hookable class, three properties, two methods, unhooked", floor: "plainmodel",
+                  target: .overFloor(bytes: 48, times: 1.5, allocations: 1)),
     FootprintCase(id: "observation", label: "make: @Observable class, three properties (peer)"),
     FootprintCase(id: "published", label: "make: three OpenCombine @Published (peer)"),
     FootprintCase(id: "observable", label: "make: Observable<Int>, not subscribed", target: .within(bytes: 64, ns: 100)),
@@ -200,7 +211,7 @@ func threadsTail(_ fileName: String) -> (ops: Double, cores: Int)? {
 /// `current_run.HookBenchmarks.c_direct:_add,....wallClock.histogram.percentiles.tsv`.
 func parse(_ fileName: String) -> (id: String, metric: String)? {
     guard fileName.hasSuffix(".histogram.percentiles.tsv"),
-          let target = fileName.range(of: ".HookBenchmarks.") else { return nil }
+          let target = fileName.range(of: ".HookBenchmarks.") ?? fileName.range(of: ".HookableBenchmarks.") else { return nil }
     let rest = fileName[target.upperBound...]
     guard let colon = rest.firstIndex(of: ":") else { return nil }
     let id = rest[..<colon].replacingOccurrences(of: "_", with: "/")

@@ -7,10 +7,17 @@ import CFFIShim
 // that buffer. No heap allocation, no boxing.
 
 /// Calls `original` with `args` through the hooks of `point`.
+///
+/// `escapable` is `original` when the caller has it as an escaping closure
+/// (a `ClosureHook`'s), for the instead hooks' invoker to hold; nil for a
+/// non-escaping one (a `@Hookable` method's body, a nested function that
+/// would allocate its context on every call if it were made escaping), which
+/// the invoker then holds through `withoutActuallyEscaping` (an allocation in
+/// unoptimized builds, and only when instead hooks run).
 @inlinable
 func _typedCall<each A, R>(
     _ point: HookPoint, target: Unmanaged<AnyObject>?,
-    _ original: @escaping (repeat each A) throws -> R, _ args: repeat each A
+    _ original: (repeat each A) throws -> R, escapable: ((repeat each A) throws -> R)?, _ args: repeat each A
 ) throws -> R {
     var size = 0
     var alignment = 1
@@ -39,8 +46,16 @@ func _typedCall<each A, R>(
                         _ClosureInvoker.run(original, slots, &call)
                         call._markRunningOriginal(false)
                     } else {
-                        let erased: any _OriginalInvoker = _ClosureInvoker(original: original, slots: slots)
-                        withUnsafePointer(to: erased) { point._runInsteadHooks(&call, original: UnsafeRawPointer($0)) }
+                        if let escapable {
+                            let erased: any _OriginalInvoker = _ClosureInvoker(original: escapable, slots: slots)
+                            withUnsafePointer(to: erased) { point._runInsteadHooks(&call, original: UnsafeRawPointer($0)) }
+                        } else {
+                            // The invoker holds the original only while the instead hooks run.
+                            withoutActuallyEscaping(original) { original in
+                                let erased: any _OriginalInvoker = _ClosureInvoker(original: original, slots: slots)
+                                withUnsafePointer(to: erased) { point._runInsteadHooks(&call, original: UnsafeRawPointer($0)) }
+                            }
+                        }
                     }
                     outcome = point._end(&call)
                 }
