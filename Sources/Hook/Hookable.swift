@@ -143,3 +143,14 @@ extension MethodHook {
         object[keyPath: keyPath]
     }
 }
+
+/// The address of the stored field `field` (a peer the macro made: `_name`,
+/// `_$name`) of an actor, for its `nonisolated` `$name`: found by the
+/// runtime's field reflection, once per type and field, and never by an
+/// access of the field, which would be a Swift access on another thread than
+/// the actor's own accessors (ThreadSanitizer reports the two as a race, and
+/// the language makes no promise for them).
+public func _hookableFieldAddress(_ object: AnyObject, _ field: StaticString) -> UnsafeMutableRawPointer {
+    let offset = _FieldOffsets.offset(of: field, in: type(of: object))
+    return UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque()) + offset
+}

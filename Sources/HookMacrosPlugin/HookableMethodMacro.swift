@@ -29,6 +29,16 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
         options.inActor ? "Hook._hookableAddress(&self.\(storage))" : "Hook._hookableAddress(self, \\\(options.type).\(storage))"
     }
 
+    /// The slot's address in `$name`: in an actor, by the field's offset
+    /// (`$name` is nonisolated: an access of the slot there would race, for
+    /// ThreadSanitizer and the language, with the methods' own on the actor).
+    static func projectionAddress(_ options: Options, _ storage: String) -> String {
+        options.inActor ? "Hook._hookableFieldAddress(self, \(literalString(storage)))" : address(options, storage)
+    }
+
+    /// `"text"` as a Swift string literal (the names are identifiers, `$` included).
+    static func literalString(_ text: String) -> String { "\"" + text + "\"" }
+
     /// The name of the `final` method through which an override finds the
     /// slot it inherits: the method's name and labels (`f(_:by:)` is
     /// `_hookableSlot_f__by`); its parameter, the method's function type,
@@ -137,7 +147,7 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
             """
             /// The hook point of `\(raw: options.selector)` of this instance (made on first need).
             \(raw: access)\(raw: projectionModifier) var \(raw: options.peer): \(raw: point) {
-                \(raw: point)._hookablePoint(\(raw: address(options, storage)), object: self, name: \(literal: options.selector), canThrow: \(literal: signature.canThrow))
+                \(raw: point)._hookablePoint(\(raw: projectionAddress(options, storage)), object: self, name: \(literal: options.selector), canThrow: \(literal: signature.canThrow))
             }
             """,
         ] + (options.inActor || options.isFinal ? [] : [

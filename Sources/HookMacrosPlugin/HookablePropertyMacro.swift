@@ -8,7 +8,9 @@ import SwiftSyntaxMacros
 /// key path, which an actor's isolated properties do not allow):
 /// - peers: `_name`, the `Hooked<Value>` storage (`nonisolated(unsafe)`: the
 ///   actor's own accessors and the hook point reach it, nothing else), and
-///   `$name`, the `PropertyHook<Value>`, `nonisolated`, made on first need;
+///   `$name`, the `PropertyHook<Value>`, `nonisolated`, made on first need
+///   (it finds the storage by the field's offset, not by an access of it,
+///   which would race with the actor's own accessors);
 /// - accessors: an `init` accessor that initializes the storage, a get that
 ///   loads the value, a set that is a load, a test and the store until the
 ///   property has a hook point (then through it).
@@ -100,7 +102,7 @@ public struct HookablePropertyMacro: AccessorMacro, PeerMacro {
             """
             /// The hook point of `\(raw: name)` of this instance (made on first need).
             \(raw: access)nonisolated var $\(raw: name): Hook.PropertyHook<\(raw: type)> {
-                Hook.Hooked<\(raw: type)>._hookablePoint(Hook.Hooked<\(raw: type)>._hookableAddress(&self.\(raw: storage)), object: self, name: \(literal: name))
+                Hook.Hooked<\(raw: type)>._hookablePoint(Hook._hookableFieldAddress(self, \(literal: storage)), object: self, name: \(literal: name))
             }
             """,
         ]

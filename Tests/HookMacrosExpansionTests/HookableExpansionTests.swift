@@ -295,7 +295,7 @@ struct HookableExpansionTests {
 
                 /// The hook point of `increment` of this instance (made on first need).
                 nonisolated var $increment: Hook.AsyncMethodHook<Int, Int> {
-                    Hook.AsyncMethodHook<Int, Int>._hookablePoint(Hook._hookableAddress(&self._$increment), object: self, name: "increment", canThrow: false)
+                    Hook.AsyncMethodHook<Int, Int>._hookablePoint(Hook._hookableFieldAddress(self, "_$increment"), object: self, name: "increment", canThrow: false)
                 }
             }
             """)
@@ -477,7 +477,7 @@ struct HookableExpansionTests {
 
                 /// The hook point of `count` of this instance (made on first need).
                 nonisolated var $count: Hook.PropertyHook<Int> {
-                    Hook.Hooked<Int>._hookablePoint(Hook.Hooked<Int>._hookableAddress(&self._count), object: self, name: "count")
+                    Hook.Hooked<Int>._hookablePoint(Hook._hookableFieldAddress(self, "_count"), object: self, name: "count")
                 }
                 public var name: String {
                     @storageRestrictions(initializes: _name)
@@ -497,7 +497,7 @@ struct HookableExpansionTests {
 
                 /// The hook point of `name` of this instance (made on first need).
                 public nonisolated var $name: Hook.PropertyHook<String> {
-                    Hook.Hooked<String>._hookablePoint(Hook.Hooked<String>._hookableAddress(&self._name), object: self, name: "name")
+                    Hook.Hooked<String>._hookablePoint(Hook._hookableFieldAddress(self, "_name"), object: self, name: "name")
                 }
                 init(name: String) async { self.name = name }
             }

@@ -34,6 +34,8 @@ struct HookableActorTests {
             for _ in 0..<8 {
                 group.addTask { for _ in 0..<100 { _ = await tally.add(1) } }
             }
+            // `$add` is nonisolated: asked for off the actor while it runs calls.
+            group.addTask { for _ in 0..<100 { #expect(tally.$add.hookCount == 1) } }
         }
         #expect(await tally.snapshot == 800)
         #expect(seen.value == 800)

@@ -204,3 +204,30 @@ enum _KeyPathResolver {
         return true
     }
 }
+
+/// Offsets of named stored fields, per class, read by field reflection once
+/// and kept (`_hookableFieldAddress`). Keyed by the field name's static
+/// address: no string is made per lookup.
+enum _FieldOffsets {
+    struct Key: Hashable, @unchecked Sendable {
+        let type: ObjectIdentifier
+        let name: UnsafeRawPointer
+    }
+    private static let known = Mutex<[Key: Int]>([:])
+    private static let lockTag = _KeyPathResolver.LockTag()
+
+    static func offset(of field: StaticString, in type: AnyClass) -> Int {
+        let key = Key(type: ObjectIdentifier(type), name: UnsafeRawPointer(field.utf8Start))
+        if let offset = known.withVisibleLock(lockTag, slot: 3, { $0[key] }) { return offset }
+        let wanted = field.description
+        var found: Int?
+        // `.classType`, spelled by its raw value (see `hookedFields`).
+        _forEachField(of: type, options: _EachFieldOptions(rawValue: 1 << 0)) { name, offset, _, _ in
+            if String(cString: name) == wanted { found = offset }
+            return found == nil
+        }
+        guard let found else { preconditionFailure("\(type) has no stored field \(wanted)") }
+        known.withVisibleLock(lockTag, slot: 3) { $0[key] = found }
+        return found
+    }
+}
