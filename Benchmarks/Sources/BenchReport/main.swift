@@ -42,6 +42,9 @@ struct Case {
     var isBaseline = false
     /// Another library: drawn orange.
     var isPeer = false
+    /// The benchmark target that measures it: `--check-allocations` checks
+    /// the cases of the targets this run has (`--target` may pick one).
+    var benchmarkTarget = "HookBenchmarks"
 }
 
 let cases: [Case] = [
@@ -62,14 +65,14 @@ let cases: [Case] = [
     Case(id: "property/plain", label: "property set: plain stored property", isBaseline: true),
     Case(id: "property/none", label: "property set: @Hooked, no hooks", floor: "property/plain", target: .nsOverFloor(2), zeroAllocations: true),
     Case(id: "property/after", label: "property set: @Hooked, one after hook", floor: "property/plain", zeroAllocations: true),
-    Case(id: "hookable/plain", label: "method call: plain", isBaseline: true),
-    Case(id: "hookable/none", label: "method call: @Hookable, no hook point", floor: "hookable/plain", target: .nsOverFloor(2), zeroAllocations: true),
-    Case(id: "hookable/idle", label: "method call: @Hookable, hook point, no hook", floor: "hookable/plain", target: .nsOverFloor(2), zeroAllocations: true),
-    Case(id: "hookable/after", label: "method call: @Hookable, one after hook", floor: "hookable/plain", zeroAllocations: true),
-    Case(id: "hookableset/plain", label: "property set: plain (the @Hookable class's peer)", isBaseline: true),
-    Case(id: "hookableset/none", label: "property set: @Hookable, no hook point", floor: "hookableset/plain", target: .nsOverFloor(2), zeroAllocations: true),
-    Case(id: "hookableset/idle", label: "property set: @Hookable, hook point, no hook", floor: "hookableset/plain", target: .nsOverFloor(2), zeroAllocations: true),
-    Case(id: "hookableset/after", label: "property set: @Hookable, one after hook", floor: "hookableset/plain", zeroAllocations: true),
+    Case(id: "hookable/plain", label: "method call: plain", isBaseline: true, benchmarkTarget: "HookableBenchmarks"),
+    Case(id: "hookable/none", label: "method call: @Hookable, no hook point", floor: "hookable/plain", target: .nsOverFloor(2), zeroAllocations: true, benchmarkTarget: "HookableBenchmarks"),
+    Case(id: "hookable/idle", label: "method call: @Hookable, hook point, no hook", floor: "hookable/plain", target: .nsOverFloor(2), zeroAllocations: true, benchmarkTarget: "HookableBenchmarks"),
+    Case(id: "hookable/after", label: "method call: @Hookable, one after hook", floor: "hookable/plain", zeroAllocations: true, benchmarkTarget: "HookableBenchmarks"),
+    Case(id: "hookableset/plain", label: "property set: plain (the @Hookable class's peer)", isBaseline: true, benchmarkTarget: "HookableBenchmarks"),
+    Case(id: "hookableset/none", label: "property set: @Hookable, no hook point", floor: "hookableset/plain", target: .nsOverFloor(2), zeroAllocations: true, benchmarkTarget: "HookableBenchmarks"),
+    Case(id: "hookableset/idle", label: "property set: @Hookable, hook point, no hook", floor: "hookableset/plain", target: .nsOverFloor(2), zeroAllocations: true, benchmarkTarget: "HookableBenchmarks"),
+    Case(id: "hookableset/after", label: "property set: @Hookable, one after hook", floor: "hookableset/plain", zeroAllocations: true, benchmarkTarget: "HookableBenchmarks"),
     Case(id: "sync3/didset", label: "three-way sync: didSet by hand (the floor)", isBaseline: true),
     Case(id: "sync3/binding", label: "three-way sync: HookBind Binding", floor: "sync3/didset", peer: "sync3/opencombine", target: .timesPeer(0.5), zeroAllocations: true),
     Case(id: "sync3/opencombine", label: "three-way sync: OpenCombine @Published + sink", floor: "sync3/didset", isPeer: true),
@@ -211,7 +214,7 @@ func threadsTail(_ fileName: String) -> (ops: Double, cores: Int)? {
 /// `current_run.HookBenchmarks.c_direct:_add,....wallClock.histogram.percentiles.tsv`.
 func parse(_ fileName: String) -> (id: String, metric: String)? {
     guard fileName.hasSuffix(".histogram.percentiles.tsv"),
-          let target = fileName.range(of: ".HookBenchmarks.") ?? fileName.range(of: ".HookableBenchmarks.") else { return nil }
+          let target = benchmarkTargets.lazy.compactMap({ fileName.range(of: ".\($0).") }).first else { return nil }
     let rest = fileName[target.upperBound...]
     guard let colon = rest.firstIndex(of: ":") else { return nil }
     let id = rest[..<colon].replacingOccurrences(of: "_", with: "/")
@@ -234,6 +237,15 @@ func value(at percentile: Int, in text: String) -> Double? {
         if columns.count == 2, Int(columns[0]) == percentile { return Double(columns[1]).map { $0 * scale } }
     }
     return nil
+}
+
+/// The benchmark targets whose exports this reads.
+let benchmarkTargets = ["HookBenchmarks", "HookableBenchmarks"]
+
+/// The benchmark targets that have files in `directory`.
+func targetsRun(in directory: String) throws -> Set<String> {
+    let files = try FileManager.default.contentsOfDirectory(atPath: directory)
+    return Set(benchmarkTargets.filter { target in files.contains { $0.contains(".\(target).") } })
 }
 
 func read(_ directory: String) throws -> [String: Measured] {
@@ -394,7 +406,10 @@ do {
         + footprintCases.filter { results["footprint1k/\($0.id)"]?.ns == nil }.map { "footprint1k/\($0.id)" }
     if !missing.isEmpty { print("bench-report: not in this run: \(missing.joined(separator: ", "))") }
     if check {
-        let unmeasured = cases.filter { $0.zeroAllocations && results[$0.id]?.worstMallocs == nil }
+        let ran = try targetsRun(in: directory)
+        let skipped = Set(cases.map(\.benchmarkTarget)).subtracting(ran)
+        if !skipped.isEmpty { print("bench-report: \(skipped.sorted().joined(separator: ", ")) not in this run: its cases are not checked") }
+        let unmeasured = cases.filter { $0.zeroAllocations && ran.contains($0.benchmarkTarget) && results[$0.id]?.worstMallocs == nil }
         if !unmeasured.isEmpty {
             print("bench-report: no malloc count for \(unmeasured.map(\.id).joined(separator: ", ")): cannot check them")
             exit(1)
