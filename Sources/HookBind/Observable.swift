@@ -24,26 +24,30 @@
 /// still see that write.
 ///
 /// ## Threads
-/// Reads, writes and subscriptions may come from any thread. The values of
-/// all observables and computeds, and the delivery of their changes, are
-/// serialized by one lock: a write and everything it causes is one step for
-/// every other thread. Subscribers run under it, so a subscriber must not wait
-/// for another thread that reads or writes an observable.
+/// Reads, writes and subscriptions may come from any thread. Each observable
+/// has a lock of its own, shared with the computeds that read it (and what
+/// they read) and with the properties bound to it: a write and everything it
+/// causes is one step for every other thread, and observables that share
+/// nothing never wait for each other. Subscribers run under that lock, so a
+/// subscriber must not wait for another thread that reads or writes a value
+/// connected to this one.
 public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable {
     /// The value, and the hook point once made (see ``hookPoint``). Only
-    /// touched under the graph's lock.
-    // Unchecked exclusivity: every access is under the graph lock (a dynamic
+    /// touched under the group's lock.
+    // Unchecked exclusivity: every access is under the group's lock (a dynamic
     // check would cost more than the rest of a write).
     @exclusivity(unchecked) @usableFromInline var _cell: Hooked<Value>
     /// What computeds that read this value know of it; made when one first does.
     @exclusivity(unchecked) @usableFromInline var _madeNode: _Node?
+    /// The connected group whose lock guards the value (see `_Group`).
+    @usableFromInline let _group = _Group()
     /// The selector of the calls at ``hookPoint``.
     public let name: String
 
     /// An observable holding `value`; `name` is the selector of its writes' CallBacks.
     ///
-    /// It costs one object (the value, the name and two words) until
-    /// something subscribes, reads it in a computed or asks for ``hookPoint``.
+    /// It costs two objects (the value, the name and three words; its lock)
+    /// until something subscribes, reads it in a computed or asks for ``hookPoint``.
     public init(_ value: Value, name: String = "observable") {
         _cell = Hooked(_storing: value)
         self.name = name
@@ -52,7 +56,7 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     /// The hook point every write calls; subscribers are hooks on it. Made
     /// the first time it is needed (a subscription, a binding, this property).
     public var hookPoint: PropertyHook<Value> {
-        _Graph.locked {
+        _Graph.locked(_group) {
             if let point = _cell._madePoint() { return point }
             let point = Hooked<Value>._point(in: self, label: "_cell", name: name)
             // The graph's own hook, first of all: the value is stored, so mark
@@ -81,17 +85,17 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     @inlinable
     public var value: Value {
         get {
-            _Graph.locked {
+            _Graph.locked(_group) {
                 _Graph.track(self)
                 return _cell._storedValue
             }
         }
         set {
-            _Graph.locked { _write(newValue) }
+            _Graph.locked(_group) { _write(newValue) }
         }
     }
 
-    /// Writes under the graph's lock: at once, or deferred to the end of the batch.
+    /// Writes under the group's lock: at once, or deferred to the end of the batch.
     @inlinable
     func _write(_ newValue: Value) {
         if _Graph.state.batchDepth > 0 {
@@ -126,12 +130,14 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
         if _Graph.state.committed.insert(ObjectIdentifier(self)).inserted {
             let old = _cell._storedValue
             _Graph.state.commits.append { [self] in
-                let last = _cell._storedValue
-                _cell._storedValue = old
-                _store(last)
-                // Whatever the hooks did (vetoed, replaced), computeds that read
-                // the value during the batch must look again.
-                if let node = _madeNode { _Graph.changed(node) }
+                _Graph.locked(_group) {
+                    let last = _cell._storedValue
+                    _cell._storedValue = old
+                    _store(last)
+                    // Whatever the hooks did (vetoed, replaced), computeds that read
+                    // the value during the batch must look again.
+                    if let node = _madeNode { _Graph.changed(node) }
+                }
             }
         }
         _cell._storedValue = newValue
@@ -144,7 +150,7 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     /// Calls `block` on each change, as `options` say (see ``Subscribable``).
     @discardableResult @inlinable
     public func subscribe(_ options: SubscriptionOptions, _ block: @escaping (Value?, Value) -> Void) -> Subscription {
-        _Graph.locked {
+        _Graph.locked(_group) {
             let subscription = Subscription(hookPoint._subscribe(options, Value.self, block))
             if options.notifyOnSubscription { block(nil, _cell._storedValue) }
             return subscription
@@ -152,7 +158,7 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     }
 
     /// The number of subscribers (hooks on ``hookPoint`` besides the graph's own).
-    public var subscriberCount: Int { _Graph.locked { max((_cell._madePoint()?.hookCount ?? 1) - 1, 0) } }
+    public var subscriberCount: Int { _Graph.locked(_group) { max((_cell._madePoint()?.hookCount ?? 1) - 1, 0) } }
 }
 
 extension Observable: CustomStringConvertible {

@@ -1,0 +1,377 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// HookBind's locking: one lock per connected group of endpoints.
+//
+// A group is a node of a union-find forest; the root's lock stands for the
+// whole group. Binding.bind, Observable.bind and a computed's dependencies
+// merge groups, never split them. A thread locks the root of the group it
+// touches, and checks after locking that it is still the root.
+//
+// A thread may need a second group while it holds one (a callback that
+// writes or reads an endpoint it is not connected to). It never waits in a
+// cycle: before it parks on a lock, it follows the chain "lock -> thread
+// using it -> lock that thread is parked on -> ..." under the arbiter. If the
+// chain ends at itself, every thread in it waits, directly or not, for a lock
+// it holds, and none of them can move before it releases that lock: it
+// borrows the lock instead of waiting (as a recursive lock lets a callback
+// use its own group), and ends the borrow before it releases what they wait
+// for (locks are released in the reverse order they were taken). Otherwise
+// the chain ends at a running thread, and waiting cannot close a cycle:
+// a running thread that later needs a lock of a parked one finds itself at
+// the end of the chain and borrows. So every lock is held, or borrowed, by a
+// thread that runs, and no set of threads can all wait for each other.
+
+/// A connected group's lock, and a node of the forest of groups.
+@usableFromInline
+final class _Group: @unchecked Sendable {
+    /// The group this one was merged into (+1, never cleared), or 0 for a root.
+    private let parentBits = Atomic<Int>(0)
+    /// The `_LockThread` holding the lock (unretained), or 0.
+    let holderBits = Atomic<Int>(0)
+    /// Threads in `_Groups.slowAcquire` for this lock.
+    let waiters = Atomic<Int>(0)
+    /// Threads borrowing the lock from its parked holder, latest last (under the arbiter).
+    var borrowers: [_LockThread] = []
+
+    init() {}
+
+    deinit {
+        let bits = parentBits.load(ordering: .relaxed)
+        if bits != 0 { Unmanaged<_Group>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release() }
+    }
+
+    /// The root of this group's tree: the lock that stands for it now.
+    var root: _Group {
+        var group = self
+        while true {
+            let bits = group.parentBits.load(ordering: .acquiring)
+            if bits == 0 { return group }
+            group = Unmanaged<_Group>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
+        }
+    }
+
+    var isRoot: Bool { parentBits.load(ordering: .acquiring) == 0 }
+
+    /// Makes `root` this root's parent. Only by a thread holding (or borrowing) both.
+    fileprivate func attach(to root: _Group) {
+        parentBits.store(Int(bitPattern: Unmanaged.passRetained(root).toOpaque()), ordering: .releasing)
+    }
+}
+
+/// One lock a thread took (a stack, in the order taken).
+struct _Held {
+    enum Kind { case real, borrowed, again }
+    let lock: _Group
+    /// `.real`: this entry releases it; `.borrowed`: it ends the borrow; `.again`: held by an entry below.
+    var kind: Kind
+    /// Its scope ended, but a `retaining` scope keeps it until that ends.
+    var closed = false
+    /// Roots of groups merged into this entry's group while it was held below them: released with it.
+    var pins: [(lock: _Group, kind: Kind)] = []
+}
+
+/// What HookBind keeps per thread: the locks it holds and the graph's state.
+final class _LockThread: @unchecked Sendable {
+    // Only touched by its own thread (unchecked exclusivity: the hot path).
+    @exclusivity(unchecked) var held: [_Held]
+    /// Nested `retaining` scopes, and where the outermost one began in `held`.
+    var retainDepth = 0
+    var retainMark = 0
+    /// The lock this thread is parked on (under the arbiter).
+    var parkedOn: _Group?
+    /// Evaluations, batches and pending computeds of this thread (only its own).
+    let graph = _GraphState()
+
+    init() {
+        held = []
+        held.reserveCapacity(16)
+    }
+
+    var bits: Int { Int(bitPattern: Unmanaged.passUnretained(self).toOpaque()) }
+
+    static func of(bits: Int) -> _LockThread {
+        Unmanaged<_LockThread>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
+    }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let made = pthread_key_create(&key) { raw in
+            guard let raw else { return }
+            // Under the arbiter: a thread walking a chain never reads a record being freed.
+            _Groups.arbiter.lock()
+            Unmanaged<_LockThread>.fromOpaque(raw).release()
+            _Groups.arbiter.unlock()
+        }
+        precondition(made == 0, "HookBind: no thread-specific key")
+        return key
+    }()
+
+    /// The calling thread's record (made on first use, released when the thread exits).
+    static var current: _LockThread {
+        if let raw = pthread_getspecific(key) { return Unmanaged<_LockThread>.fromOpaque(raw).takeUnretainedValue() }
+        let made = _LockThread()
+        pthread_setspecific(key, Unmanaged.passRetained(made).toOpaque())
+        return made
+    }
+
+    /// Whether this thread holds or borrows `lock` (any entry or pin).
+    func holds(_ lock: _Group) -> Bool {
+        var i = held.count - 1
+        while i >= 0 {
+            if held[i].lock === lock { return true }
+            if !held[i].pins.isEmpty, held[i].pins.contains(where: { $0.lock === lock }) { return true }
+            i -= 1
+        }
+        return false
+    }
+
+    /// Where this thread's hold of `lock` that releases it is: an entry, or a pin of one.
+    func owning(_ lock: _Group) -> (entry: Int, pin: Int?, kind: _Held.Kind)? {
+        for i in held.indices {
+            if held[i].lock === lock, held[i].kind != .again { return (i, nil, held[i].kind) }
+            for p in held[i].pins.indices where held[i].pins[p].lock === lock { return (i, p, held[i].pins[p].kind) }
+        }
+        return nil
+    }
+}
+
+/// Locking groups: see the comment at the top of this file.
+@usableFromInline
+enum _Groups {
+    /// Serializes the slow path: parking, borrowing, waking.
+    static let arbiter = NSCondition()
+
+    /// Locks the root of `group`'s tree (waiting or borrowing as needed) and returns it.
+    @usableFromInline
+    static func lock(_ group: _Group) -> _Group {
+        let me = _LockThread.current
+        while true {
+            let root = group.root
+            if me.holds(root) {
+                me.held.append(_Held(lock: root, kind: .again))
+                return root
+            }
+            let kind: _Held.Kind
+            if root.holderBits.compareExchange(expected: 0, desired: me.bits, ordering: .sequentiallyConsistent).exchanged {
+                kind = .real
+            } else {
+                kind = slowAcquire(root, me)
+            }
+            me.held.append(_Held(lock: root, kind: kind))
+            if root.isRoot { return root }
+            // Merged into another group meanwhile: lock that one's root instead.
+            close(me, at: me.held.count - 1)
+        }
+    }
+
+    /// Ends the scope of the latest open `lock` of `root` on this thread.
+    @usableFromInline
+    static func unlock(_ root: _Group) {
+        let me = _LockThread.current
+        var i = me.held.count - 1
+        while me.held[i].closed { i -= 1 }
+        assert(me.held[i].lock === root, "HookBind: locks released out of order")
+        close(me, at: i)
+    }
+
+    @inlinable
+    static func locked<R, E: Error>(_ group: _Group, _ body: () throws(E) -> R) throws(E) -> R {
+        let root = lock(group)
+        defer { unlock(root) }
+        return try body()
+    }
+
+    /// Runs `body`, keeping every lock taken inside it until the outermost
+    /// such scope ends (a batch, an evaluation and its registration).
+    static func retaining<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        beginRetaining()
+        defer { endRetaining() }
+        return try body()
+    }
+
+    /// `retaining` as two calls (for an initializer, which cannot capture `self`).
+    static func beginRetaining() {
+        let me = _LockThread.current
+        if me.retainDepth == 0 { me.retainMark = me.held.count }
+        me.retainDepth += 1
+    }
+
+    static func endRetaining() {
+        let me = _LockThread.current
+        me.retainDepth -= 1
+        guard me.retainDepth == 0 else { return }
+        while me.held.count > me.retainMark {
+            assert(me.held[me.held.count - 1].closed)
+            release(me.held.removeLast(), me)
+        }
+    }
+
+    private static func close(_ me: _LockThread, at i: Int) {
+        me.held[i].closed = true
+        if me.retainDepth > 0, i >= me.retainMark { return }
+        assert(i == me.held.count - 1, "HookBind: locks released out of order")
+        release(me.held.removeLast(), me)
+    }
+
+    private static func release(_ entry: _Held, _ me: _LockThread) {
+        for pin in entry.pins.reversed() { release(pin.lock, pin.kind, me) }
+        release(entry.lock, entry.kind, me)
+    }
+
+    private static func release(_ lock: _Group, _ kind: _Held.Kind, _ me: _LockThread) {
+        switch kind {
+        case .again:
+            break
+        case .real:
+            lock.holderBits.store(0, ordering: .sequentiallyConsistent)
+            if lock.waiters.load(ordering: .sequentiallyConsistent) > 0 {
+                arbiter.lock()
+                arbiter.broadcast()
+                arbiter.unlock()
+            }
+        case .borrowed:
+            arbiter.lock()
+            if let last = lock.borrowers.lastIndex(where: { $0 === me }) { lock.borrowers.remove(at: last) }
+            arbiter.broadcast()
+            arbiter.unlock()
+        }
+    }
+
+    /// The running thread that `lock` waits for: its latest borrower or
+    /// holder, or, if that one is parked, the same for the lock it is parked
+    /// on, and so on. Nil if the chain ends at a free lock. Under the arbiter.
+    private static func runningOwner(of lock: _Group) -> _LockThread? {
+        var lock = lock
+        while true {
+            let user: _LockThread
+            if let borrower = lock.borrowers.last {
+                user = borrower
+            } else {
+                let bits = lock.holderBits.load(ordering: .sequentiallyConsistent)
+                guard bits != 0 else { return nil }
+                user = _LockThread.of(bits: bits)
+            }
+            guard let next = user.parkedOn else { return user }
+            lock = next
+        }
+    }
+
+    /// Takes `root`, held by another thread: waits, or borrows it if its
+    /// holder waits (through a chain) for this thread.
+    private static func slowAcquire(_ root: _Group, _ me: _LockThread) -> _Held.Kind {
+        arbiter.lock()
+        root.waiters.wrappingAdd(1, ordering: .sequentiallyConsistent)
+        var kind: _Held.Kind?
+        var parked = false
+        while true {
+            if kind == nil {
+                if root.holderBits.compareExchange(expected: 0, desired: me.bits, ordering: .sequentiallyConsistent).exchanged {
+                    kind = .real
+                } else if runningOwner(of: root) === me {
+                    root.borrowers.append(me)
+                    kind = .borrowed
+                }
+            }
+            if kind != nil {
+                // Resume only once no other thread borrows a lock of this one.
+                guard let lent = lentLock(of: me) else { break }
+                me.parkedOn = lent
+            } else {
+                me.parkedOn = root
+            }
+            parked = true
+            arbiter.wait()
+            me.parkedOn = nil
+        }
+        root.waiters.wrappingSubtract(1, ordering: .sequentiallyConsistent)
+        arbiter.unlock()
+        if parked { revalidate(me) }
+        return kind!
+    }
+
+    /// A lock this thread holds that another thread borrows. Under the arbiter.
+    private static func lentLock(of me: _LockThread) -> _Group? {
+        for entry in me.held {
+            if entry.kind == .real, !entry.lock.borrowers.isEmpty { return entry.lock }
+            for pin in entry.pins where pin.kind == .real && !pin.lock.borrowers.isEmpty { return pin.lock }
+        }
+        return nil
+    }
+
+    /// After parking: a lock this thread holds may have been merged into
+    /// another group by the thread that borrowed it. Takes that group's root
+    /// too, released with the entry.
+    private static func revalidate(_ me: _LockThread) {
+        var i = 0
+        while i < me.held.count {
+            var owned: [_Group] = []
+            if me.held[i].kind != .again { owned.append(me.held[i].lock) }
+            owned += me.held[i].pins.map(\.lock)
+            for lock in owned where !lock.isRoot {
+                while true {
+                    let root = lock.root
+                    if let at = me.owning(root) {
+                        if at.entry > i { move(root, from: at, to: i, me) }
+                        break
+                    }
+                    let kind: _Held.Kind
+                    if root.holderBits.compareExchange(expected: 0, desired: me.bits, ordering: .sequentiallyConsistent).exchanged {
+                        kind = .real
+                    } else {
+                        kind = slowAcquire(root, me)
+                    }
+                    me.held[i].pins.append((root, kind))
+                    if root.isRoot { break }
+                }
+            }
+            i += 1
+        }
+    }
+
+    /// Moves the hold that releases `lock` down to entry `target`, so that
+    /// it lasts as long as that entry.
+    private static func move(_ lock: _Group, from at: (entry: Int, pin: Int?, kind: _Held.Kind), to target: Int, _ me: _LockThread) {
+        if let pin = at.pin {
+            me.held[at.entry].pins.remove(at: pin)
+        } else {
+            me.held[at.entry].kind = .again
+        }
+        me.held[target].pins.append((lock, at.kind))
+    }
+
+    /// Merges the groups of `a` and `b`, both held (or borrowed) by this thread.
+    static func mergeHeld(_ a: _Group, _ b: _Group) {
+        let me = _LockThread.current
+        let rootA = a.root, rootB = b.root
+        guard rootA !== rootB else { return }
+        guard let atA = me.owning(rootA), let atB = me.owning(rootB) else {
+            preconditionFailure("HookBind: merging groups this thread does not hold")
+        }
+        // The survivor: a lock this thread holds for real (a borrowed one's
+        // holder revalidates when it resumes), else the one taken first.
+        let keepA: Bool
+        if (atA.kind == .real) != (atB.kind == .real) {
+            keepA = atA.kind == .real
+        } else {
+            keepA = atA.entry <= atB.entry
+        }
+        let (survivor, absorbed) = keepA ? (rootA, rootB) : (rootB, rootA)
+        let (atSurvivor, atAbsorbed) = keepA ? (atA, atB) : (atB, atA)
+        absorbed.attach(to: survivor)
+        // The survivor must stay held while the absorbed group is.
+        if atAbsorbed.entry < atSurvivor.entry { move(survivor, from: atSurvivor, to: atAbsorbed.entry, me) }
+    }
+
+    /// Merges the groups of all of `groups` into one (locking them first).
+    static func merge(_ groups: [_Group]) {
+        guard groups.count > 1 else { return }
+        var roots: [_Group] = []
+        for group in groups { roots.append(lock(group)) }
+        for group in groups.dropFirst() { mergeHeld(groups[0], group) }
+        for root in roots.reversed() { unlock(root) }
+    }
+}
