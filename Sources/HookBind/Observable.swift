@@ -98,7 +98,7 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     /// Writes under the group's lock: at once, or deferred to the end of the batch.
     @inlinable
     func _write(_ newValue: Value) {
-        if _Graph.state.batchDepth > 0 {
+        if _Graph.inBatch {
             _writeInBatch(newValue)
             return
         }

@@ -99,8 +99,9 @@ final class _GraphState: @unchecked Sendable {
     @exclusivity(unchecked) var flushing = false
     /// Evaluations to reuse, so that a recomputation allocates nothing.
     @exclusivity(unchecked) var spareEvaluations: [_Evaluation] = []
-    /// The roots a publishing round holds, reused.
-    @exclusivity(unchecked) var spareRoots: [_Group] = []
+    /// The locks a publishing round holds (and the groups, kept alive), reused.
+    @exclusivity(unchecked) var spareRoots: [_Lease] = []
+    @exclusivity(unchecked) var spareGroups: [_Group] = []
 }
 
 /// What one evaluation of a computed read.
@@ -119,6 +120,12 @@ enum _Graph {
     /// The calling thread's state.
     @usableFromInline
     static var state: _GraphState { _LockThread.current.graph }
+
+    /// Whether the calling thread is in a batch (no reference counting: a write asks).
+    @usableFromInline
+    static var inBatch: Bool {
+        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { $0.graph.batchDepth > 0 }
+    }
 
     /// How many rounds of publishing one change may cause (subscribers that
     /// write what they observe start new rounds) before the rest is dropped.
@@ -185,6 +192,12 @@ enum _Graph {
     /// Publishes what changed, unless a batch or another flush is running.
     @usableFromInline
     static func flush() {
+        // Most writes have nothing to publish: ask without reference counting.
+        let idle = _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in
+            let state = me.graph
+            return state.flushing || state.batchDepth != 0 || (state.commits.isEmpty && state.pending.isEmpty)
+        }
+        if idle { return }
         let state = self.state
         guard !state.flushing, state.batchDepth == 0 else { return }
         state.flushing = true
@@ -204,9 +217,18 @@ enum _Graph {
             swap(&work, &state.pending)
             // The pending computeds' groups: held already, unless a write of
             // another group queued them from inside a delivery of this one.
-            var roots = state.spareRoots
-            state.spareRoots = []
-            for link in work { roots.append(_Groups.lock(link.group)) }
+            var roots = state.spareRoots, groups = state.spareGroups
+            (state.spareRoots, state.spareGroups) = ([], [])
+            defer {
+                for lease in roots.reversed() { _Groups.unlock(lease) }
+                roots.removeAll(keepingCapacity: true)
+                groups.removeAll(keepingCapacity: true)
+                (state.spareRoots, state.spareGroups) = (roots, groups)
+            }
+            for link in work {
+                groups.append(link.group)
+                roots.append(_Groups.lock(link.group))
+            }
             for link in work { link.isQueued = false }
             if rounds > maximumRounds {
                 FileHandle.standardError.write(Data("HookBind: changes kept causing changes for \(maximumRounds) rounds (a subscriber writes what it observes?); the rest were dropped\n".utf8))
@@ -216,9 +238,6 @@ enum _Graph {
             work.removeAll { !$0.isAlive }
             if work.count > 1 { work.sort { $0.target._height < $1.target._height } }
             for link in work where link.isAlive { link.target._publishIfChanged() }
-            for root in roots.reversed() { _Groups.unlock(root) }
-            roots.removeAll(keepingCapacity: true)
-            state.spareRoots = roots
             work.removeAll(keepingCapacity: true)
             state.spare = work
             if rounds > maximumRounds { break }

@@ -45,12 +45,18 @@ final class _Group: @unchecked Sendable {
     }
 
     /// The root of this group's tree: the lock that stands for it now.
-    var root: _Group {
-        var group = self
+    var root: _Group { unmanagedRoot.takeUnretainedValue() }
+
+    /// The root, without reference counting (valid while this group is:
+    /// each group keeps its parent).
+    @inline(__always)
+    var unmanagedRoot: Unmanaged<_Group> {
+        var bits = parentBits.load(ordering: .acquiring)
+        guard bits != 0 else { return Unmanaged.passUnretained(self) }
         while true {
-            let bits = group.parentBits.load(ordering: .acquiring)
-            if bits == 0 { return group }
-            group = Unmanaged<_Group>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
+            let parent = Unmanaged<_Group>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)
+            bits = parent._withUnsafeGuaranteedRef { $0.parentBits.load(ordering: .acquiring) }
+            if bits == 0 { return parent }
         }
     }
 
@@ -62,19 +68,31 @@ final class _Group: @unchecked Sendable {
     }
 }
 
+/// What `_Groups.lock` took: the lock to release, if any, and the thread.
+@usableFromInline
+struct _Lease {
+    @usableFromInline let root: Unmanaged<_Group>?
+    @usableFromInline let thread: Unmanaged<_LockThread>
+}
+
 /// One lock a thread took (a stack, in the order taken).
 struct _Held {
     enum Kind { case real, borrowed, again }
-    let lock: _Group
+    /// Not retained while its scope is open (the caller keeps the group);
+    /// retained once kept by a `retaining` scope (`retained`).
+    unowned(unsafe) let lock: _Group
     /// `.real`: this entry releases it; `.borrowed`: it ends the borrow; `.again`: held by an entry below.
     var kind: Kind
     /// Its scope ended, but a `retaining` scope keeps it until that ends.
     var closed = false
+    /// `lock` is retained (+1, released with the entry).
+    var retained = false
     /// Roots of groups merged into this entry's group while it was held below them: released with it.
     var pins: [(lock: _Group, kind: Kind)] = []
 }
 
 /// What HookBind keeps per thread: the locks it holds and the graph's state.
+@usableFromInline
 final class _LockThread: @unchecked Sendable {
     // Only touched by its own thread (unchecked exclusivity: the hot path).
     @exclusivity(unchecked) var held: [_Held]
@@ -111,10 +129,19 @@ final class _LockThread: @unchecked Sendable {
     }()
 
     /// The calling thread's record (made on first use, released when the thread exits).
-    static var current: _LockThread {
-        if let raw = pthread_getspecific(key) { return Unmanaged<_LockThread>.fromOpaque(raw).takeUnretainedValue() }
-        let made = _LockThread()
-        pthread_setspecific(key, Unmanaged.passRetained(made).toOpaque())
+    static var current: _LockThread { unmanagedCurrent.takeUnretainedValue() }
+
+    /// The calling thread's record without reference counting (the thread keeps it).
+    @inline(__always)
+    static var unmanagedCurrent: Unmanaged<_LockThread> {
+        if let raw = pthread_getspecific(key) { return Unmanaged<_LockThread>.fromOpaque(raw) }
+        return make()
+    }
+
+    @inline(never)
+    private static func make() -> Unmanaged<_LockThread> {
+        let made = Unmanaged.passRetained(_LockThread())
+        pthread_setspecific(key, made.toOpaque())
         return made
     }
 
@@ -145,36 +172,52 @@ enum _Groups {
     /// Serializes the slow path: parking, borrowing, waking.
     static let arbiter = NSCondition()
 
-    /// Locks the root of `group`'s tree (waiting or borrowing as needed) and returns it.
+    /// Locks the root of `group`'s tree (waiting or borrowing as needed).
+    /// The lease names the lock to release (unretained: `group` keeps it
+    /// alive), or none if this thread held it already.
     @usableFromInline
-    static func lock(_ group: _Group) -> _Group {
-        let me = _LockThread.current
+    static func lock(_ group: _Group) -> _Lease {
+        let me = _LockThread.unmanagedCurrent
+        return _Lease(root: me._withUnsafeGuaranteedRef { lock(group, $0) }, thread: me)
+    }
+
+    static func lock(_ group: _Group, _ me: _LockThread) -> Unmanaged<_Group>? {
         while true {
-            let root = group.root
-            if me.holds(root) {
-                me.held.append(_Held(lock: root, kind: .again))
-                return root
+            let root = group.unmanagedRoot
+            let locked = root._withUnsafeGuaranteedRef { root -> Bool? in
+                // Held already (by an entry below, which outlasts this scope).
+                if me.holds(root) { return nil }
+                let kind: _Held.Kind
+                if root.holderBits.compareExchange(expected: 0, desired: me.bits, ordering: .sequentiallyConsistent).exchanged {
+                    kind = .real
+                } else {
+                    kind = slowAcquire(root, me)
+                }
+                me.held.append(_Held(lock: root, kind: kind))
+                if root.isRoot { return true }
+                // Merged into another group meanwhile: lock that one's root instead.
+                close(me, at: me.held.count - 1)
+                return false
             }
-            let kind: _Held.Kind
-            if root.holderBits.compareExchange(expected: 0, desired: me.bits, ordering: .sequentiallyConsistent).exchanged {
-                kind = .real
-            } else {
-                kind = slowAcquire(root, me)
+            switch locked {
+            case nil: return nil
+            case true?: return root
+            case false?: continue
             }
-            me.held.append(_Held(lock: root, kind: kind))
-            if root.isRoot { return root }
-            // Merged into another group meanwhile: lock that one's root instead.
-            close(me, at: me.held.count - 1)
         }
     }
 
-    /// Ends the scope of the latest open `lock` of `root` on this thread.
+    /// Ends the scope of a `lock`.
     @usableFromInline
-    static func unlock(_ root: _Group) {
-        let me = _LockThread.current
+    static func unlock(_ lease: _Lease) {
+        guard let root = lease.root else { return }
+        lease.thread._withUnsafeGuaranteedRef { unlock(root, $0) }
+    }
+
+    static func unlock(_ root: Unmanaged<_Group>, _ me: _LockThread) {
         var i = me.held.count - 1
         while me.held[i].closed { i -= 1 }
-        assert(me.held[i].lock === root, "HookBind: locks released out of order")
+        assert(me.held[i].lock === root.takeUnretainedValue(), "HookBind: locks released out of order")
         close(me, at: i)
     }
 
@@ -212,14 +255,24 @@ enum _Groups {
 
     private static func close(_ me: _LockThread, at i: Int) {
         me.held[i].closed = true
-        if me.retainDepth > 0, i >= me.retainMark { return }
+        if me.retainDepth > 0, i >= me.retainMark {
+            // Kept past its scope: the caller no longer keeps the group alive.
+            if !me.held[i].retained {
+                _ = Unmanaged.passUnretained(me.held[i].lock).retain()
+                me.held[i].retained = true
+            }
+            return
+        }
         assert(i == me.held.count - 1, "HookBind: locks released out of order")
         release(me.held.removeLast(), me)
     }
 
     private static func release(_ entry: _Held, _ me: _LockThread) {
-        for pin in entry.pins.reversed() { release(pin.lock, pin.kind, me) }
+        if !entry.pins.isEmpty {
+            for pin in entry.pins.reversed() { release(pin.lock, pin.kind, me) }
+        }
         release(entry.lock, entry.kind, me)
+        if entry.retained { Unmanaged.passUnretained(entry.lock).release() }
     }
 
     private static func release(_ lock: _Group, _ kind: _Held.Kind, _ me: _LockThread) {
@@ -369,9 +422,9 @@ enum _Groups {
     /// Merges the groups of all of `groups` into one (locking them first).
     static func merge(_ groups: [_Group]) {
         guard groups.count > 1 else { return }
-        var roots: [_Group] = []
-        for group in groups { roots.append(lock(group)) }
+        var leases: [_Lease] = []
+        for group in groups { leases.append(lock(group)) }
         for group in groups.dropFirst() { mergeHeld(groups[0], group) }
-        for root in roots.reversed() { unlock(root) }
+        for lease in leases.reversed() { unlock(lease) }
     }
 }
