@@ -231,6 +231,34 @@ struct GroupThreadTests {
     }
 }
 
+extension GroupThreadTests {
+    /// Four bindings that share nothing, on four threads; each one's
+    /// callback writes (and reads) the next one's endpoint, so locks are
+    /// wanted in every order at once: threads park and borrow, none deadlocks,
+    /// and each group ends equal. (A write to another group and a read of
+    /// it after are two steps: that group's own writer may come in between.)
+    @Test(.timeLimit(.minutes(2)))
+    func fourThreadsWritingEachOthersGroupsFinish() throws {
+        let groups = (0..<4).map { _ in (Holder(), Holder()) }
+        nonisolated(unsafe) let objects = groups
+        let crossings = Shared(0)
+        for (index, group) in groups.enumerated() {
+            let next = objects[(index + 1) % objects.count]
+            try Binding.bind([.both(group.0, \.value), .both(group.1, \.value), .observer { call in
+                let value = try call.argument(0, as: Int.self)
+                guard value % 3 == 0 else { return }
+                next.1.value = value + 1  // not a multiple of 3: no further crossing
+                crossings.mutate { $0 += 1 }
+            }])
+        }
+        onThreads(4) { thread in
+            for i in 0..<600 { objects[thread].0.value = i * 3 }
+        }
+        #expect(crossings.value == 4 * 600)
+        #expect(groups.allSatisfy { $0.0.value == $0.1.value })
+    }
+}
+
 /// Threads that meet: each `arrive()` waits (up to 5 seconds) until `count`
 /// threads arrived, and says whether they all did.
 final class Rendezvous: @unchecked Sendable {

@@ -299,7 +299,9 @@ enum _Groups {
     /// on, and so on. Nil if the chain ends at a free lock. Under the arbiter.
     private static func runningOwner(of lock: _Group) -> _LockThread? {
         var lock = lock
-        while true {
+        // A chain is at most as long as there are parked threads; a longer
+        // one would be a cycle, which parking never makes.
+        for _ in 0..<100_000 {
             let user: _LockThread
             if let borrower = lock.borrowers.last {
                 user = borrower
@@ -311,6 +313,8 @@ enum _Groups {
             guard let next = user.parkedOn else { return user }
             lock = next
         }
+        assertionFailure("HookBind: a cycle of parked threads")
+        return nil
     }
 
     /// Takes `root`, held by another thread: waits, or borrows it if its
