@@ -91,19 +91,21 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
             }
         }
         set {
-            _Graph.locked(_group) { _write(newValue) }
+            let lease = _Groups.lock(_group)
+            defer { _Groups.unlock(lease) }
+            _write(newValue, lease.thread)
         }
     }
 
     /// Writes under the group's lock: at once, or deferred to the end of the batch.
     @inlinable
-    func _write(_ newValue: Value) {
-        if _Graph.inBatch {
+    func _write(_ newValue: Value, _ thread: Unmanaged<_LockThread>) {
+        if _Graph.inBatch(thread) {
             _writeInBatch(newValue)
             return
         }
         _store(newValue)
-        _Graph.flush()
+        _Graph.flush(thread)
     }
 
     /// Stores through the hooks if there are any, and tells the computeds

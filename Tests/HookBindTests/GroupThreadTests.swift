@@ -1,3 +1,4 @@
+import CHookTestSupport
 import Foundation
 import Hook
 import HookBind
@@ -278,5 +279,28 @@ final class Rendezvous: @unchecked Sendable {
             if !condition.wait(until: deadline) { return false }
         }
         return true
+    }
+}
+
+@Suite("Allocations of an observable write")
+struct ObservableAllocationTests {
+    /// Taking and releasing the group's lock allocates nothing: a write to an
+    /// observable with a subscriber, and a read, allocate nothing.
+    @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
+    func aWriteWithASubscriberAllocatesNothing() throws {
+        let observable = Observable(0)
+        let sum = Shared(0)
+        observable.subscribe { _, new in sum.mutate { $0 &+= new } }
+        observable.value = -1  // registers this thread's state
+        var read = observable.value  // and the first read's runtime lookups
+        read = 0
+        let count = try #require(mallocCount {
+            for i in 0..<1_000 {
+                observable.value = i
+                read &+= observable.value
+            }
+        })
+        #expect(count == 0)
+        #expect(read == 499_500)
     }
 }

@@ -11,6 +11,8 @@ struct _Change {
     private var count = 0
     private var capacity: Int
     private var onHeap = false
+    /// The root of the group the outermost delivery locked (the lock it holds).
+    private var root: UnsafeMutableRawPointer?
 
     /// How many bindings one change records without allocating.
     static let inlineCapacity = 16
@@ -47,17 +49,23 @@ struct _Change {
     /// `body(true)`: deliver; `body(false)`: this binding already delivered
     /// this change (the write was caused by a delivery): do not deliver again.
     static func run(_ binding: ObjectIdentifier, _ group: _Group, _ body: (Bool) throws -> Void) throws {
-        let root = _Groups.lock(group)
-        defer { _Groups.unlock(root) }
         if let raw = _BindingThread.change {
             let change = raw.assumingMemoryBound(to: _Change.self)
-            if change.pointee.contains(binding) { return try body(false) }
-            change.pointee.insert(binding)
-            return try body(true)
+            // The group the outermost delivery locked (most nested deliveries
+            // are of the same group): held for the whole change.
+            if group.unmanagedRoot.toOpaque() == change.pointee.root {
+                return try deliver(change, binding, body)
+            }
+            let lease = _Groups.lock(group)
+            defer { _Groups.unlock(lease) }
+            return try deliver(change, binding, body)
         }
+        let lease = _Groups.lock(group)
+        defer { _Groups.unlock(lease) }
         try withUnsafeTemporaryAllocation(of: ObjectIdentifier.self, capacity: inlineCapacity) { buffer in
             var change = _Change(buffer)
             defer { if change.onHeap { change.ids.deallocate() } }
+            change.root = group.unmanagedRoot.toOpaque()
             change.insert(binding)
             try withUnsafeMutablePointer(to: &change) { pointer in
                 _BindingThread.change = UnsafeMutableRawPointer(pointer)
@@ -65,5 +73,14 @@ struct _Change {
                 try body(true)
             }
         }
+    }
+
+    /// `binding`'s part of `change`: `body(true)` the first time, `body(false)`
+    /// after (`body` runs outside any access to `change`: it may nest).
+    private static func deliver(_ change: UnsafeMutablePointer<_Change>, _ binding: ObjectIdentifier,
+                                _ body: (Bool) throws -> Void) throws {
+        if change.pointee.contains(binding) { return try body(false) }
+        change.pointee.insert(binding)
+        try body(true)
     }
 }

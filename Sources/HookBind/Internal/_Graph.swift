@@ -121,10 +121,11 @@ enum _Graph {
     @usableFromInline
     static var state: _GraphState { _LockThread.current.graph }
 
-    /// Whether the calling thread is in a batch (no reference counting: a write asks).
+    /// Whether `thread` (the calling thread's record) is in a batch (no
+    /// reference counting: every write asks).
     @usableFromInline
-    static var inBatch: Bool {
-        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { $0.graph.batchDepth > 0 }
+    static func inBatch(_ thread: Unmanaged<_LockThread>) -> Bool {
+        thread._withUnsafeGuaranteedRef { $0.graph.batchDepth > 0 }
     }
 
     /// How many rounds of publishing one change may cause (subscribers that
@@ -143,7 +144,9 @@ enum _Graph {
     /// Records that the running evaluation, if any, read `source`.
     @usableFromInline
     static func track(_ source: any _Source) {
-        state.evaluations.last?.record(source)
+        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in
+            if let evaluation = me.graph.evaluations.last { evaluation.record(source) }
+        }
     }
 
     /// Runs `compute`, recording what it reads.
@@ -191,9 +194,13 @@ enum _Graph {
 
     /// Publishes what changed, unless a batch or another flush is running.
     @usableFromInline
-    static func flush() {
+    static func flush() { flush(_LockThread.unmanagedCurrent) }
+
+    /// `flush()` for `thread`, the calling thread's record.
+    @usableFromInline
+    static func flush(_ thread: Unmanaged<_LockThread>) {
         // Most writes have nothing to publish: ask without reference counting.
-        let idle = _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in
+        let idle = thread._withUnsafeGuaranteedRef { me in
             let state = me.graph
             return state.flushing || state.batchDepth != 0 || (state.commits.isEmpty && state.pending.isEmpty)
         }
