@@ -260,6 +260,33 @@ extension GroupThreadTests {
     }
 }
 
+extension GroupThreadTests {
+    /// Batches that take two groups' locks in one order while subscribers
+    /// of the second write the first: a batch may park holding a lock, and
+    /// the other thread borrows it; nothing deadlocks, and the computeds of
+    /// each group end consistent.
+    @Test(.timeLimit(.minutes(2)))
+    func batchesAndSubscribersTakingGroupsInOppositeOrdersFinish() {
+        let a = Observable(0), b = Observable(0)
+        let doubledA = Computed { a.value * 2 }, doubledB = Computed { b.value * 2 }
+        b.subscribe { _, new in if new < 0 { a.value = new } }
+        onThreads(2) { thread in
+            for i in 1...400 {
+                if thread == 0 {
+                    batch {
+                        a.value = i
+                        b.value = i
+                    }
+                } else {
+                    b.value = -i
+                }
+            }
+        }
+        #expect(doubledA.value == 2 * a.value)
+        #expect(doubledB.value == 2 * b.value)
+    }
+}
+
 /// Threads that meet: each `arrive()` waits (up to 5 seconds) until `count`
 /// threads arrived, and says whether they all did.
 final class Rendezvous: @unchecked Sendable {
