@@ -87,8 +87,14 @@ struct _Held {
     var closed = false
     /// `lock` is retained (+1, released with the entry).
     var retained = false
-    /// Roots of groups merged into this entry's group while it was held below them: released with it.
-    var pins: [(lock: _Group, kind: Kind)] = []
+}
+
+/// A root held in place of a lower entry (see `_Groups.mergeHeld`): released
+/// with that entry. Rare (merges), so kept apart and `_Held` stays trivial.
+struct _Pin {
+    let entry: Int
+    let lock: _Group
+    let kind: _Held.Kind
 }
 
 /// What HookBind keeps per thread: the locks it holds and the graph's state.
@@ -96,6 +102,7 @@ struct _Held {
 final class _LockThread: @unchecked Sendable {
     // Only touched by its own thread (unchecked exclusivity: the hot path).
     @exclusivity(unchecked) var held: [_Held]
+    @exclusivity(unchecked) var pins: [_Pin] = []
     /// Nested `retaining` scopes, and where the outermost one began in `held`.
     var retainDepth = 0
     var retainMark = 0
@@ -150,18 +157,15 @@ final class _LockThread: @unchecked Sendable {
         var i = held.count - 1
         while i >= 0 {
             if held[i].lock === lock { return true }
-            if !held[i].pins.isEmpty, held[i].pins.contains(where: { $0.lock === lock }) { return true }
             i -= 1
         }
-        return false
+        return !pins.isEmpty && pins.contains { $0.lock === lock }
     }
 
     /// Where this thread's hold of `lock` that releases it is: an entry, or a pin of one.
     func owning(_ lock: _Group) -> (entry: Int, pin: Int?, kind: _Held.Kind)? {
-        for i in held.indices {
-            if held[i].lock === lock, held[i].kind != .again { return (i, nil, held[i].kind) }
-            for p in held[i].pins.indices where held[i].pins[p].lock === lock { return (i, p, held[i].pins[p].kind) }
-        }
+        for i in held.indices where held[i].lock === lock && held[i].kind != .again { return (i, nil, held[i].kind) }
+        for p in pins.indices where pins[p].lock === lock { return (pins[p].entry, p, pins[p].kind) }
         return nil
     }
 }
@@ -267,9 +271,14 @@ enum _Groups {
         release(me.held.removeLast(), me)
     }
 
+    /// Releases `entry`, just removed from the top of `held`, and its pins.
     private static func release(_ entry: _Held, _ me: _LockThread) {
-        if !entry.pins.isEmpty {
-            for pin in entry.pins.reversed() { release(pin.lock, pin.kind, me) }
+        if !me.pins.isEmpty {
+            let index = me.held.count
+            while let last = me.pins.last, last.entry >= index {
+                me.pins.removeLast()
+                release(last.lock, last.kind, me)
+            }
         }
         release(entry.lock, entry.kind, me)
         if entry.retained { Unmanaged.passUnretained(entry.lock).release() }
@@ -352,10 +361,8 @@ enum _Groups {
 
     /// A lock this thread holds that another thread borrows. Under the arbiter.
     private static func lentLock(of me: _LockThread) -> _Group? {
-        for entry in me.held {
-            if entry.kind == .real, !entry.lock.borrowers.isEmpty { return entry.lock }
-            for pin in entry.pins where pin.kind == .real && !pin.lock.borrowers.isEmpty { return pin.lock }
-        }
+        for entry in me.held where entry.kind == .real && !entry.lock.borrowers.isEmpty { return entry.lock }
+        for pin in me.pins where pin.kind == .real && !pin.lock.borrowers.isEmpty { return pin.lock }
         return nil
     }
 
@@ -367,7 +374,7 @@ enum _Groups {
         while i < me.held.count {
             var owned: [_Group] = []
             if me.held[i].kind != .again { owned.append(me.held[i].lock) }
-            owned += me.held[i].pins.map(\.lock)
+            owned += me.pins.filter { $0.entry == i }.map(\.lock)
             for lock in owned where !lock.isRoot {
                 while true {
                     let root = lock.root
@@ -381,7 +388,7 @@ enum _Groups {
                     } else {
                         kind = slowAcquire(root, me)
                     }
-                    me.held[i].pins.append((root, kind))
+                    pin(root, kind, to: i, me)
                     if root.isRoot { break }
                 }
             }
@@ -393,11 +400,18 @@ enum _Groups {
     /// it lasts as long as that entry.
     private static func move(_ lock: _Group, from at: (entry: Int, pin: Int?, kind: _Held.Kind), to target: Int, _ me: _LockThread) {
         if let pin = at.pin {
-            me.held[at.entry].pins.remove(at: pin)
+            me.pins.remove(at: pin)
         } else {
             me.held[at.entry].kind = .again
         }
-        me.held[target].pins.append((lock, at.kind))
+        pin(lock, at.kind, to: target, me)
+    }
+
+    /// Adds a pin to entry `entry`, keeping `pins` sorted by entry (a pin is
+    /// released when its entry is, from the top).
+    private static func pin(_ lock: _Group, _ kind: _Held.Kind, to entry: Int, _ me: _LockThread) {
+        let at = me.pins.firstIndex { $0.entry > entry } ?? me.pins.count
+        me.pins.insert(_Pin(entry: entry, lock: lock, kind: kind), at: at)
     }
 
     /// Merges the groups of `a` and `b`, both held (or borrowed) by this thread.
