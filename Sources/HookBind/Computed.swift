@@ -52,9 +52,9 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
             }
         }
     }
-    @usableFromInline let _node = _Node()
-    /// The connected group: its own, merged with those of what it reads.
-    @usableFromInline let _group: _Group
+    @usableFromInline let _node: _Node
+    /// The connected group: its own (the node), merged with those of what it reads.
+    @usableFromInline var _group: _Group { _node }
 
     private enum State { case clean, dirty, evaluating }
 
@@ -83,8 +83,8 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     /// Evaluates and registers with the dependencies under the locks of its
     /// group and theirs (merged), so no change is missed in between.
     private init(name: String, _ compute: @escaping () -> Value, isEqual: ((Value, Value) -> Bool)?) {
-        let group = _Group()
-        _group = group
+        let group = _Node()
+        _node = group
         let root = _Groups.lock(group)
         defer { _Groups.unlock(root) }
         (self.compute, self.isEqual) = (compute, isEqual)

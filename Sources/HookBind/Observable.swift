@@ -1,4 +1,5 @@
 @_spi(HookBind) import Hook
+import Synchronization
 
 /// A value whose subscribers hear every change (Fisticuffs' `Observable`).
 ///
@@ -37,20 +38,26 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     // Unchecked exclusivity: every access is under the group's lock (a dynamic
     // check would cost more than the rest of a write).
     @exclusivity(unchecked) @usableFromInline var _cell: Hooked<Value>
-    /// What computeds that read this value know of it; made when one first does.
-    @exclusivity(unchecked) @usableFromInline var _madeNode: _Node?
-    /// The connected group whose lock guards the value (see `_Group`).
-    @usableFromInline let _group = _Group()
+    /// What computeds that read this value know of it, and the lock of its
+    /// group (a +1 `_Node`, or 0): made on first use, once however many
+    /// threads race (see `_node`).
+    @usableFromInline let _nodeBits = Atomic<Int>(0)
     /// The selector of the calls at ``hookPoint``.
     public let name: String
 
     /// An observable holding `value`; `name` is the selector of its writes' CallBacks.
     ///
-    /// It costs two objects (the value, the name and three words; its lock)
-    /// until something subscribes, reads it in a computed or asks for ``hookPoint``.
+    /// It costs one object (the value, the name and two words) until it is
+    /// first read or written (then its lock, an object of its own) and until
+    /// something subscribes or asks for ``hookPoint``.
     public init(_ value: Value, name: String = "observable") {
         _cell = Hooked(_storing: value)
         self.name = name
+    }
+
+    deinit {
+        let bits = _nodeBits.load(ordering: .acquiring)
+        if bits != 0 { Unmanaged<_Node>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release() }
     }
 
     /// The hook point every write calls; subscribers are hooks on it. Made
@@ -72,13 +79,29 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
         }
     }
 
+    /// The node, made on first need (the group's lock is taken through it,
+    /// so under the lock it is always made).
     @usableFromInline
     var _node: _Node {
         if let node = _madeNode { return node }
-        let node = _Node()
-        _madeNode = node
-        return node
+        let made = Unmanaged.passRetained(_Node())
+        let (won, current) = _nodeBits.compareExchange(expected: 0, desired: Int(bitPattern: made.toOpaque()),
+                                                       ordering: .acquiringAndReleasing)
+        if won { return made.takeUnretainedValue() }
+        made.release()
+        return Unmanaged<_Node>.fromOpaque(UnsafeRawPointer(bitPattern: current)!).takeUnretainedValue()
     }
+
+    /// The node if made.
+    @usableFromInline
+    var _madeNode: _Node? {
+        let bits = _nodeBits.load(ordering: .acquiring)
+        return bits == 0 ? nil : Unmanaged<_Node>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
+    }
+
+    /// The connected group whose lock guards the value (see `_Group`): the node.
+    @usableFromInline
+    var _group: _Group { _node }
 
     /// The current value. Reading it inside a ``Computed`` makes it a dependency;
     /// writing it notifies subscribers and updates computeds.

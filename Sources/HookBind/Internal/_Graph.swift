@@ -18,9 +18,10 @@ import Foundation
 // into its own, so a change and everything it causes in the graph is under
 // one lock. A thread sees either none or all of a change (or of a batch).
 
-/// One value of the graph, as its dependents know it.
+/// One value of the graph, as its dependents know it, and the lock of its
+/// group (a node is a group: one object for both).
 @usableFromInline
-final class _Node {
+final class _Node: _Group, @unchecked Sendable {
     /// Bumped on every change of the value.
     @exclusivity(unchecked) var version: UInt64 = 0
     /// Computeds that read this value in their last evaluation (held weakly).
@@ -29,6 +30,9 @@ final class _Node {
     @exclusivity(unchecked) var height = 0
     /// Set by an observable's own hook when a call at its point stored a value.
     @exclusivity(unchecked) @usableFromInline var storedByHook = false
+
+    @usableFromInline
+    override init() {}
 
     func addDependent(_ link: _Link) {
         if !dependents.contains(where: { $0 === link }) { dependents.append(link) }

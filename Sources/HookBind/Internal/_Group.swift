@@ -27,7 +27,7 @@ import Glibc
 
 /// A connected group's lock, and a node of the forest of groups.
 @usableFromInline
-final class _Group: @unchecked Sendable {
+class _Group: @unchecked Sendable {
     /// The group this one was merged into (+1, never cleared), or 0 for a root.
     private let parentBits = Atomic<Int>(0)
     /// The `_LockThread` holding the lock (unretained), or 0.
@@ -37,6 +37,7 @@ final class _Group: @unchecked Sendable {
     /// Threads borrowing the lock from its parked holder, latest last (under the arbiter).
     var borrowers: [_LockThread] = []
 
+    @usableFromInline
     init() {}
 
     deinit {
@@ -45,12 +46,12 @@ final class _Group: @unchecked Sendable {
     }
 
     /// The root of this group's tree: the lock that stands for it now.
-    var root: _Group { unmanagedRoot.takeUnretainedValue() }
+    final var root: _Group { unmanagedRoot.takeUnretainedValue() }
 
     /// The root, without reference counting (valid while this group is:
     /// each group keeps its parent).
     @inline(__always)
-    var unmanagedRoot: Unmanaged<_Group> {
+    final var unmanagedRoot: Unmanaged<_Group> {
         var bits = parentBits.load(ordering: .acquiring)
         guard bits != 0 else { return Unmanaged.passUnretained(self) }
         while true {
@@ -60,10 +61,10 @@ final class _Group: @unchecked Sendable {
         }
     }
 
-    var isRoot: Bool { parentBits.load(ordering: .acquiring) == 0 }
+    final var isRoot: Bool { parentBits.load(ordering: .acquiring) == 0 }
 
     /// Makes `root` this root's parent. Only by a thread holding (or borrowing) both.
-    fileprivate func attach(to root: _Group) {
+    fileprivate final func attach(to root: _Group) {
         parentBits.store(Int(bitPattern: Unmanaged.passRetained(root).toOpaque()), ordering: .releasing)
     }
 }
