@@ -48,7 +48,6 @@ public final class Binding: @unchecked Sendable {
     // cycle: once unbound (or once its posting hook points are gone) and
     // dropped, the binding and its members go.
     private let unbound = Atomic<Bool>(false)
-    private let count: Int
     private let first: Unmanaged<_Endpoint>
     private let second: Unmanaged<_Endpoint>?
     private let rest: [_Endpoint]
@@ -57,11 +56,14 @@ public final class Binding: @unchecked Sendable {
 
     private init(_ members: [_Endpoint], group: _Group) {
         self.group = group
-        count = members.count
         first = .passRetained(members[0])
         second = members.count > 1 ? .passRetained(members[1]) : nil
         rest = Array(members.dropFirst(2))
     }
+
+    /// The number of members (not stored: the object stays 56 bytes).
+    @inline(__always)
+    private var count: Int { second == nil ? 1 : 2 + rest.count }
 
     deinit {
         _PointGroups.release(Self.pointIDs((0..<count).map { member($0).takeUnretainedValue() }))

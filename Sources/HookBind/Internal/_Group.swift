@@ -30,12 +30,9 @@ import Glibc
 class _Group: @unchecked Sendable {
     /// The group this one was merged into (+1, never cleared), or 0 for a root.
     private let parentBits = Atomic<Int>(0)
-    /// The `_LockThread` holding the lock (unretained), or 0.
+    /// The `_LockThread` holding the lock (unretained, 16-byte aligned), or
+    /// 0; bit 0 set: a thread may be parked on it (its release wakes them).
     let holderBits = Atomic<Int>(0)
-    /// Threads in `_Groups.slowAcquire` for this lock.
-    let waiters = Atomic<Int>(0)
-    /// Threads borrowing the lock from its parked holder, latest last (under the arbiter).
-    var borrowers: [_LockThread] = []
 
     @usableFromInline
     init() {}
@@ -176,6 +173,9 @@ final class _LockThread: @unchecked Sendable {
 enum _Groups {
     /// Serializes the slow path: parking, borrowing, waking.
     static let arbiter = NSCondition()
+    /// The threads borrowing each lock from its parked holder, latest last
+    /// (under the arbiter; kept apart so that a lock is two words).
+    nonisolated(unsafe) private static var borrowers: [ObjectIdentifier: [_LockThread]] = [:]
 
     /// Locks the root of `group`'s tree (waiting or borrowing as needed).
     /// The lease names the lock to release (unretained: `group` keeps it
@@ -290,15 +290,21 @@ enum _Groups {
         case .again:
             break
         case .real:
-            lock.holderBits.store(0, ordering: .sequentiallyConsistent)
-            if lock.waiters.load(ordering: .sequentiallyConsistent) > 0 {
+            // An exchange, not a store: a parker sets the contended bit with a
+            // compare-and-swap on the same word, so one of them sees the other.
+            let old = lock.holderBits.exchange(0, ordering: .sequentiallyConsistent)
+            if old & 1 != 0 {
                 arbiter.lock()
                 arbiter.broadcast()
                 arbiter.unlock()
             }
         case .borrowed:
             arbiter.lock()
-            if let last = lock.borrowers.lastIndex(where: { $0 === me }) { lock.borrowers.remove(at: last) }
+            let id = ObjectIdentifier(lock)
+            if var list = borrowers[id], let last = list.lastIndex(where: { $0 === me }) {
+                list.remove(at: last)
+                borrowers[id] = list.isEmpty ? nil : list
+            }
             arbiter.broadcast()
             arbiter.unlock()
         }
@@ -313,10 +319,10 @@ enum _Groups {
         // one would be a cycle, which parking never makes.
         for _ in 0..<100_000 {
             let user: _LockThread
-            if let borrower = lock.borrowers.last {
+            if let borrower = borrowers[ObjectIdentifier(lock)]?.last {
                 user = borrower
             } else {
-                let bits = lock.holderBits.load(ordering: .sequentiallyConsistent)
+                let bits = lock.holderBits.load(ordering: .sequentiallyConsistent) & ~1
                 guard bits != 0 else { return nil }
                 user = _LockThread.of(bits: bits)
             }
@@ -331,16 +337,24 @@ enum _Groups {
     /// holder waits (through a chain) for this thread.
     private static func slowAcquire(_ root: _Group, _ me: _LockThread) -> _Held.Kind {
         arbiter.lock()
-        root.waiters.wrappingAdd(1, ordering: .sequentiallyConsistent)
         var kind: _Held.Kind?
         var parked = false
         while true {
             if kind == nil {
-                if root.holderBits.compareExchange(expected: 0, desired: me.bits, ordering: .sequentiallyConsistent).exchanged {
+                // Taken with the contended bit: other threads may still be parked.
+                if root.holderBits.compareExchange(expected: 0, desired: me.bits | 1, ordering: .sequentiallyConsistent).exchanged {
                     kind = .real
                 } else if runningOwner(of: root) === me {
-                    root.borrowers.append(me)
+                    borrowers[ObjectIdentifier(root), default: []].append(me)
                     kind = .borrowed
+                } else {
+                    // Park, once the holder's release is sure to wake this thread.
+                    let bits = root.holderBits.load(ordering: .sequentiallyConsistent)
+                    if bits == 0 { continue }
+                    if bits & 1 == 0,
+                       !root.holderBits.compareExchange(expected: bits, desired: bits | 1, ordering: .sequentiallyConsistent).exchanged {
+                        continue
+                    }
                 }
             }
             if kind != nil {
@@ -354,7 +368,6 @@ enum _Groups {
             arbiter.wait()
             me.parkedOn = nil
         }
-        root.waiters.wrappingSubtract(1, ordering: .sequentiallyConsistent)
         arbiter.unlock()
         if parked { revalidate(me) }
         return kind!
@@ -362,8 +375,9 @@ enum _Groups {
 
     /// A lock this thread holds that another thread borrows. Under the arbiter.
     private static func lentLock(of me: _LockThread) -> _Group? {
-        for entry in me.held where entry.kind == .real && !entry.lock.borrowers.isEmpty { return entry.lock }
-        for pin in me.pins where pin.kind == .real && !pin.lock.borrowers.isEmpty { return pin.lock }
+        guard !borrowers.isEmpty else { return nil }
+        for entry in me.held where entry.kind == .real && borrowers[ObjectIdentifier(entry.lock)] != nil { return entry.lock }
+        for pin in me.pins where pin.kind == .real && borrowers[ObjectIdentifier(pin.lock)] != nil { return pin.lock }
         return nil
     }
 
