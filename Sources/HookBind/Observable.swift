@@ -71,50 +71,70 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
             // the point, which this observable owns: `self` is alive when it runs.)
             // It runs for vetoed writes too: the write is over, whatever the hooks did.
             point._afterSeeingVetoes { [unowned(unsafe) self] call in
-                guard let node = self._madeNode else { return }
-                node.storedByHook = true
-                if !call.isVetoed { _Graph.changed(node) }
+                self._ifRead { node in
+                    node.storedByHook = true
+                    if !call.isVetoed { _Graph.changed(node) }
+                }
             }
             return point
         }
     }
 
-    /// The node, made on first need (the group's lock is taken through it,
-    /// so under the lock it is always made).
-    @usableFromInline
-    var _node: _Node {
-        if let node = _madeNode { return node }
+    /// The node, unretained (this observable keeps it), made on first need
+    /// (the group's lock is taken through it, so under the lock it is made).
+    @inlinable
+    var _unmanagedNode: Unmanaged<_Node> {
+        let bits = _nodeBits.load(ordering: .acquiring)
+        if _fastPath(bits != 0) { return Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped) }
+        return _makeNode()
+    }
+
+    @usableFromInline @inline(never)
+    func _makeNode() -> Unmanaged<_Node> {
         let made = Unmanaged.passRetained(_Node())
         let (won, current) = _nodeBits.compareExchange(expected: 0, desired: Int(bitPattern: made.toOpaque()),
                                                        ordering: .acquiringAndReleasing)
-        if won { return made.takeUnretainedValue() }
+        if won { return made }
         made.release()
-        return Unmanaged<_Node>.fromOpaque(UnsafeRawPointer(bitPattern: current)!).takeUnretainedValue()
+        return Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: current)!)
     }
 
-    /// The node if made.
     @usableFromInline
-    var _madeNode: _Node? {
-        let bits = _nodeBits.load(ordering: .acquiring)
-        return bits == 0 ? nil : Unmanaged<_Node>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
-    }
+    var _node: _Node { _unmanagedNode.takeUnretainedValue() }
 
     /// The connected group whose lock guards the value (see `_Group`): the node.
     @usableFromInline
     var _group: _Group { _node }
+
+    /// Runs `body` with the node if a computed has read this value (what a
+    /// change must tell), without reference counting.
+    @inlinable @inline(__always)
+    func _ifRead(_ body: (_Node) -> Void) {
+        let bits = _nodeBits.load(ordering: .acquiring)
+        guard bits != 0 else { return }
+        Unmanaged<_Node>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)._withUnsafeGuaranteedRef { node in
+            if node.isRead { body(node) }
+        }
+    }
+
+    /// Locks the group (no reference counting: the node is the group's lock).
+    @inlinable @inline(__always)
+    func _lock() -> _Lease {
+        _unmanagedNode._withUnsafeGuaranteedRef { _Groups.lock($0) }
+    }
 
     /// The current value. Reading it inside a ``Computed`` makes it a dependency;
     /// writing it notifies subscribers and updates computeds.
     @inlinable
     public var value: Value {
         get {
-            _Graph.locked(_group) {
-                _Graph.track(self)
-                return _cell._storedValue
-            }
+            let lease = _lock()
+            defer { _Groups.unlock(lease) }
+            _Graph.track(self)
+            return _cell._storedValue
         }
         set {
-            let lease = _Groups.lock(_group)
+            let lease = _lock()
             defer { _Groups.unlock(lease) }
             _write(newValue, lease.thread)
         }
@@ -137,14 +157,14 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     func _store(_ newValue: Value) {
         guard _cell._isHooked(), let point = _cell._madePoint() else {
             _cell._storedValue = newValue
-            if let node = _madeNode { _Graph.changed(node) }
+            _ifRead { _Graph.changed($0) }
             return
         }
-        _madeNode?.storedByHook = false
+        _ifRead { $0.storedByHook = false }
         point._setThroughHooks(newValue)
         // Stored without hooks (a write from one of its own hooks, `withoutHooks`):
         // computeds must still learn of it.
-        if let node = _madeNode, !node.storedByHook { _Graph.changed(node) }
+        _ifRead { if !$0.storedByHook { _Graph.changed($0) } }
     }
 
     /// In a batch the value is stored at once (reads in the batch see it) and
@@ -161,12 +181,12 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
                     _store(last)
                     // Whatever the hooks did (vetoed, replaced), computeds that read
                     // the value during the batch must look again.
-                    if let node = _madeNode { _Graph.changed(node) }
+                    _ifRead { _Graph.changed($0) }
                 }
             }
         }
         _cell._storedValue = newValue
-        if let node = _madeNode { _Graph.changed(node) }
+        _ifRead { _Graph.changed($0) }
     }
 
     @usableFromInline

@@ -100,7 +100,7 @@ public final class ObservableArray<Element>: Subscribable, @unchecked Sendable {
     /// Applies the edits `body` makes as one change.
     @discardableResult
     public func edit<R, E: Error>(_ body: (inout ArrayEditor<Element>) throws(E) -> R) throws(E) -> R {
-        let root = _Groups.lock(storage._group)
+        let root = storage._lock()
         defer { _Groups.unlock(root) }
         // Start from what is stored: in a batch, edits not yet delivered.
         let base = identities.pending ?? (identities.current, false)

@@ -30,6 +30,9 @@ final class _Node: _Group, @unchecked Sendable {
     @exclusivity(unchecked) var height = 0
     /// Set by an observable's own hook when a call at its point stored a value.
     @exclusivity(unchecked) @usableFromInline var storedByHook = false
+    /// Whether a computed has read the value (until then its changes need
+    /// no bookkeeping: the node may exist only as the group's lock).
+    @exclusivity(unchecked) @usableFromInline var isRead = false
 
     @usableFromInline
     override init() {}
@@ -115,7 +118,9 @@ final class _Evaluation {
     /// Records `source` unless already read (a linear scan: computeds read few values).
     func record(_ source: any _Source) {
         for dependency in dependencies where dependency.source === source { return }
-        dependencies.append(_Dependency(source: source, version: source._node.version))
+        let node = source._node
+        node.isRead = true
+        dependencies.append(_Dependency(source: source, version: node.version))
     }
 }
 
