@@ -29,13 +29,17 @@ import Synchronization
 /// deinitializes, its hook point and the hook the binding put there go with it.
 ///
 /// ## Threads
-/// Writes on several threads to endpoints of bindings are serialized: a
-/// property store and its delivery happen under one lock that all bindings
-/// share (taken once per change, by its outermost delivery), so once the
-/// writers stop every endpoint holds the value of the last change. Callbacks
-/// run under that lock: one that waits for another thread which sets a
-/// bound property deadlocks. Calls of a method, closure or function run their
-/// original outside the lock; only their delivery is serialized.
+/// Writes on several threads to endpoints of connected bindings (bindings
+/// that share an endpoint, directly or through others) are serialized: a
+/// property store and its delivery happen under the lock of their connected
+/// group, so once the writers stop every endpoint holds the value of the
+/// last change. Bindings that share nothing have locks of their own and never
+/// wait for each other. Callbacks run under their group's lock: one that
+/// waits for another thread which sets a property of the same group
+/// deadlocks; one that writes another group takes that group's lock too,
+/// without deadlocking (see HookBind's locking in the architecture notes).
+/// Calls of a method, closure or function run their original outside the
+/// lock; only their delivery is serialized.
 public final class Binding: @unchecked Sendable {
     // One object: the flag and the members, the first two inline. Each
     // member is the fish's endpoint, adopted, retained here (+1, released in
@@ -44,21 +48,32 @@ public final class Binding: @unchecked Sendable {
     // cycle: once unbound (or once its posting hook points are gone) and
     // dropped, the binding and its members go.
     private let unbound = Atomic<Bool>(false)
-    private let count: Int
     private let first: Unmanaged<_Endpoint>
     private let second: Unmanaged<_Endpoint>?
     private let rest: [_Endpoint]
+    /// The connected group of the members' hook points (see `_PointGroups`).
+    private let group: _Group
 
-    private init(_ members: [_Endpoint]) {
-        count = members.count
+    private init(_ members: [_Endpoint], group: _Group) {
+        self.group = group
         first = .passRetained(members[0])
         second = members.count > 1 ? .passRetained(members[1]) : nil
         rest = Array(members.dropFirst(2))
     }
 
+    /// The number of members (not stored: the object stays 56 bytes).
+    @inline(__always)
+    private var count: Int { second == nil ? 1 : 2 + rest.count }
+
     deinit {
+        _PointGroups.release(Self.pointIDs((0..<count).map { member($0).takeUnretainedValue() }))
         first.release()
         second?.release()
+    }
+
+    /// The hook points of `members` (those that have one).
+    private static func pointIDs(_ members: [_Endpoint]) -> [ObjectIdentifier] {
+        members.compactMap { $0.hasPoint ? $0.identity : nil }
     }
 
     /// Member `index` (below `count`), unretained: the binding holds it.
@@ -81,7 +96,11 @@ public final class Binding: @unchecked Sendable {
     @discardableResult
     public static func bind(_ fishes: [Fish]) throws(BindError) -> Binding {
         try check(fishes)
-        let binding = Binding(fishes.map { $0.endpoint.adopted(as: $0) })
+        let members = fishes.map { $0.endpoint.adopted(as: $0) }
+        // One group for every hook point of the group; their groups merge.
+        let groups = _PointGroups.use(Self.pointIDs(members), joining: _Group())
+        _Groups.merge(groups)
+        let binding = Binding(members, group: groups.first ?? _Group())
         for i in 0..<binding.count {
             binding.member(i)._withUnsafeGuaranteedRef { member in
                 guard member.posts, let point = member.postingPoint else { return }
@@ -132,7 +151,7 @@ public final class Binding: @unchecked Sendable {
         if storing {
             return point.instead { [self] call in
                 guard !unbound.load(ordering: .relaxed) else { return try call.invokeOriginal() }
-                try _Change.run(ObjectIdentifier(self)) { deliver in
+                try _Change.run(ObjectIdentifier(self), group) { deliver in
                     try call.invokeOriginal()
                     if deliver { try self.deliver(call) }
                 }
@@ -140,7 +159,7 @@ public final class Binding: @unchecked Sendable {
         }
         return point.after { [self] call in
             guard !unbound.load(ordering: .relaxed), call.error == nil else { return }
-            try _Change.run(ObjectIdentifier(self)) { deliver in
+            try _Change.run(ObjectIdentifier(self), group) { deliver in
                 if deliver { try self.deliver(call) }
             }
         }

@@ -43,7 +43,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     /// The hook point where each new value is published; subscribers are
     /// hooks on it. Made the first time it is needed (with the current value).
     public var hookPoint: PropertyHook<Value> {
-        _Graph.locked {
+        _Graph.locked(_group) {
             point.get {
                 let made = PropertyHook._standalone(cache, name: name)
                 made._adopt(by: self)
@@ -52,7 +52,9 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
             }
         }
     }
-    @usableFromInline let _node = _Node()
+    @usableFromInline let _node: _Node
+    /// The connected group: its own (the node), merged with those of what it reads.
+    @usableFromInline var _group: _Group { _node }
 
     private enum State { case clean, dirty, evaluating }
 
@@ -78,21 +80,26 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         self.init(name: name, compute, isEqual: { $0 == $1 })
     }
 
-    /// Evaluates and registers with the dependencies under the graph's lock,
-    /// so no change is missed in between.
+    /// Evaluates and registers with the dependencies under the locks of its
+    /// group and theirs (merged), so no change is missed in between.
     private init(name: String, _ compute: @escaping () -> Value, isEqual: ((Value, Value) -> Bool)?) {
-        _Graph.lock.lock()
-        defer { _Graph.lock.unlock() }
+        let group = _Node()
+        _node = group
+        let root = _Groups.lock(group)
+        defer { _Groups.unlock(root) }
         (self.compute, self.isEqual) = (compute, isEqual)
-        (cache, dependencies) = _Graph.evaluate(compute)
         self.name = name
-        link = _Link(self)
+        // What the evaluation reads stays locked until it is registered.
+        _Groups.beginRetaining()
+        defer { _Groups.endRetaining() }
+        (cache, dependencies) = _Graph.evaluate(compute)
+        link = _Link(self, group: group)
         evaluations = 1
         register(dependencies, replacing: [])
     }
 
     deinit {
-        _Graph.locked {
+        _Graph.locked(_group) {
             link.isAlive = false
             for dependency in dependencies { dependency.source._node.removeDependent(link) }
         }
@@ -101,7 +108,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     /// The current value, brought up to date first. Reading it inside another
     /// ``Computed`` makes this one a dependency.
     public var value: Value {
-        _Graph.locked {
+        _Graph.locked(_group) {
             if state != .evaluating {
                 _refresh()
                 _Graph.track(self)
@@ -111,10 +118,10 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     }
 
     /// How many times the closure ran (for tests and tuning).
-    public var evaluationCount: Int { _Graph.locked { evaluations } }
+    public var evaluationCount: Int { _Graph.locked(_group) { evaluations } }
 
     /// The values read by the last evaluation (for tests and tuning).
-    public var dependencyCount: Int { _Graph.locked { dependencies.count } }
+    public var dependencyCount: Int { _Graph.locked(_group) { dependencies.count } }
 
     // MARK: The graph
 
@@ -139,15 +146,20 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     }
 
     private func recompute() {
-        state = .evaluating
-        var found = spareDependencies
-        spareDependencies = []
-        let value = _Graph.evaluate(compute, into: &found)
-        evaluations += 1
-        state = .clean
+        // What the evaluation reads stays locked until it is registered (the
+        // caller holds this computed's group).
         var old = dependencies
-        dependencies = found
-        if !Self.sameSources(old, found) { register(found, replacing: old) }
+        let value = _Groups.retaining { () -> Value in
+            state = .evaluating
+            var found = spareDependencies
+            spareDependencies = []
+            let value = _Graph.evaluate(compute, into: &found)
+            evaluations += 1
+            state = .clean
+            dependencies = found
+            if !Self.sameSources(old, found) { register(found, replacing: old) }
+            return value
+        }
         old.removeAll(keepingCapacity: true)
         spareDependencies = old
         if let isEqual, isEqual(cache, value) { return }
@@ -161,10 +173,13 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         return true
     }
 
-    /// Makes this computed a dependent of what it read, and no longer of what it stopped reading.
+    /// Makes this computed a dependent of what it read, and no longer of what
+    /// it stopped reading; merges the groups of what it read into its own
+    /// (all held: the evaluation's reads are retained).
     private func register(_ found: [_Dependency], replacing old: [_Dependency]) {
         var height = 0
         for dependency in found {
+            _Groups.mergeHeld(_group, dependency.source._group)
             dependency.source._node.addDependent(link)
             height = max(height, dependency.source._node.height + 1)
         }
@@ -193,7 +208,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     /// Calls `block` on each change, as `options` say (see ``Subscribable``).
     @discardableResult
     public func subscribe(_ options: SubscriptionOptions, _ block: @escaping (Value?, Value) -> Void) -> Subscription {
-        _Graph.locked {
+        _Graph.locked(_group) {
             _refresh()
             let hookPoint = self.hookPoint
             if !hookPoint.hasHooks, publishedVersion != _node.version {

@@ -16,7 +16,7 @@ import Hook
 /// next fire. Firing the same event from inside one of its subscribers
 /// delivers nothing (Hook's reentrancy guard): no recursion. An event has no
 /// current value, so ``SubscriptionOptions/notifyOnSubscription`` calls nothing.
-/// Events fire on the calling thread, outside the graph's lock.
+/// Events fire on the calling thread, outside any of HookBind's locks.
 ///
 /// An event nobody subscribes to is its name and a word: the hook point is
 /// made the first time it is needed, and firing without it does nothing.

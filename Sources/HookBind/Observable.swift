@@ -1,4 +1,5 @@
 @_spi(HookBind) import Hook
+import Synchronization
 
 /// A value whose subscribers hear every change (Fisticuffs' `Observable`).
 ///
@@ -24,35 +25,45 @@
 /// still see that write.
 ///
 /// ## Threads
-/// Reads, writes and subscriptions may come from any thread. The values of
-/// all observables and computeds, and the delivery of their changes, are
-/// serialized by one lock: a write and everything it causes is one step for
-/// every other thread. Subscribers run under it, so a subscriber must not wait
-/// for another thread that reads or writes an observable.
+/// Reads, writes and subscriptions may come from any thread. Each observable
+/// has a lock of its own, shared with the computeds that read it (and what
+/// they read) and with the properties bound to it: a write and everything it
+/// causes is one step for every other thread, and observables that share
+/// nothing never wait for each other. Subscribers run under that lock, so a
+/// subscriber must not wait for another thread that reads or writes a value
+/// connected to this one.
 public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable {
     /// The value, and the hook point once made (see ``hookPoint``). Only
-    /// touched under the graph's lock.
-    // Unchecked exclusivity: every access is under the graph lock (a dynamic
+    /// touched under the group's lock.
+    // Unchecked exclusivity: every access is under the group's lock (a dynamic
     // check would cost more than the rest of a write).
     @exclusivity(unchecked) @usableFromInline var _cell: Hooked<Value>
-    /// What computeds that read this value know of it; made when one first does.
-    @exclusivity(unchecked) @usableFromInline var _madeNode: _Node?
+    /// What computeds that read this value know of it, and the lock of its
+    /// group (a +1 `_Node`, or 0): made on first use, once however many
+    /// threads race (see `_node`).
+    @usableFromInline let _nodeBits = Atomic<Int>(0)
     /// The selector of the calls at ``hookPoint``.
     public let name: String
 
     /// An observable holding `value`; `name` is the selector of its writes' CallBacks.
     ///
-    /// It costs one object (the value, the name and two words) until
-    /// something subscribes, reads it in a computed or asks for ``hookPoint``.
+    /// It costs one object (the value, the name and two words) until it is
+    /// first read or written (then its lock, an object of its own) and until
+    /// something subscribes or asks for ``hookPoint``.
     public init(_ value: Value, name: String = "observable") {
         _cell = Hooked(_storing: value)
         self.name = name
     }
 
+    deinit {
+        let bits = _nodeBits.load(ordering: .acquiring)
+        if bits != 0 { Unmanaged<_Node>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release() }
+    }
+
     /// The hook point every write calls; subscribers are hooks on it. Made
     /// the first time it is needed (a subscription, a binding, this property).
     public var hookPoint: PropertyHook<Value> {
-        _Graph.locked {
+        _Graph.locked(_group) {
             if let point = _cell._madePoint() { return point }
             let point = Hooked<Value>._point(in: self, label: "_cell", name: name)
             // The graph's own hook, first of all: the value is stored, so mark
@@ -60,20 +71,56 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
             // the point, which this observable owns: `self` is alive when it runs.)
             // It runs for vetoed writes too: the write is over, whatever the hooks did.
             point._afterSeeingVetoes { [unowned(unsafe) self] call in
-                guard let node = self._madeNode else { return }
-                node.storedByHook = true
-                if !call.isVetoed { _Graph.changed(node) }
+                self._ifRead { node in
+                    node.storedByHook = true
+                    if !call.isVetoed { _Graph.changed(node) }
+                }
             }
             return point
         }
     }
 
+    /// The node, unretained (this observable keeps it), made on first need
+    /// (the group's lock is taken through it, so under the lock it is made).
+    @inlinable
+    var _unmanagedNode: Unmanaged<_Node> {
+        let bits = _nodeBits.load(ordering: .acquiring)
+        if _fastPath(bits != 0) { return Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped) }
+        return _makeNode()
+    }
+
+    @usableFromInline @inline(never)
+    func _makeNode() -> Unmanaged<_Node> {
+        let made = Unmanaged.passRetained(_Node())
+        let (won, current) = _nodeBits.compareExchange(expected: 0, desired: Int(bitPattern: made.toOpaque()),
+                                                       ordering: .acquiringAndReleasing)
+        if won { return made }
+        made.release()
+        return Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: current)!)
+    }
+
     @usableFromInline
-    var _node: _Node {
-        if let node = _madeNode { return node }
-        let node = _Node()
-        _madeNode = node
-        return node
+    var _node: _Node { _unmanagedNode.takeUnretainedValue() }
+
+    /// The connected group whose lock guards the value (see `_Group`): the node.
+    @usableFromInline
+    var _group: _Group { _node }
+
+    /// Runs `body` with the node if a computed has read this value (what a
+    /// change must tell), without reference counting.
+    @inlinable @inline(__always)
+    func _ifRead(_ body: (_Node) -> Void) {
+        let bits = _nodeBits.load(ordering: .acquiring)
+        guard bits != 0 else { return }
+        Unmanaged<_Node>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)._withUnsafeGuaranteedRef { node in
+            if node.isRead { body(node) }
+        }
+    }
+
+    /// Locks the group (no reference counting: the node is the group's lock).
+    @inlinable @inline(__always)
+    func _lock() -> _Lease {
+        _unmanagedNode._withUnsafeGuaranteedRef { _Groups.lock($0) }
     }
 
     /// The current value. Reading it inside a ``Computed`` makes it a dependency;
@@ -81,25 +128,27 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     @inlinable
     public var value: Value {
         get {
-            _Graph.locked {
-                _Graph.track(self)
-                return _cell._storedValue
-            }
+            let lease = _lock()
+            defer { _Groups.unlock(lease) }
+            _Graph.track(self)
+            return _cell._storedValue
         }
         set {
-            _Graph.locked { _write(newValue) }
+            let lease = _lock()
+            defer { _Groups.unlock(lease) }
+            _write(newValue, lease.thread)
         }
     }
 
-    /// Writes under the graph's lock: at once, or deferred to the end of the batch.
+    /// Writes under the group's lock: at once, or deferred to the end of the batch.
     @inlinable
-    func _write(_ newValue: Value) {
-        if _Graph.state.batchDepth > 0 {
+    func _write(_ newValue: Value, _ thread: Unmanaged<_LockThread>) {
+        if _Graph.inBatch(thread) {
             _writeInBatch(newValue)
             return
         }
         _store(newValue)
-        _Graph.flush()
+        _Graph.flush(thread)
     }
 
     /// Stores through the hooks if there are any, and tells the computeds
@@ -108,14 +157,14 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     func _store(_ newValue: Value) {
         guard _cell._isHooked(), let point = _cell._madePoint() else {
             _cell._storedValue = newValue
-            if let node = _madeNode { _Graph.changed(node) }
+            _ifRead { _Graph.changed($0) }
             return
         }
-        _madeNode?.storedByHook = false
+        _ifRead { $0.storedByHook = false }
         point._setThroughHooks(newValue)
         // Stored without hooks (a write from one of its own hooks, `withoutHooks`):
         // computeds must still learn of it.
-        if let node = _madeNode, !node.storedByHook { _Graph.changed(node) }
+        _ifRead { if !$0.storedByHook { _Graph.changed($0) } }
     }
 
     /// In a batch the value is stored at once (reads in the batch see it) and
@@ -126,16 +175,18 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
         if _Graph.state.committed.insert(ObjectIdentifier(self)).inserted {
             let old = _cell._storedValue
             _Graph.state.commits.append { [self] in
-                let last = _cell._storedValue
-                _cell._storedValue = old
-                _store(last)
-                // Whatever the hooks did (vetoed, replaced), computeds that read
-                // the value during the batch must look again.
-                if let node = _madeNode { _Graph.changed(node) }
+                _Graph.locked(_group) {
+                    let last = _cell._storedValue
+                    _cell._storedValue = old
+                    _store(last)
+                    // Whatever the hooks did (vetoed, replaced), computeds that read
+                    // the value during the batch must look again.
+                    _ifRead { _Graph.changed($0) }
+                }
             }
         }
         _cell._storedValue = newValue
-        if let node = _madeNode { _Graph.changed(node) }
+        _ifRead { _Graph.changed($0) }
     }
 
     @usableFromInline
@@ -144,7 +195,7 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     /// Calls `block` on each change, as `options` say (see ``Subscribable``).
     @discardableResult @inlinable
     public func subscribe(_ options: SubscriptionOptions, _ block: @escaping (Value?, Value) -> Void) -> Subscription {
-        _Graph.locked {
+        _Graph.locked(_group) {
             let subscription = Subscription(hookPoint._subscribe(options, Value.self, block))
             if options.notifyOnSubscription { block(nil, _cell._storedValue) }
             return subscription
@@ -152,7 +203,7 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     }
 
     /// The number of subscribers (hooks on ``hookPoint`` besides the graph's own).
-    public var subscriberCount: Int { _Graph.locked { max((_cell._madePoint()?.hookCount ?? 1) - 1, 0) } }
+    public var subscriberCount: Int { _Graph.locked(_group) { max((_cell._madePoint()?.hookCount ?? 1) - 1, 0) } }
 }
 
 extension Observable: CustomStringConvertible {

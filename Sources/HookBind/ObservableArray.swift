@@ -90,7 +90,7 @@ public final class ObservableArray<Element>: Subscribable, @unchecked Sendable {
     /// The element at `index`.
     /// - Throws: ``BindError`` `.indexOutOfRange`.
     public func element(at index: Int) throws(BindError) -> Element {
-        try _Graph.locked { () throws(BindError) -> Element in
+        try _Graph.locked(storage._group) { () throws(BindError) -> Element in
             let elements = storage.value
             try ArrayEditor<Element>.check(index, elements.count, "read at")
             return elements[index]
@@ -100,15 +100,15 @@ public final class ObservableArray<Element>: Subscribable, @unchecked Sendable {
     /// Applies the edits `body` makes as one change.
     @discardableResult
     public func edit<R, E: Error>(_ body: (inout ArrayEditor<Element>) throws(E) -> R) throws(E) -> R {
-        _Graph.lock.lock()
-        defer { _Graph.lock.unlock() }
+        let root = storage._lock()
+        defer { _Groups.unlock(root) }
         // Start from what is stored: in a batch, edits not yet delivered.
         let base = identities.pending ?? (identities.current, false)
         var editor = ArrayEditor(storage.hookPoint._currentValue, base.ids, identities)
         let result = try body(&editor)
         if editor.edited {
             identities.pending = (editor.ids, base.replaced || editor.replaced)
-            storage._write(editor.elements)
+            storage._write(editor.elements, root.thread)
         }
         return result
     }
@@ -237,7 +237,7 @@ public struct ArrayEditor<Element> {
 }
 
 /// The identities of an array's elements, and the change being delivered.
-/// Only touched under the graph's lock.
+/// Only touched under the array's group lock.
 final class _Identities<Element>: @unchecked Sendable {
     /// One identity per stored element.
     @exclusivity(unchecked) var current: [UInt64]

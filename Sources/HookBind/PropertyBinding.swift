@@ -91,15 +91,18 @@ public struct BoundProperty<Value> {
 /// its events. A failed conversion (a transformer that throws) leaves the
 /// destination as it was and goes to ``errorHandler``. The binding holds its
 /// triggers and ends with ``invalidate()`` or when it deinitializes; it holds
-/// its objects weakly. Deliveries are serialized with all other HookBind
-/// deliveries (one lock), so triggers may fire on any thread.
+/// its objects weakly. Its deliveries are serialized (a lock of its own;
+/// what setting the destination causes takes the locks it needs), so
+/// triggers may fire on any thread.
 public final class PropertyBinding<Value>: @unchecked Sendable {
+    /// Guards the fields below and serializes deliveries.
+    private let group = _Group()
     public let source: BoundProperty<Value>
     public let destination: BoundProperty<Value>
     /// Receives what a delivery could not do (by default, written to standard error).
     public var errorHandler: (@Sendable (any Error) -> Void)? {
-        get { _Graph.locked { handler } }
-        set { _Graph.locked { handler = newValue } }
+        get { _Graph.locked(group) { handler } }
+        set { _Graph.locked(group) { handler = newValue } }
     }
 
     private var handler: (@Sendable (any Error) -> Void)?
@@ -121,16 +124,16 @@ public final class PropertyBinding<Value>: @unchecked Sendable {
     ///   hook trigger on a property that is not `@Hooked`; `.duplicateFish`: a
     ///   trigger that already serves a binding), or the binding was invalidated.
     public func addTrigger(_ trigger: any BindingTrigger) throws(BindError) {
-        let valid = _Graph.locked { isValid }
+        let valid = _Graph.locked(group) { isValid }
         guard valid else { throw BindError(.objectGone, "the binding of \(source.name) to \(destination.name) was invalidated") }
         try trigger.start { [weak self] in self?.update() }
-        _Graph.locked { triggers.append(trigger) }
+        _Graph.locked(group) { triggers.append(trigger) }
         update()
     }
 
     /// Copies the source's value to the destination now (what triggers call).
     public func update() {
-        _Graph.locked {
+        _Graph.locked(group) {
             guard isValid else { return }
             do {
                 try destination.set(try source.get())
@@ -144,7 +147,7 @@ public final class PropertyBinding<Value>: @unchecked Sendable {
 
     /// Stops every trigger: the destination is no longer updated. Idempotent.
     public func invalidate() {
-        let stopped = _Graph.locked { () -> [any BindingTrigger] in
+        let stopped = _Graph.locked(group) { () -> [any BindingTrigger] in
             isValid = false
             defer { triggers = [] }
             return triggers
@@ -153,12 +156,13 @@ public final class PropertyBinding<Value>: @unchecked Sendable {
     }
 
     /// Whether ``invalidate()`` has not been called.
-    public var isActive: Bool { _Graph.locked { isValid } }
+    public var isActive: Bool { _Graph.locked(group) { isValid } }
 }
 
 /// A collection of bindings that end together (BND's `BNDBindings`), for
 /// example the bindings of one screen.
 public final class PropertyBindings: @unchecked Sendable {
+    private let group = _Group()
     private var bindings: [AnyObject] = []
     private var invalidators: [() -> Void] = []
 
@@ -168,18 +172,18 @@ public final class PropertyBindings: @unchecked Sendable {
 
     /// Keeps `binding` until ``invalidateAll()`` or this collection's deinit.
     public func add<Value>(_ binding: PropertyBinding<Value>) {
-        _Graph.locked {
+        _Graph.locked(group) {
             bindings.append(binding)
             invalidators.append { [weak binding] in binding?.invalidate() }
         }
     }
 
     /// The number of bindings kept.
-    public var count: Int { _Graph.locked { bindings.count } }
+    public var count: Int { _Graph.locked(group) { bindings.count } }
 
     /// Invalidates and releases every binding.
     public func invalidateAll() {
-        let all = _Graph.locked { () -> [() -> Void] in
+        let all = _Graph.locked(group) { () -> [() -> Void] in
             defer { bindings = []; invalidators = [] }
             return invalidators
         }

@@ -22,13 +22,17 @@ extension Observable {
     @discardableResult
     public func bind<Object: AnyObject>(_ object: Object, _ keyPath: ReferenceWritableKeyPath<Object, Value>) throws(BindError) -> Subscription {
         let property = try _propertyPoint(object, keyPath)
-        return _Graph.locked {
+        // The property joins this observable's group (and its bindings' group).
+        let use = _PointGroupUse(ObjectIdentifier(property))
+        _Groups.merge([_group] + _PointGroups.use([ObjectIdentifier(property)], joining: _Group()))
+        return _Graph.locked(_group) {
             property._setThroughHooks(hookPoint._currentValue)
             let toProperty = hookPoint.add(.after, owner: object) { object, call in
                 guard !call.isVetoed else { return }
                 object[keyPath: keyPath] = try call.argument(0, as: Value.self)
             }
             let fromProperty = property.add(.after, owner: object) { [weak self] _, call in
+                withExtendedLifetime(use) {}  // the property's group use lasts as long as this hook
                 guard !call.isVetoed, let self else { return }
                 self.value = try call.argument(0, as: Value.self)
             }
@@ -55,7 +59,7 @@ extension Computed {
     @discardableResult
     public func bind<Object: AnyObject, Property>(_ object: Object, _ keyPath: ReferenceWritableKeyPath<Object, Property>,
                                                   _ handler: @escaping (Value) -> Property) -> Subscription {
-        _Graph.locked {
+        _Graph.locked(_group) {
             let subscription = subscribe(SubscriptionOptions(notifyOnSubscription: true)) { [weak object] _, new in
                 object?[keyPath: keyPath] = handler(new)
             }

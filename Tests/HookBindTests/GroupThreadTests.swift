@@ -1,3 +1,4 @@
+import CHookTestSupport
 import Foundation
 import Hook
 import HookBind
@@ -70,5 +71,263 @@ struct GroupThreadTests {
         #expect(torn.value == 0)
         #expect(doubledFirst.value == 4_000)
         #expect(doubledSecond.value == 4_000)
+    }
+
+    // MARK: Groups that share nothing do not wait for each other
+
+    /// A binding's callback waits for another thread to write a binding it is
+    /// not connected to. With one lock for all bindings the other write
+    /// would wait for the callback, and the wait would time out.
+    @Test(.timeLimit(.minutes(1)))
+    func aCallbackCanWaitForAWriteOfAnUnconnectedBinding() throws {
+        let a = (Holder(), Holder()), b = (Holder(), Holder())
+        let inCallback = DispatchSemaphore(value: 0), written = DispatchSemaphore(value: 0)
+        let waited = Shared(false)
+        try Binding.bind([.both(a.0, \.value), .both(a.1, \.value), .observer { _ in
+            inCallback.signal()
+            waited.value = written.wait(timeout: .now() + 5) == .success
+        }])
+        try Binding.bind([.both(b.0, \.value), .both(b.1, \.value)])
+        nonisolated(unsafe) let objects = (a, b)
+        onThreads(2) { thread in
+            if thread == 0 {
+                objects.0.0.value = 1
+            } else {
+                inCallback.wait()  // thread 0 is in a's delivery, holding its group's lock
+                objects.1.0.value = 2
+                written.signal()
+            }
+        }
+        #expect(waited.value)
+        #expect(a.1.value == 1 && b.1.value == 2)
+    }
+
+    /// The same with observables: a subscriber waits for another thread's
+    /// write (and read) of an observable it does not read.
+    @Test(.timeLimit(.minutes(1)))
+    func aSubscriberCanWaitForAWriteOfAnUnconnectedObservable() {
+        let x = Observable(0), y = Observable(0)
+        let doubledY = Computed { y.value * 2 }
+        let inSubscriber = DispatchSemaphore(value: 0), written = DispatchSemaphore(value: 0)
+        let waited = Shared(false), heard = Shared(0)
+        x.subscribe { _, _ in
+            inSubscriber.signal()
+            waited.value = written.wait(timeout: .now() + 5) == .success
+        }
+        doubledY.subscribe { _, new in heard.value = new }
+        onThreads(2) { thread in
+            if thread == 0 {
+                x.value = 1
+            } else {
+                inSubscriber.wait()
+                y.value = 2
+                heard.mutate { $0 += doubledY.value * 100 }
+                written.signal()
+            }
+        }
+        #expect(waited.value)
+        #expect(heard.value == 404)
+    }
+
+    // MARK: Callbacks that write a group they are not connected to
+
+    /// Two bindings that share nothing, each with a callback that writes the
+    /// other's endpoint, written on two threads at once: both callbacks run
+    /// at the same time (each holding its own group's lock) and each needs
+    /// the other's lock. One thread borrows the lock of the other, parked,
+    /// instead of waiting for it: no deadlock, and each group ends equal.
+    @Test(.timeLimit(.minutes(1)))
+    func callbacksWritingEachOthersGroupOnTwoThreadsDoNotDeadlock() throws {
+        let a = (Holder(), Holder()), b = (Holder(), Holder())
+        let meeting = Rendezvous(2)
+        let met = Shared(0)
+        nonisolated(unsafe) let objects = (a, b)
+        try Binding.bind([.both(a.0, \.value), .both(a.1, \.value), .observer { call in
+            guard try call.argument(0, as: Int.self) == 1 else { return }
+            if meeting.arrive() { met.mutate { $0 += 1 } }
+            objects.1.1.value = 10
+        }])
+        try Binding.bind([.both(b.0, \.value), .both(b.1, \.value), .observer { call in
+            guard try call.argument(0, as: Int.self) == 2 else { return }
+            if meeting.arrive() { met.mutate { $0 += 1 } }
+            objects.0.1.value = 20
+        }])
+        onThreads(2) { thread in
+            if thread == 0 { objects.0.0.value = 1 } else { objects.1.0.value = 2 }
+        }
+        #expect(met.value == 2)  // both callbacks ran at once
+        #expect(a.0.value == 20 && a.1.value == 20)
+        #expect(b.0.value == 10 && b.1.value == 10)
+        // The groups still work, each on its own.
+        a.0.value = 3
+        b.1.value = 4
+        #expect(values(a.0, a.1) == [3, 3] && values(b.0, b.1) == [4, 4])
+    }
+
+    /// The same with observables: each one's subscriber writes the other.
+    @Test(.timeLimit(.minutes(1)))
+    func subscribersWritingEachOthersObservableOnTwoThreadsDoNotDeadlock() {
+        let x = Observable(0), y = Observable(0)
+        // (A computed reading both would connect them: one group.)
+        let doubledX = Computed { x.value * 2 }, doubledY = Computed { y.value * 2 }
+        let meeting = Rendezvous(2)
+        let met = Shared(0)
+        x.subscribe { _, new in
+            guard new == 1 else { return }
+            if meeting.arrive() { met.mutate { $0 += 1 } }
+            y.value = 10
+        }
+        y.subscribe { _, new in
+            guard new == 2 else { return }
+            if meeting.arrive() { met.mutate { $0 += 1 } }
+            x.value = 20
+        }
+        onThreads(2) { thread in
+            if thread == 0 { x.value = 1 } else { y.value = 2 }
+        }
+        #expect(met.value == 2)
+        #expect(x.value == 20 && y.value == 10)
+        #expect(doubledX.value == 40 && doubledY.value == 20)
+    }
+
+    /// A subscriber, on the thread that borrowed the other group's lock,
+    /// makes a computed that reads the other group, which merges that group
+    /// (whose lock's holder is parked) into the computed's: the parked thread
+    /// takes the merged group's lock when it resumes.
+    @Test(.timeLimit(.minutes(1)))
+    func aComputedMadeWhileBorrowingMergesTheBorrowedGroup() {
+        let p = Observable(0), q = Observable(0)
+        let meeting = Rendezvous(2)
+        let made = Shared<Computed<Int>?>(nil)
+        let started = Shared(false)
+        p.subscribe { _, new in
+            guard new == 1, !started.value else { return }
+            started.value = true
+            _ = meeting.arrive()
+            q.value = 5  // parks while thread 1 holds q's group, or borrows it
+        }
+        q.subscribe { _, new in
+            guard new == 2 else { return }
+            _ = meeting.arrive()
+            usleep(20_000)  // let thread 0 park on q's group first (not required)
+            let computed = Computed { p.value * 10 }
+            made.value = computed
+            _ = computed.value
+        }
+        onThreads(2) { thread in
+            if thread == 0 { p.value = 1 } else { q.value = 2 }
+        }
+        let computed = try? #require(made.value)
+        #expect(computed?.value == 10)
+        let heard = Shared(0)
+        computed?.subscribe { _, new in heard.value = new }
+        onThreads(2) { thread in
+            for i in 1...500 {
+                if thread == 0 { p.value = i } else { q.value = -i }
+            }
+        }
+        #expect(computed?.value == 5_000)
+        #expect(heard.value == 5_000)
+        #expect(q.value == -500)
+    }
+}
+
+extension GroupThreadTests {
+    /// Four bindings that share nothing, on four threads; each one's
+    /// callback writes (and reads) the next one's endpoint, so locks are
+    /// wanted in every order at once: threads park and borrow, none deadlocks,
+    /// and each group ends equal. (A write to another group and a read of
+    /// it after are two steps: that group's own writer may come in between.)
+    @Test(.timeLimit(.minutes(2)))
+    func fourThreadsWritingEachOthersGroupsFinish() throws {
+        let groups = (0..<4).map { _ in (Holder(), Holder()) }
+        nonisolated(unsafe) let objects = groups
+        let crossings = Shared(0)
+        for (index, group) in groups.enumerated() {
+            let next = objects[(index + 1) % objects.count]
+            try Binding.bind([.both(group.0, \.value), .both(group.1, \.value), .observer { call in
+                let value = try call.argument(0, as: Int.self)
+                guard value % 3 == 0 else { return }
+                next.1.value = value + 1  // not a multiple of 3: no further crossing
+                crossings.mutate { $0 += 1 }
+            }])
+        }
+        onThreads(4) { thread in
+            for i in 0..<600 { objects[thread].0.value = i * 3 }
+        }
+        #expect(crossings.value == 4 * 600)
+        #expect(groups.allSatisfy { $0.0.value == $0.1.value })
+    }
+}
+
+extension GroupThreadTests {
+    /// Batches that take two groups' locks in one order while subscribers
+    /// of the second write the first: a batch may park holding a lock, and
+    /// the other thread borrows it; nothing deadlocks, and the computeds of
+    /// each group end consistent.
+    @Test(.timeLimit(.minutes(2)))
+    func batchesAndSubscribersTakingGroupsInOppositeOrdersFinish() {
+        let a = Observable(0), b = Observable(0)
+        let doubledA = Computed { a.value * 2 }, doubledB = Computed { b.value * 2 }
+        b.subscribe { _, new in if new < 0 { a.value = new } }
+        onThreads(2) { thread in
+            for i in 1...400 {
+                if thread == 0 {
+                    batch {
+                        a.value = i
+                        b.value = i
+                    }
+                } else {
+                    b.value = -i
+                }
+            }
+        }
+        #expect(doubledA.value == 2 * a.value)
+        #expect(doubledB.value == 2 * b.value)
+    }
+}
+
+/// Threads that meet: each `arrive()` waits (up to 5 seconds) until `count`
+/// threads arrived, and says whether they all did.
+final class Rendezvous: @unchecked Sendable {
+    private let condition = NSCondition()
+    private let count: Int
+    private var arrived = 0
+
+    init(_ count: Int) { self.count = count }
+
+    func arrive() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        arrived += 1
+        condition.broadcast()
+        let deadline = Date(timeIntervalSinceNow: 5)
+        while arrived < count {
+            if !condition.wait(until: deadline) { return false }
+        }
+        return true
+    }
+}
+
+@Suite("Allocations of an observable write")
+struct ObservableAllocationTests {
+    /// Taking and releasing the group's lock allocates nothing: a write to an
+    /// observable with a subscriber, and a read, allocate nothing.
+    @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
+    func aWriteWithASubscriberAllocatesNothing() throws {
+        let observable = Observable(0)
+        let sum = Shared(0)
+        observable.subscribe { _, new in sum.mutate { $0 &+= new } }
+        observable.value = -1  // registers this thread's state
+        var read = observable.value  // and the first read's runtime lookups
+        read = 0
+        let count = try #require(mallocCount {
+            for i in 0..<1_000 {
+                observable.value = i
+                read &+= observable.value
+            }
+        })
+        #expect(count == 0)
+        #expect(read == 499_500)
     }
 }

@@ -3,25 +3,19 @@ import Foundation
 
 /// The change a thread is delivering: the bindings that have delivered it so
 /// far (the reentrancy flag). It lives on the stack of the outermost
-/// delivery, which also holds the bindings' lock; the thread state points at
-/// it while it runs.
+/// delivery; the thread state points at it while it runs. Each delivery
+/// holds its binding's group lock (see _Group.swift), so a store and its
+/// delivery are one step for every other thread.
 struct _Change {
     private var ids: UnsafeMutablePointer<ObjectIdentifier>
     private var count = 0
     private var capacity: Int
     private var onHeap = false
+    /// The root of the group the outermost delivery locked (the lock it holds).
+    private var root: UnsafeMutableRawPointer?
 
     /// How many bindings one change records without allocating.
     static let inlineCapacity = 16
-
-    /// Serializes changes of all bindings, so that a store and its delivery
-    /// are one step for every other thread. One lock, taken only by a
-    /// thread's outermost delivery, so chains and cycles of bindings cannot
-    /// deadlock among themselves. It is the observables' lock too (recursive):
-    /// a property bound both by a `Binding` and to an `Observable` takes the
-    /// two kinds of delivery in either order on different threads, which
-    /// two locks would turn into a deadlock.
-    static var lock: NSRecursiveLock { _Graph.lock }
 
     private init(_ buffer: UnsafeMutableBufferPointer<ObjectIdentifier>) {
         ids = buffer.baseAddress!
@@ -50,21 +44,28 @@ struct _Change {
         count += 1
     }
 
-    /// Runs `body` as `binding`'s part of the current change on this thread.
+    /// Runs `body` as `binding`'s part of the current change on this thread,
+    /// holding the lock of `group`, the binding's.
     /// `body(true)`: deliver; `body(false)`: this binding already delivered
     /// this change (the write was caused by a delivery): do not deliver again.
-    static func run(_ binding: ObjectIdentifier, _ body: (Bool) throws -> Void) throws {
+    static func run(_ binding: ObjectIdentifier, _ group: _Group, _ body: (Bool) throws -> Void) throws {
         if let raw = _BindingThread.change {
             let change = raw.assumingMemoryBound(to: _Change.self)
-            if change.pointee.contains(binding) { return try body(false) }
-            change.pointee.insert(binding)
-            return try body(true)
+            // The group the outermost delivery locked (most nested deliveries
+            // are of the same group): held for the whole change.
+            if group.unmanagedRoot.toOpaque() == change.pointee.root {
+                return try deliver(change, binding, body)
+            }
+            let lease = _Groups.lock(group)
+            defer { _Groups.unlock(lease) }
+            return try deliver(change, binding, body)
         }
-        lock.lock()
-        defer { lock.unlock() }
+        let lease = _Groups.lock(group)
+        defer { _Groups.unlock(lease) }
         try withUnsafeTemporaryAllocation(of: ObjectIdentifier.self, capacity: inlineCapacity) { buffer in
             var change = _Change(buffer)
             defer { if change.onHeap { change.ids.deallocate() } }
+            change.root = group.unmanagedRoot.toOpaque()
             change.insert(binding)
             try withUnsafeMutablePointer(to: &change) { pointer in
                 _BindingThread.change = UnsafeMutableRawPointer(pointer)
@@ -72,5 +73,14 @@ struct _Change {
                 try body(true)
             }
         }
+    }
+
+    /// `binding`'s part of `change`: `body(true)` the first time, `body(false)`
+    /// after (`body` runs outside any access to `change`: it may nest).
+    private static func deliver(_ change: UnsafeMutablePointer<_Change>, _ binding: ObjectIdentifier,
+                                _ body: (Bool) throws -> Void) throws {
+        if change.pointee.contains(binding) { return try body(false) }
+        change.pointee.insert(binding)
+        try body(true)
     }
 }

@@ -99,6 +99,8 @@ class _Endpoint: @unchecked Sendable {
     func receive(_ value: UnsafeRawPointer) {}
     /// Two fishes with the same identity are the same endpoint: the hook point, or this object.
     var identity: ObjectIdentifier { ObjectIdentifier(self) }
+    /// Whether `identity` names a hook point (its group is the point's, see `_PointGroups`).
+    var hasPoint: Bool { false }
 }
 
 /// A fish whose key path or hook point was refused when it was made.
@@ -168,6 +170,7 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
     override var postType: Any.Type? { Value.self }
     override var receiveType: Any.Type? { Value.self }
     override var identity: ObjectIdentifier { unsafeBitCast(pointAddress, to: ObjectIdentifier.self) }
+    override var hasPoint: Bool { true }
 
     override func withPostedValue(_ call: CallBack, _ body: (UnsafeRawPointer) throws -> Void) throws {
         // A post runs inside a set of the property: the object is alive.
@@ -227,6 +230,7 @@ final class _MethodEndpoint<Object: AnyObject>: _Endpoint, @unchecked Sendable {
     }
     override var postType: Any.Type? { value?.type }
     override var identity: ObjectIdentifier { unsafeBitCast(pointAddress, to: ObjectIdentifier.self) }
+    override var hasPoint: Bool { true }
 
     override func withPostedValue(_ call: CallBack, _ body: (UnsafeRawPointer) throws -> Void) throws {
         try value?.read(call, body)
@@ -270,6 +274,7 @@ final class _FreeEndpoint: _Endpoint, @unchecked Sendable {
     }
     override var postType: Any.Type? { value?.type }
     override var identity: ObjectIdentifier { pointID }
+    override var hasPoint: Bool { true }
 
     override func withPostedValue(_ call: CallBack, _ body: (UnsafeRawPointer) throws -> Void) throws {
         try value?.read(call, body)

@@ -13,13 +13,15 @@ import Foundation
 // (A -> B, A -> C, B + C -> D) D runs once per change of A and never reads a
 // stale B or C.
 //
-// All of it runs under one recursive lock: reads, writes, evaluations,
-// subscriptions and the delivery of changes of this graph. A thread sees
-// either none or all of a change (or of a batch).
+// All of it runs under the lock of the values' connected group (see
+// _Group.swift): a computed's evaluation merges the groups of what it reads
+// into its own, so a change and everything it causes in the graph is under
+// one lock. A thread sees either none or all of a change (or of a batch).
 
-/// One value of the graph, as its dependents know it.
+/// One value of the graph, as its dependents know it, and the lock of its
+/// group (a node is a group: one object for both).
 @usableFromInline
-final class _Node {
+final class _Node: _Group, @unchecked Sendable {
     /// Bumped on every change of the value.
     @exclusivity(unchecked) var version: UInt64 = 0
     /// Computeds that read this value in their last evaluation (held weakly).
@@ -28,6 +30,12 @@ final class _Node {
     @exclusivity(unchecked) var height = 0
     /// Set by an observable's own hook when a call at its point stored a value.
     @exclusivity(unchecked) @usableFromInline var storedByHook = false
+    /// Whether a computed has read the value (until then its changes need
+    /// no bookkeeping: the node may exist only as the group's lock).
+    @exclusivity(unchecked) @usableFromInline var isRead = false
+
+    @usableFromInline
+    override init() {}
 
     func addDependent(_ link: _Link) {
         if !dependents.contains(where: { $0 === link }) { dependents.append(link) }
@@ -41,22 +49,29 @@ final class _Node {
 /// A computed as the values it reads know it. Not a weak reference: one
 /// would give every computed a side table, and every retain and release of
 /// it would take Swift's slow path (a third of a diamond's time). The
-/// computed's `deinit` takes the graph's lock, marks its link dead and
-/// removes it from its dependencies, so under the lock a live link's
+/// computed's `deinit` takes its group's lock, marks its link dead and
+/// removes it from its dependencies, so under that lock a live link's
 /// `target` is valid memory, even while its `deinit` waits for the lock.
 final class _Link {
     unowned(unsafe) var target: any _Dependent
+    /// The computed's group (its lock guards the fields below).
+    let group: _Group
     @exclusivity(unchecked) var isAlive = true
-    /// In the graph's pending list (so it is there once).
+    /// In a thread's pending list (so it is there once).
     @exclusivity(unchecked) var isQueued = false
 
-    init(_ target: any _Dependent) { self.target = target }
+    init(_ target: any _Dependent, group: _Group) {
+        self.target = target
+        self.group = group
+    }
 }
 
 /// Something a computed can read: it refreshes itself before being read.
 @usableFromInline
 protocol _Source: AnyObject {
     var _node: _Node { get }
+    /// The connected group of the value (a computed merges its sources' into its own).
+    var _group: _Group { get }
     /// Brings the value up to date (computeds); nothing for sources.
     func _refresh()
 }
@@ -74,11 +89,12 @@ struct _Dependency {
     let version: UInt64
 }
 
-/// The graph's state, only touched under ``_Graph/lock`` (which is why its
-/// properties, and those of nodes and computeds, skip dynamic exclusivity checks).
+/// A thread's part of the graph's state (each thread has its own, see
+/// `_LockThread`); nodes and computeds are only touched under their group's
+/// lock (which is why their properties skip dynamic exclusivity checks).
 @usableFromInline
 final class _GraphState: @unchecked Sendable {
-    /// The evaluations running on the lock's holder, innermost last.
+    /// The evaluations running on this thread, innermost last.
     @exclusivity(unchecked) var evaluations: [_Evaluation] = []
     @exclusivity(unchecked) @usableFromInline var batchDepth = 0
     /// Deferred calls of observables written in the current batch, in the order first written.
@@ -90,6 +106,9 @@ final class _GraphState: @unchecked Sendable {
     @exclusivity(unchecked) var flushing = false
     /// Evaluations to reuse, so that a recomputation allocates nothing.
     @exclusivity(unchecked) var spareEvaluations: [_Evaluation] = []
+    /// The locks a publishing round holds (and the groups, kept alive), reused.
+    @exclusivity(unchecked) var spareRoots: [_Lease] = []
+    @exclusivity(unchecked) var spareGroups: [_Group] = []
 }
 
 /// What one evaluation of a computed read.
@@ -99,39 +118,44 @@ final class _Evaluation {
     /// Records `source` unless already read (a linear scan: computeds read few values).
     func record(_ source: any _Source) {
         for dependency in dependencies where dependency.source === source { return }
-        dependencies.append(_Dependency(source: source, version: source._node.version))
+        let node = source._node
+        node.isRead = true
+        dependencies.append(_Dependency(source: source, version: node.version))
     }
 }
 
 @usableFromInline
 enum _Graph {
-    /// Recursive: subscribers and computeds read and write the graph from
-    /// inside its delivery. ThreadSanitizer sees it (a pthread mutex).
+    /// The calling thread's state.
     @usableFromInline
-    static let lock: NSRecursiveLock = {
-        let lock = NSRecursiveLock()
-        lock.name = "HookBind graph"
-        return lock
-    }()
+    static var state: _GraphState { _LockThread.current.graph }
 
+    /// Whether `thread` (the calling thread's record) is in a batch (no
+    /// reference counting: every write asks).
     @usableFromInline
-    static let state = _GraphState()
+    static func inBatch(_ thread: Unmanaged<_LockThread>) -> Bool {
+        thread._withUnsafeGuaranteedRef { $0.graph.batchDepth > 0 }
+    }
 
     /// How many rounds of publishing one change may cause (subscribers that
     /// write what they observe start new rounds) before the rest is dropped.
     static let maximumRounds = 1_000
 
+    /// Runs `body` holding the lock of `group` (reentrant: subscribers and
+    /// computeds read and write the graph from inside its delivery).
     @inlinable @inline(__always)
-    static func locked<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        lock.lock()
-        defer { lock.unlock() }
+    static func locked<R, E: Error>(_ group: _Group, _ body: () throws(E) -> R) throws(E) -> R {
+        let root = _Groups.lock(group)
+        defer { _Groups.unlock(root) }
         return try body()
     }
 
     /// Records that the running evaluation, if any, read `source`.
     @usableFromInline
     static func track(_ source: any _Source) {
-        state.evaluations.last?.record(source)
+        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in
+            if let evaluation = me.graph.evaluations.last { evaluation.record(source) }
+        }
     }
 
     /// Runs `compute`, recording what it reads.
@@ -179,7 +203,17 @@ enum _Graph {
 
     /// Publishes what changed, unless a batch or another flush is running.
     @usableFromInline
-    static func flush() {
+    static func flush() { flush(_LockThread.unmanagedCurrent) }
+
+    /// `flush()` for `thread`, the calling thread's record.
+    @usableFromInline
+    static func flush(_ thread: Unmanaged<_LockThread>) {
+        // Most writes have nothing to publish: ask without reference counting.
+        let idle = thread._withUnsafeGuaranteedRef { me in
+            let state = me.graph
+            return state.flushing || state.batchDepth != 0 || (state.commits.isEmpty && state.pending.isEmpty)
+        }
+        if idle { return }
         let state = self.state
         guard !state.flushing, state.batchDepth == 0 else { return }
         state.flushing = true
@@ -195,21 +229,34 @@ enum _Graph {
                 continue
             }
             rounds += 1
-            if rounds > maximumRounds {
-                FileHandle.standardError.write(Data("HookBind: changes kept causing changes for \(maximumRounds) rounds (a subscriber writes what it observes?); the rest were dropped\n".utf8))
-                for link in state.pending { link.isQueued = false }
-                state.pending.removeAll()
-                break
-            }
             var work = state.spare
             swap(&work, &state.pending)
+            // The pending computeds' groups: held already, unless a write of
+            // another group queued them from inside a delivery of this one.
+            var roots = state.spareRoots, groups = state.spareGroups
+            (state.spareRoots, state.spareGroups) = ([], [])
+            defer {
+                for lease in roots.reversed() { _Groups.unlock(lease) }
+                roots.removeAll(keepingCapacity: true)
+                groups.removeAll(keepingCapacity: true)
+                (state.spareRoots, state.spareGroups) = (roots, groups)
+            }
+            for link in work {
+                groups.append(link.group)
+                roots.append(_Groups.lock(link.group))
+            }
             for link in work { link.isQueued = false }
+            if rounds > maximumRounds {
+                FileHandle.standardError.write(Data("HookBind: changes kept causing changes for \(maximumRounds) rounds (a subscriber writes what it observes?); the rest were dropped\n".utf8))
+                work.removeAll()
+            }
             // A computed that deinitialized since it was queued: its link is dead, its target gone.
             work.removeAll { !$0.isAlive }
             if work.count > 1 { work.sort { $0.target._height < $1.target._height } }
             for link in work where link.isAlive { link.target._publishIfChanged() }
             work.removeAll(keepingCapacity: true)
             state.spare = work
+            if rounds > maximumRounds { break }
         }
     }
 }
@@ -227,15 +274,17 @@ enum _Graph {
 /// ```
 ///
 /// Inside the batch, reads see the values written so far. Other threads see
-/// the graph before or after the whole batch, never in between. Batches nest;
-/// the outermost one publishes.
+/// the graph before or after the whole batch, never in between: the batch
+/// takes the lock of each group it touches as it first touches it and keeps
+/// them all until it ends. Batches nest; the outermost one publishes.
 public func batch<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-    _Graph.lock.lock()
-    defer { _Graph.lock.unlock() }
-    _Graph.state.batchDepth += 1
-    defer {
-        _Graph.state.batchDepth -= 1
-        _Graph.flush()
+    try _Groups.retaining { () throws(E) -> R in
+        let state = _Graph.state
+        state.batchDepth += 1
+        defer {
+            state.batchDepth -= 1
+            _Graph.flush()
+        }
+        return try body()
     }
-    return try body()
 }

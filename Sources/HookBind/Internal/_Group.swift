@@ -1,0 +1,463 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// HookBind's locking: one lock per connected group of endpoints.
+//
+// A group is a node of a union-find forest; the root's lock stands for the
+// whole group. Binding.bind, Observable.bind and a computed's dependencies
+// merge groups, never split them. A thread locks the root of the group it
+// touches, and checks after locking that it is still the root.
+//
+// A thread may need a second group while it holds one (a callback that
+// writes or reads an endpoint it is not connected to). It never waits in a
+// cycle: before it parks on a lock, it follows the chain "lock -> thread
+// using it -> lock that thread is parked on -> ..." under the arbiter. If the
+// chain ends at itself, every thread in it waits, directly or not, for a lock
+// it holds, and none of them can move before it releases that lock: it
+// borrows the lock instead of waiting (as a recursive lock lets a callback
+// use its own group), and ends the borrow before it releases what they wait
+// for (locks are released in the reverse order they were taken). Otherwise
+// the chain ends at a running thread, and waiting cannot close a cycle:
+// a running thread that later needs a lock of a parked one finds itself at
+// the end of the chain and borrows. So every lock is held, or borrowed, by a
+// thread that runs, and no set of threads can all wait for each other.
+
+/// A connected group's lock, and a node of the forest of groups.
+@usableFromInline
+class _Group: @unchecked Sendable {
+    /// The group this one was merged into (+1, never cleared), or 0 for a root.
+    private let parentBits = Atomic<Int>(0)
+    /// The `_LockThread` holding the lock (unretained, 16-byte aligned), or
+    /// 0; bit 0 set: a thread may be parked on it (its release wakes them).
+    let holderBits = Atomic<Int>(0)
+
+    @usableFromInline
+    init() {}
+
+    deinit {
+        let bits = parentBits.load(ordering: .relaxed)
+        if bits != 0 { Unmanaged<_Group>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release() }
+    }
+
+    /// The root of this group's tree: the lock that stands for it now.
+    final var root: _Group { unmanagedRoot.takeUnretainedValue() }
+
+    /// The root, without reference counting (valid while this group is:
+    /// each group keeps its parent).
+    @inline(__always)
+    final var unmanagedRoot: Unmanaged<_Group> {
+        var bits = parentBits.load(ordering: .acquiring)
+        guard bits != 0 else { return Unmanaged.passUnretained(self) }
+        while true {
+            let parent = Unmanaged<_Group>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)
+            bits = parent._withUnsafeGuaranteedRef { $0.parentBits.load(ordering: .acquiring) }
+            if bits == 0 { return parent }
+        }
+    }
+
+    final var isRoot: Bool { parentBits.load(ordering: .acquiring) == 0 }
+
+    /// Makes `root` this root's parent. Only by a thread holding (or borrowing) both.
+    fileprivate final func attach(to root: _Group) {
+        parentBits.store(Int(bitPattern: Unmanaged.passRetained(root).toOpaque()), ordering: .releasing)
+    }
+}
+
+/// What `_Groups.lock` took: the lock to release, if any, and the thread.
+@usableFromInline
+struct _Lease {
+    @usableFromInline let root: Unmanaged<_Group>?
+    @usableFromInline let thread: Unmanaged<_LockThread>
+}
+
+/// One lock a thread took (a stack, in the order taken).
+struct _Held {
+    enum Kind { case real, borrowed, again }
+    /// Not retained while its scope is open (the caller keeps the group);
+    /// retained once kept by a `retaining` scope (`retained`).
+    unowned(unsafe) let lock: _Group
+    /// `.real`: this entry releases it; `.borrowed`: it ends the borrow; `.again`: held by an entry below.
+    var kind: Kind
+    /// Its scope ended, but a `retaining` scope keeps it until that ends.
+    var closed = false
+    /// `lock` is retained (+1, released with the entry).
+    var retained = false
+}
+
+/// A root held in place of a lower entry (see `_Groups.mergeHeld`): released
+/// with that entry. Rare (merges), so kept apart and `_Held` stays trivial.
+struct _Pin {
+    let entry: Int
+    let lock: _Group
+    let kind: _Held.Kind
+}
+
+/// What HookBind keeps per thread: the locks it holds and the graph's state.
+@usableFromInline
+final class _LockThread: @unchecked Sendable {
+    // Only touched by its own thread (unchecked exclusivity: the hot path).
+    @exclusivity(unchecked) var held: [_Held]
+    @exclusivity(unchecked) var pins: [_Pin] = []
+    /// Nested `retaining` scopes, and where the outermost one began in `held`.
+    var retainDepth = 0
+    var retainMark = 0
+    /// The lock this thread is parked on (under the arbiter).
+    var parkedOn: _Group?
+    /// Evaluations, batches and pending computeds of this thread (only its own).
+    let graph = _GraphState()
+
+    init() {
+        held = []
+        held.reserveCapacity(16)
+    }
+
+    var bits: Int { Int(bitPattern: Unmanaged.passUnretained(self).toOpaque()) }
+
+    static func of(bits: Int) -> _LockThread {
+        Unmanaged<_LockThread>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
+    }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let made = pthread_key_create(&key) { raw in
+            guard let raw else { return }
+            // Under the arbiter: a thread walking a chain never reads a record being freed.
+            _Groups.arbiter.lock()
+            Unmanaged<_LockThread>.fromOpaque(raw).release()
+            _Groups.arbiter.unlock()
+        }
+        precondition(made == 0, "HookBind: no thread-specific key")
+        return key
+    }()
+
+    /// The calling thread's record (made on first use, released when the thread exits).
+    static var current: _LockThread { unmanagedCurrent.takeUnretainedValue() }
+
+    /// The calling thread's record without reference counting (the thread keeps it).
+    @inline(__always)
+    static var unmanagedCurrent: Unmanaged<_LockThread> {
+        if let raw = pthread_getspecific(key) { return Unmanaged<_LockThread>.fromOpaque(raw) }
+        return make()
+    }
+
+    @inline(never)
+    private static func make() -> Unmanaged<_LockThread> {
+        let made = Unmanaged.passRetained(_LockThread())
+        pthread_setspecific(key, made.toOpaque())
+        return made
+    }
+
+    /// Whether this thread holds or borrows `lock` (any entry or pin).
+    func holds(_ lock: _Group) -> Bool {
+        var i = held.count - 1
+        while i >= 0 {
+            if held[i].lock === lock { return true }
+            i -= 1
+        }
+        return !pins.isEmpty && pins.contains { $0.lock === lock }
+    }
+
+    /// Where this thread's hold of `lock` that releases it is: an entry, or a pin of one.
+    func owning(_ lock: _Group) -> (entry: Int, pin: Int?, kind: _Held.Kind)? {
+        for i in held.indices where held[i].lock === lock && held[i].kind != .again { return (i, nil, held[i].kind) }
+        for p in pins.indices where pins[p].lock === lock { return (pins[p].entry, p, pins[p].kind) }
+        return nil
+    }
+}
+
+/// Locking groups: see the comment at the top of this file.
+@usableFromInline
+enum _Groups {
+    /// Serializes the slow path: parking, borrowing, waking.
+    static let arbiter = NSCondition()
+    /// The threads borrowing each lock from its parked holder, latest last
+    /// (under the arbiter; kept apart so that a lock is two words).
+    nonisolated(unsafe) private static var borrowers: [ObjectIdentifier: [_LockThread]] = [:]
+
+    /// Locks the root of `group`'s tree (waiting or borrowing as needed).
+    /// The lease names the lock to release (unretained: `group` keeps it
+    /// alive), or none if this thread held it already.
+    @usableFromInline
+    static func lock(_ group: _Group) -> _Lease {
+        let me = _LockThread.unmanagedCurrent
+        return _Lease(root: me._withUnsafeGuaranteedRef { lock(group, $0) }, thread: me)
+    }
+
+    static func lock(_ group: _Group, _ me: _LockThread) -> Unmanaged<_Group>? {
+        while true {
+            let root = group.unmanagedRoot
+            let locked = root._withUnsafeGuaranteedRef { root -> Bool? in
+                // Held already (by an entry below, which outlasts this scope).
+                if me.holds(root) { return nil }
+                let kind: _Held.Kind
+                if root.holderBits.compareExchange(expected: 0, desired: me.bits, ordering: .sequentiallyConsistent).exchanged {
+                    kind = .real
+                } else {
+                    kind = slowAcquire(root, me)
+                }
+                me.held.append(_Held(lock: root, kind: kind))
+                if root.isRoot { return true }
+                // Merged into another group meanwhile: lock that one's root instead.
+                close(me, at: me.held.count - 1)
+                return false
+            }
+            switch locked {
+            case nil: return nil
+            case true?: return root
+            case false?: continue
+            }
+        }
+    }
+
+    /// Ends the scope of a `lock`.
+    @usableFromInline
+    static func unlock(_ lease: _Lease) {
+        guard let root = lease.root else { return }
+        lease.thread._withUnsafeGuaranteedRef { unlock(root, $0) }
+    }
+
+    static func unlock(_ root: Unmanaged<_Group>, _ me: _LockThread) {
+        var i = me.held.count - 1
+        while me.held[i].closed { i -= 1 }
+        assert(me.held[i].lock === root.takeUnretainedValue(), "HookBind: locks released out of order")
+        close(me, at: i)
+    }
+
+    @inlinable
+    static func locked<R, E: Error>(_ group: _Group, _ body: () throws(E) -> R) throws(E) -> R {
+        let root = lock(group)
+        defer { unlock(root) }
+        return try body()
+    }
+
+    /// Runs `body`, keeping every lock taken inside it until the outermost
+    /// such scope ends (a batch, an evaluation and its registration).
+    static func retaining<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        beginRetaining()
+        defer { endRetaining() }
+        return try body()
+    }
+
+    /// `retaining` as two calls (for an initializer, which cannot capture `self`).
+    static func beginRetaining() {
+        let me = _LockThread.current
+        if me.retainDepth == 0 { me.retainMark = me.held.count }
+        me.retainDepth += 1
+    }
+
+    static func endRetaining() {
+        let me = _LockThread.current
+        me.retainDepth -= 1
+        guard me.retainDepth == 0 else { return }
+        while me.held.count > me.retainMark {
+            assert(me.held[me.held.count - 1].closed)
+            release(me.held.removeLast(), me)
+        }
+    }
+
+    private static func close(_ me: _LockThread, at i: Int) {
+        me.held[i].closed = true
+        if me.retainDepth > 0, i >= me.retainMark {
+            // Kept past its scope: the caller no longer keeps the group alive.
+            if !me.held[i].retained {
+                _ = Unmanaged.passUnretained(me.held[i].lock).retain()
+                me.held[i].retained = true
+            }
+            return
+        }
+        assert(i == me.held.count - 1, "HookBind: locks released out of order")
+        release(me.held.removeLast(), me)
+    }
+
+    /// Releases `entry`, just removed from the top of `held`, and its pins.
+    private static func release(_ entry: _Held, _ me: _LockThread) {
+        if !me.pins.isEmpty {
+            let index = me.held.count
+            while let last = me.pins.last, last.entry >= index {
+                me.pins.removeLast()
+                release(last.lock, last.kind, me)
+            }
+        }
+        release(entry.lock, entry.kind, me)
+        if entry.retained { Unmanaged.passUnretained(entry.lock).release() }
+    }
+
+    private static func release(_ lock: _Group, _ kind: _Held.Kind, _ me: _LockThread) {
+        switch kind {
+        case .again:
+            break
+        case .real:
+            // An exchange, not a store: a parker sets the contended bit with a
+            // compare-and-swap on the same word, so one of them sees the other.
+            let old = lock.holderBits.exchange(0, ordering: .sequentiallyConsistent)
+            if old & 1 != 0 {
+                arbiter.lock()
+                arbiter.broadcast()
+                arbiter.unlock()
+            }
+        case .borrowed:
+            arbiter.lock()
+            let id = ObjectIdentifier(lock)
+            if var list = borrowers[id], let last = list.lastIndex(where: { $0 === me }) {
+                list.remove(at: last)
+                borrowers[id] = list.isEmpty ? nil : list
+            }
+            arbiter.broadcast()
+            arbiter.unlock()
+        }
+    }
+
+    /// The running thread that `lock` waits for: its latest borrower or
+    /// holder, or, if that one is parked, the same for the lock it is parked
+    /// on, and so on. Nil if the chain ends at a free lock. Under the arbiter.
+    private static func runningOwner(of lock: _Group) -> _LockThread? {
+        var lock = lock
+        // A chain is at most as long as there are parked threads; a longer
+        // one would be a cycle, which parking never makes.
+        for _ in 0..<100_000 {
+            let user: _LockThread
+            if let borrower = borrowers[ObjectIdentifier(lock)]?.last {
+                user = borrower
+            } else {
+                let bits = lock.holderBits.load(ordering: .sequentiallyConsistent) & ~1
+                guard bits != 0 else { return nil }
+                user = _LockThread.of(bits: bits)
+            }
+            guard let next = user.parkedOn else { return user }
+            lock = next
+        }
+        assertionFailure("HookBind: a cycle of parked threads")
+        return nil
+    }
+
+    /// Takes `root`, held by another thread: waits, or borrows it if its
+    /// holder waits (through a chain) for this thread.
+    private static func slowAcquire(_ root: _Group, _ me: _LockThread) -> _Held.Kind {
+        arbiter.lock()
+        var kind: _Held.Kind?
+        var parked = false
+        while true {
+            if kind == nil {
+                // Taken with the contended bit: other threads may still be parked.
+                if root.holderBits.compareExchange(expected: 0, desired: me.bits | 1, ordering: .sequentiallyConsistent).exchanged {
+                    kind = .real
+                } else if runningOwner(of: root) === me {
+                    borrowers[ObjectIdentifier(root), default: []].append(me)
+                    kind = .borrowed
+                } else {
+                    // Park, once the holder's release is sure to wake this thread.
+                    let bits = root.holderBits.load(ordering: .sequentiallyConsistent)
+                    if bits == 0 { continue }
+                    if bits & 1 == 0,
+                       !root.holderBits.compareExchange(expected: bits, desired: bits | 1, ordering: .sequentiallyConsistent).exchanged {
+                        continue
+                    }
+                }
+            }
+            if kind != nil {
+                // Resume only once no other thread borrows a lock of this one.
+                guard let lent = lentLock(of: me) else { break }
+                me.parkedOn = lent
+            } else {
+                me.parkedOn = root
+            }
+            parked = true
+            arbiter.wait()
+            me.parkedOn = nil
+        }
+        arbiter.unlock()
+        if parked { revalidate(me) }
+        return kind!
+    }
+
+    /// A lock this thread holds that another thread borrows. Under the arbiter.
+    private static func lentLock(of me: _LockThread) -> _Group? {
+        guard !borrowers.isEmpty else { return nil }
+        for entry in me.held where entry.kind == .real && borrowers[ObjectIdentifier(entry.lock)] != nil { return entry.lock }
+        for pin in me.pins where pin.kind == .real && borrowers[ObjectIdentifier(pin.lock)] != nil { return pin.lock }
+        return nil
+    }
+
+    /// After parking: a lock this thread holds may have been merged into
+    /// another group by the thread that borrowed it. Takes that group's root
+    /// too, released with the entry.
+    private static func revalidate(_ me: _LockThread) {
+        var i = 0
+        while i < me.held.count {
+            var owned: [_Group] = []
+            if me.held[i].kind != .again { owned.append(me.held[i].lock) }
+            owned += me.pins.filter { $0.entry == i }.map(\.lock)
+            for lock in owned where !lock.isRoot {
+                while true {
+                    let root = lock.root
+                    if let at = me.owning(root) {
+                        if at.entry > i { move(root, from: at, to: i, me) }
+                        break
+                    }
+                    let kind: _Held.Kind
+                    if root.holderBits.compareExchange(expected: 0, desired: me.bits, ordering: .sequentiallyConsistent).exchanged {
+                        kind = .real
+                    } else {
+                        kind = slowAcquire(root, me)
+                    }
+                    pin(root, kind, to: i, me)
+                    if root.isRoot { break }
+                }
+            }
+            i += 1
+        }
+    }
+
+    /// Moves the hold that releases `lock` down to entry `target`, so that
+    /// it lasts as long as that entry.
+    private static func move(_ lock: _Group, from at: (entry: Int, pin: Int?, kind: _Held.Kind), to target: Int, _ me: _LockThread) {
+        if let pin = at.pin {
+            me.pins.remove(at: pin)
+        } else {
+            me.held[at.entry].kind = .again
+        }
+        pin(lock, at.kind, to: target, me)
+    }
+
+    /// Adds a pin to entry `entry`, keeping `pins` sorted by entry (a pin is
+    /// released when its entry is, from the top).
+    private static func pin(_ lock: _Group, _ kind: _Held.Kind, to entry: Int, _ me: _LockThread) {
+        let at = me.pins.firstIndex { $0.entry > entry } ?? me.pins.count
+        me.pins.insert(_Pin(entry: entry, lock: lock, kind: kind), at: at)
+    }
+
+    /// Merges the groups of `a` and `b`, both held (or borrowed) by this thread.
+    static func mergeHeld(_ a: _Group, _ b: _Group) {
+        let me = _LockThread.current
+        let rootA = a.root, rootB = b.root
+        guard rootA !== rootB else { return }
+        guard let atA = me.owning(rootA), let atB = me.owning(rootB) else {
+            preconditionFailure("HookBind: merging groups this thread does not hold")
+        }
+        // The survivor: a lock this thread holds for real (a borrowed one's
+        // holder revalidates when it resumes), else the one taken first.
+        let keepA: Bool
+        if (atA.kind == .real) != (atB.kind == .real) {
+            keepA = atA.kind == .real
+        } else {
+            keepA = atA.entry <= atB.entry
+        }
+        let (survivor, absorbed) = keepA ? (rootA, rootB) : (rootB, rootA)
+        let (atSurvivor, atAbsorbed) = keepA ? (atA, atB) : (atB, atA)
+        absorbed.attach(to: survivor)
+        // The survivor must stay held while the absorbed group is.
+        if atAbsorbed.entry < atSurvivor.entry { move(survivor, from: atSurvivor, to: atAbsorbed.entry, me) }
+    }
+
+    /// Merges the groups of all of `groups` into one (locking them first).
+    static func merge(_ groups: [_Group]) {
+        guard groups.count > 1 else { return }
+        var leases: [_Lease] = []
+        for group in groups { leases.append(lock(group)) }
+        for group in groups.dropFirst() { mergeHeld(groups[0], group) }
+        for lease in leases.reversed() { unlock(lease) }
+    }
+}
