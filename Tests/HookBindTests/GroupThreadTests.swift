@@ -172,10 +172,11 @@ struct GroupThreadTests {
         let doubledX = Computed { x.value * 2 }, doubledY = Computed { y.value * 2 }
         let meeting = Rendezvous(2)
         let met = Shared(0)
-        x.subscribe { _, new in
+        // (Weakly: y's subscriber holds x, so a strong y here would be a cycle.)
+        x.subscribe { [weak y] _, new in
             guard new == 1 else { return }
             if meeting.arrive() { met.mutate { $0 += 1 } }
-            y.value = 10
+            y?.value = 10
         }
         y.subscribe { _, new in
             guard new == 2 else { return }
@@ -200,11 +201,12 @@ struct GroupThreadTests {
         let meeting = Rendezvous(2)
         let made = Shared<Computed<Int>?>(nil)
         let started = Shared(false)
-        p.subscribe { _, new in
+        // (Weakly: q's subscriber holds p, so a strong q here would be a cycle.)
+        p.subscribe { [weak q] _, new in
             guard new == 1, !started.value else { return }
             started.value = true
             _ = meeting.arrive()
-            q.value = 5  // parks while thread 1 holds q's group, or borrows it
+            q?.value = 5  // parks while thread 1 holds q's group, or borrows it
         }
         q.subscribe { _, new in
             guard new == 2 else { return }
