@@ -154,3 +154,15 @@ public func _hookableFieldAddress(_ object: AnyObject, _ field: StaticString) ->
     let offset = _FieldOffsets.offset(of: field, in: type(of: object))
     return UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque()) + offset
 }
+
+/// The address of a method's slot in an actor, from the method's body (on
+/// the actor). Optimized, an access of its own (`access`: a load and a test
+/// more than the plain method, as in a class). Unoptimized, the builds
+/// ThreadSanitizer checks, by the field's offset: the slot's word is also
+/// read and exchanged atomically off the actor by `$name`, and an access of
+/// the slot there would be reported as a race with those.
+@inlinable @inline(__always)
+public func _hookableActorSlot(_ object: AnyObject, _ field: StaticString, _ access: () -> UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
+    if _isDebugAssertConfiguration() { return _hookableFieldAddress(object, field) }
+    return access()
+}

@@ -26,7 +26,9 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
     /// The expression of a slot's address: by key path in a class, by an
     /// access in an actor (an actor's key paths do not reach stored properties in place).
     static func address(_ options: Options, _ storage: String) -> String {
-        options.inActor ? "Hook._hookableAddress(&self.\(storage))" : "Hook._hookableAddress(self, \\\(options.type).\(storage))"
+        options.inActor
+            ? "Hook._hookableActorSlot(self, \(literalString(storage))) { Hook._hookableAddress(&self.\(storage)) }"
+            : "Hook._hookableAddress(self, \\\(options.type).\(storage))"
     }
 
     /// The slot's address in `$name`: in an actor, by the field's offset

@@ -283,7 +283,9 @@ struct HookableExpansionTests {
                     func _hookableOriginal(_ step: Int) async -> Int {
                         step
                     }
-                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(&self._$increment))
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableActorSlot(self, "_$increment") {
+                            Hook._hookableAddress(&self._$increment)
+                        })
                     if _hookableBits == 0 || !Hook.AsyncMethodHook<Int, Int>._hookableIsHooked(_hookableBits) {
                         return await _hookableOriginal(step)
                     }

@@ -206,19 +206,12 @@ enum _KeyPathResolver {
 }
 
 /// Offsets of named stored fields, per class, read by field reflection once
-/// and kept (`_hookableFieldAddress`). Keyed by the field name's static
-/// address: no string is made per lookup.
+/// and kept in `_OffsetTable` under the name's static address (found
+/// without a lock, no string made per lookup): `_hookableFieldAddress`.
 enum _FieldOffsets {
-    struct Key: Hashable, @unchecked Sendable {
-        let type: ObjectIdentifier
-        let name: UnsafeRawPointer
-    }
-    private static let known = Mutex<[Key: Int]>([:])
-    private static let lockTag = _KeyPathResolver.LockTag()
-
     static func offset(of field: StaticString, in type: AnyClass) -> Int {
-        let key = Key(type: ObjectIdentifier(type), name: UnsafeRawPointer(field.utf8Start))
-        if let offset = known.withVisibleLock(lockTag, slot: 3, { $0[key] }) { return offset }
+        let id = ObjectIdentifier(type)
+        if let offset = _OffsetTable.find(id, field: field) { return offset }
         let wanted = field.description
         var found: Int?
         // `.classType`, spelled by its raw value (see `hookedFields`).
@@ -227,7 +220,7 @@ enum _FieldOffsets {
             return found == nil
         }
         guard let found else { preconditionFailure("\(type) has no stored field \(wanted)") }
-        known.withVisibleLock(lockTag, slot: 3) { $0[key] = found }
+        _OffsetTable.insert(id, field: field, offset: found)
         return found
     }
 }

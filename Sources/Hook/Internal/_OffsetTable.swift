@@ -83,4 +83,27 @@ enum _OffsetTable {
 
     @inline(__always)
     private static func identity(_ keyPath: AnyKeyPath) -> UInt { UInt(bitPattern: Unmanaged.passUnretained(keyPath).toOpaque()) }
+
+    /// The same table keyed by a field's name instead of a key path: the
+    /// address of a static string, which lives as long as the program.
+    @inline(__always)
+    static func find(_ type: ObjectIdentifier, field: StaticString) -> Int? {
+        let bits = current.load(ordering: .acquiring)
+        guard bits != 0 else { return nil }
+        return Unmanaged<Table>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)._withUnsafeGuaranteedRef {
+            $0.find(UInt(bitPattern: type), UInt(bitPattern: field.utf8Start))
+        }
+    }
+
+    static func insert(_ type: ObjectIdentifier, field: StaticString, offset: Int) {
+        let key = UInt(bitPattern: field.utf8Start)
+        kept.withVisibleLock(lockTag) { kept in
+            let old = kept.tables.last
+            if let old, old.find(UInt(bitPattern: type), key) != nil { return }
+            let capacity = old.map { ($0.count + 1) * 2 > $0.mask + 1 ? ($0.mask + 1) * 2 : $0.mask + 1 } ?? 64
+            let table = Table(capacity: capacity, copying: old, adding: (UInt(bitPattern: type), key, offset))
+            kept.tables.append(table)
+            current.store(Int(bitPattern: Unmanaged.passUnretained(table).toOpaque()), ordering: .releasing)
+        }
+    }
 }
