@@ -30,7 +30,7 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 "ThreadsSuite",
-                "BenchFootprint",
+                "BenchSupport",
             ],
             path: "Benchmarks/HookBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
@@ -43,14 +43,14 @@ let package = Package(
             dependencies: [
                 .product(name: "HookMacros", package: "Hook"),
                 .product(name: "Benchmark", package: "benchmark"),
-                "BenchFootprint",
+                "BenchSupport",
             ],
             path: "Benchmarks/HookableBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
-        // The footprint cases' measurement (objects made per sample, heap growth).
+        // What both benchmark targets share: samples, configuration, the footprint measurement.
         .target(
-            name: "BenchFootprint",
+            name: "BenchSupport",
             dependencies: ["CBenchSupport", .product(name: "Benchmark", package: "benchmark")]
         ),
         // The threads suite's cases and its thread pool, for the benchmarks

@@ -1,5 +1,6 @@
 // int64_t add(int64_t, int64_t), and a 5-argument function with a 24-byte
 // struct by value, called from a C loop through each pointer.
+import BenchSupport
 import Benchmark
 import CBenchSupport
 import Hook

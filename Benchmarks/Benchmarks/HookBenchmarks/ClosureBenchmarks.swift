@@ -1,4 +1,5 @@
 // A Swift closure (Int, Int) -> Int: direct, hooked, and hooked as a C pointer.
+import BenchSupport
 import Benchmark
 import CBenchSupport
 import Hook

@@ -5,7 +5,7 @@
 // CurrentValueSubject, Observation's tracking registration), at 1,000 and
 // 100,000 objects a sample so that growth shows as linear. `bench-report`
 // divides by the object count: ns, mallocs and heap bytes per object.
-import BenchFootprint
+import BenchSupport
 import Benchmark
 import CBenchSupport
 import Hook
@@ -48,10 +48,7 @@ final class ObservedValue {
 }
 
 func footprintBenchmarks(_ base: Benchmark.Configuration) {
-    var configuration = base
-    configuration.metrics = [.wallClock, .mallocCountTotal, .freeCountTotal, heapBytes]
-    configuration.maxIterations = smoke ? 3 : 200
-    configuration.warmupIterations = smoke ? 1 : 2
+    let configuration = footprintConfiguration(base)
     for n in [1_000, 100_000] {
         let size = n == 1_000 ? "1k" : "100k"
         func name(_ id: String, _ what: String) -> String { "footprint\(size)/\(id): \(what), \(n) objects" }

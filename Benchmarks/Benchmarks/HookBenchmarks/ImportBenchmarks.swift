@@ -6,6 +6,7 @@
 // each strdup + free is one call through a GOT slot that an ImportHook on
 // malloc, limited to libc.so.6, takes over. The hook point is installed in a
 // case's setup and restored in its teardown, so the other cases never see it.
+import BenchSupport
 import Benchmark
 import Foundation
 import Hook

@@ -1,6 +1,7 @@
 // Setting an Int property: plain, @Hooked, and a three-way sync of three
 // objects done four ways (didSet by hand, a HookBind Binding, OpenCombine
 // @Published + sink, Swift Observation).
+import BenchSupport
 import Benchmark
 import Hook
 import HookBind

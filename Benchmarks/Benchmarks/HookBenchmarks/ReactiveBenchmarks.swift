@@ -1,6 +1,7 @@
 // Observable fan-out and a diamond of computeds, the same work on every side:
 // HookBind's Observable / Computed, OpenCombine's CurrentValueSubject, and
 // Swift's Observation (`@Observable` + `withObservationTracking`).
+import BenchSupport
 import Benchmark
 import HookBind
 import Observation

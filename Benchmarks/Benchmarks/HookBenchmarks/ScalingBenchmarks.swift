@@ -1,5 +1,6 @@
 // How a hooked call scales with the hooks attached, and what adding and
 // removing a hook costs while other threads call.
+import BenchSupport
 import Benchmark
 import CBenchSupport
 import Foundation

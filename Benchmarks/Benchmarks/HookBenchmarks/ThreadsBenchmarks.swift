@@ -5,6 +5,7 @@
 // "N threads x OPS ops, C cores" ("1 thread" for one), from which `bench-report` turns the median
 // wall clock into million operations per second over all threads and prints
 // the "Threads" table.
+import BenchSupport
 import Benchmark
 import Foundation
 import ThreadsSuite

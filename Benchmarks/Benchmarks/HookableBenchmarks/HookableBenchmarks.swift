@@ -7,25 +7,10 @@
 // Benchmarks/:
 //   swift package benchmark --target HookableBenchmarks
 // Cases are named "<group>/<id>: <what>" as in HookBenchmarks, for bench-report.
-import BenchFootprint
+import BenchSupport
 import Benchmark
 import Foundation
 import HookMacros
-
-/// Calls or sets per measured sample (as in HookBenchmarks: bench-report divides by it).
-let callsPerSample = 1_000
-
-/// `HOOK_BENCH_SMOKE=1`: a few samples per case.
-let smoke = ProcessInfo.processInfo.environment["HOOK_BENCH_SMOKE"] != nil
-
-nonisolated(unsafe) let configuration = Benchmark.Configuration(
-    metrics: [.wallClock, .mallocCountTotal],
-    timeUnits: .nanoseconds,
-    warmupIterations: smoke ? 2 : 20,
-    scalingFactor: .one,
-    maxDuration: smoke ? .milliseconds(50) : .seconds(1),
-    maxIterations: smoke ? 20 : 100_000
-)
 
 final class PlainModel {
     var total = 0
@@ -106,15 +91,12 @@ let benchmarks: @Sendable () -> Void = {
         for _ in benchmark.scaledIterations { setLoop(hooked, callsPerSample) }
     }
 
-    var footprintConfiguration = configuration
-    footprintConfiguration.metrics = [.wallClock, .mallocCountTotal, .freeCountTotal, heapBytes]
-    footprintConfiguration.maxIterations = smoke ? 3 : 200
-    footprintConfiguration.warmupIterations = smoke ? 1 : 2
+    let footprintSettings = footprintConfiguration(configuration)
     for n in [1_000, 100_000] {
         let size = n == 1_000 ? "1k" : "100k"
         footprint("footprint\(size)/plainmodel: make a plain class, three properties and two methods, \(n) objects",
-                  objects: n, footprintConfiguration, prepare: { _ in () }, measure: { PlainModel() })
+                  objects: n, footprintSettings, prepare: { _ in () }, measure: { PlainModel() })
         footprint("footprint\(size)/hookable: make a @Hookable class, three properties and two methods, \(n) objects",
-                  objects: n, footprintConfiguration, prepare: { _ in () }, measure: { HookableModel() })
+                  objects: n, footprintSettings, prepare: { _ in () }, measure: { HookableModel() })
     }
 }

@@ -1,8 +1,34 @@
-// The footprint cases' measurement, shared by the HookBenchmarks and
-// HookableBenchmarks targets: objects made per sample, their time, mallocs
-// and the heap's growth.
+// What the HookBenchmarks and HookableBenchmarks targets share: the
+// samples' size and configuration, and the footprint cases' measurement
+// (objects made per sample, their time, mallocs and the heap's growth).
 import Benchmark
 import CBenchSupport
+import Foundation
+
+/// Calls, sets or writes per measured sample (`bench-report` divides by it).
+public let callsPerSample = 1_000
+
+/// `HOOK_BENCH_SMOKE=1`: a few samples per case (CI: builds, runs, counts mallocs).
+public let smoke = ProcessInfo.processInfo.environment["HOOK_BENCH_SMOKE"] != nil
+
+/// The call-path cases' configuration: wall clock and mallocs, in ns.
+nonisolated(unsafe) public let configuration = Benchmark.Configuration(
+    metrics: [.wallClock, .mallocCountTotal],
+    timeUnits: .nanoseconds,
+    warmupIterations: smoke ? 2 : 20,
+    scalingFactor: .one,
+    maxDuration: smoke ? .milliseconds(50) : .seconds(1),
+    maxIterations: smoke ? 20 : 100_000
+)
+
+/// The footprint cases' configuration: `base` with frees and heap bytes, fewer samples.
+public func footprintConfiguration(_ base: Benchmark.Configuration) -> Benchmark.Configuration {
+    var configuration = base
+    configuration.metrics = [.wallClock, .mallocCountTotal, .freeCountTotal, heapBytes]
+    configuration.maxIterations = smoke ? 3 : 200
+    configuration.warmupIterations = smoke ? 1 : 2
+    return configuration
+}
 
 /// Heap bytes in use, a custom metric (one value per sample, not scaled).
 public let heapBytes = BenchmarkMetric.custom("heapBytes", polarity: .prefersSmaller, useScalingFactor: false)
