@@ -62,48 +62,45 @@ enum _OffsetTable {
 
     @inline(__always)
     static func find(_ type: ObjectIdentifier, _ keyPath: AnyKeyPath) -> Int? {
-        let bits = current.load(ordering: .acquiring)
-        guard bits != 0 else { return nil }
-        return Unmanaged<Table>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)._withUnsafeGuaranteedRef {
-            $0.find(UInt(bitPattern: type), identity(keyPath))
-        }
+        find(UInt(bitPattern: type), identity(keyPath))
     }
 
     static func insert(_ type: ObjectIdentifier, _ keyPath: AnyKeyPath, offset: Int) {
+        insert(UInt(bitPattern: type), identity(keyPath), offset: offset, keeping: keyPath)
+    }
+
+    /// The same table keyed by a field's name instead of a key path: the
+    /// address of a static string, which lives as long as the program.
+    @inline(__always)
+    static func find(_ type: ObjectIdentifier, field: StaticString) -> Int? {
+        find(UInt(bitPattern: type), UInt(bitPattern: field.utf8Start))
+    }
+
+    static func insert(_ type: ObjectIdentifier, field: StaticString, offset: Int) {
+        insert(UInt(bitPattern: type), UInt(bitPattern: field.utf8Start), offset: offset, keeping: nil)
+    }
+
+    @inline(__always)
+    private static func find(_ type: UInt, _ key: UInt) -> Int? {
+        let bits = current.load(ordering: .acquiring)
+        guard bits != 0 else { return nil }
+        return Unmanaged<Table>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)._withUnsafeGuaranteedRef { $0.find(type, key) }
+    }
+
+    /// Publishes a table with the entry added; `keyPath`, whose identity is
+    /// the key, is kept so that the identity is never reused.
+    private static func insert(_ type: UInt, _ key: UInt, offset: Int, keeping keyPath: AnyKeyPath?) {
         kept.withVisibleLock(lockTag) { kept in
             let old = kept.tables.last
-            if let old, old.find(UInt(bitPattern: type), identity(keyPath)) != nil { return }
+            if let old, old.find(type, key) != nil { return }
             let capacity = old.map { ($0.count + 1) * 2 > $0.mask + 1 ? ($0.mask + 1) * 2 : $0.mask + 1 } ?? 64
-            let table = Table(capacity: capacity, copying: old, adding: (UInt(bitPattern: type), identity(keyPath), offset))
+            let table = Table(capacity: capacity, copying: old, adding: (type, key, offset))
             kept.tables.append(table)
-            kept.keyPaths.append(keyPath)
+            if let keyPath { kept.keyPaths.append(keyPath) }
             current.store(Int(bitPattern: Unmanaged.passUnretained(table).toOpaque()), ordering: .releasing)
         }
     }
 
     @inline(__always)
     private static func identity(_ keyPath: AnyKeyPath) -> UInt { UInt(bitPattern: Unmanaged.passUnretained(keyPath).toOpaque()) }
-
-    /// The same table keyed by a field's name instead of a key path: the
-    /// address of a static string, which lives as long as the program.
-    @inline(__always)
-    static func find(_ type: ObjectIdentifier, field: StaticString) -> Int? {
-        let bits = current.load(ordering: .acquiring)
-        guard bits != 0 else { return nil }
-        return Unmanaged<Table>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)._withUnsafeGuaranteedRef {
-            $0.find(UInt(bitPattern: type), UInt(bitPattern: field.utf8Start))
-        }
-    }
-
-    static func insert(_ type: ObjectIdentifier, field: StaticString, offset: Int) {
-        let key = UInt(bitPattern: field.utf8Start)
-        kept.withVisibleLock(lockTag) { kept in
-            let old = kept.tables.last
-            if let old, old.find(UInt(bitPattern: type), key) != nil { return }
-            let capacity = old.map { ($0.count + 1) * 2 > $0.mask + 1 ? ($0.mask + 1) * 2 : $0.mask + 1 } ?? 64
-            let table = Table(capacity: capacity, copying: old, adding: (UInt(bitPattern: type), key, offset))
-            kept.tables.append(table)
-            current.store(Int(bitPattern: Unmanaged.passUnretained(table).toOpaque()), ordering: .releasing)
-        }
-    }
 }
