@@ -76,9 +76,11 @@ public struct CallBack {
     }
 
     /// Tags the frame while the caller runs the original itself, so that a
-    /// recursive original is hooked again.
+    /// recursive original is hooked again. (Mutating, though it changes
+    /// nothing here: called on a pointer's `pointee`, a non-mutating method
+    /// would copy the record first.)
     @inlinable
-    func _markRunningOriginal(_ running: Bool) {
+    mutating func _markRunningOriginal(_ running: Bool) {
         hk_frame_set_running_original(thread, frame, point.pointID, running ? 1 : 0)
     }
 

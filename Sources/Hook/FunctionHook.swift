@@ -144,17 +144,21 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
     /// The closure's handler: runs on every call of ``entry``.
     private func handleCall(result: UnsafeMutableRawPointer, arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
         // No hooks: straight through (a racy read; a hook added meanwhile sees the next call).
-        guard hasHooks, var call = _begin(arguments, result, target: nil, oldValue: nil) else {
-            return callOriginal(result, arguments)
+        guard hasHooks else { return callOriginal(result, arguments) }
+        withUnsafeTemporaryAllocation(of: CallBack.self, capacity: 1) { record in
+            let call = record.baseAddress!
+            guard _begin(call, arguments, result, target: nil, oldValue: nil) else {
+                return callOriginal(result, arguments)
+            }
+            if call.pointee._runsPlainOriginal {
+                call.pointee._markRunningOriginal(true)
+                callOriginal(result, arguments)
+                call.pointee._markRunningOriginal(false)
+            } else {
+                _runInsteadHooks(&call.pointee, original: nil)  // invokeOriginal() reaches _invokeOriginal below
+            }
+            _ = _end(call)
         }
-        if call._runsPlainOriginal {
-            call._markRunningOriginal(true)
-            callOriginal(result, arguments)
-            call._markRunningOriginal(false)
-        } else {
-            _runInsteadHooks(&call, original: nil)  // invokeOriginal() reaches _invokeOriginal below
-        }
-        _ = _end(&call)
     }
 
     override func _invokeOriginal(_ call: inout CallBack) {

@@ -46,6 +46,12 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// The Swift type of each argument, then of the result (typed hook points);
     /// `nil` entries for C functions, whose typed access goes by C type.
     @usableFromInline let typeIDs: UnsafeMutablePointer<ObjectIdentifier?>
+    /// The offset of each argument in the tuple `(repeat each A)` that a typed
+    /// call keeps its arguments in (kept after `typeIDs`, see `_Shape`).
+    @inlinable
+    final var _argumentOffsets: UnsafePointer<Int> {
+        UnsafeRawPointer(typeIDs + argumentCountValue + 1).assumingMemoryBound(to: Int.self)
+    }
     /// Whether arguments and result are C memory described by a ``Signature``.
     @usableFromInline let isCFunction: Bool
     /// The shared description of the calls (see `_Shape`).
@@ -267,6 +273,12 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     @inlinable @inline(__always)
     public var hasHooks: Bool { current.load(ordering: .relaxed) != 0 }
 
+    /// Whether a key path probe may be pending on this point (bit 0, see
+    /// `setProbing(_:)`): only then does a set or a method getter ask the
+    /// thread for one (`_KeyPathResolver.answerProbe`).
+    @inlinable @inline(__always)
+    final var _isProbed: Bool { current.load(ordering: .relaxed) & 1 != 0 }
+
     /// Loads the hooks. Call only inside a frame of this hook point.
     @inline(__always)
     private func loadHooks() -> _Hooks? {
@@ -279,30 +291,32 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     // code specialized in the caller's module, so that the original runs
     // there, directly, when no instead hook is attached.
 
-    /// Enters this hook point's frame on the calling thread, loads the hooks
-    /// and runs the before hooks. `nil`: run the original only.
-    /// Every non-nil result must be finished with ``_end(_:)``.
+    /// Enters this hook point's frame on the calling thread, loads the hooks,
+    /// makes the call's record at `call` (uninitialized memory on the
+    /// caller's stack: built in place, never copied) and runs the before
+    /// hooks. `false`: nothing was made, run the original only. Every `true`
+    /// must be finished with ``_end(_:)``, which also destroys the record.
     @usableFromInline
-    final func _begin(_ arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>, _ result: UnsafeMutableRawPointer,
-                      target: Unmanaged<AnyObject>?, oldValue: UnsafeRawPointer?) -> CallBack? {
+    final func _begin(_ call: UnsafeMutablePointer<CallBack>,
+                      _ arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>, _ result: UnsafeMutableRawPointer,
+                      target: Unmanaged<AnyObject>?, oldValue: UnsafeRawPointer?) -> Bool {
         let thread = hk_thread_self()!
         let frame = hk_thread_enter(thread, pointID)
-        guard frame >= 0 else { return nil }
+        guard frame >= 0 else { return false }
         guard let hooks = loadHooks() else {
             hk_thread_leave(thread)
-            return nil
+            return false
         }
-        var call = CallBack(
+        call.initialize(to: CallBack(
             point: self, hooks: hooks, arguments: arguments, result: result,
             thread: thread, frame: frame, serial: hk_frame_serial(thread, frame),
-            target: target, original: nil, oldValue: oldValue)
-        call.position = .before
+            target: target, original: nil, oldValue: oldValue))
+        let before = hooks.count(.before)
         // Index loops: `for in` goes through an iterator that allocates in unoptimized builds.
         var i = 0
-        let before = hooks.count(.before)
-        while i < before { run(hooks.entry(.before, i), &call); i += 1 }
-        call._runsPlainOriginal = !call._vetoed && hooks.count(.instead) == 0
-        return call
+        while i < before { run(hooks.entry(.before, i), &call.pointee); i += 1 }
+        call.pointee._runsPlainOriginal = !call.pointee._vetoed && hooks.count(.instead) == 0
+        return true
     }
 
     /// Runs the instead hooks (unless vetoed); `original` is an `_OriginalInvoker` for `invokeOriginal()`.
@@ -315,26 +329,29 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         _runInstead(at: 0, &call)
     }
 
-    /// Runs the after hooks and leaves the frame.
+    /// Runs the after hooks, leaves the frame and destroys the record.
     @usableFromInline
-    final func _end(_ call: inout CallBack) -> _Outcome {
-        if isCFunction { call._hasResult = true }
-        call.position = .after
-        let hooks = call.hooks
-        var i = 0
+    final func _end(_ record: UnsafeMutablePointer<CallBack>) -> _Outcome {
+        let hooks = record.pointee.hooks
         let after = hooks.count(.after)
-        // A vetoed property set stored nothing: its after hooks do not run.
-        if call._vetoed {
-            while i < after {
-                let entry = hooks.entry(.after, i)
-                if entry._withUnsafeGuaranteedRef({ $0.runsWhenVetoed }) { run(entry, &call) }
-                i += 1
+        if after > 0 {
+            if isCFunction { record.pointee._hasResult = true }
+            record.pointee.position = .after
+            var i = 0
+            // A vetoed property set stored nothing: its after hooks do not run.
+            if record.pointee._vetoed {
+                while i < after {
+                    let entry = hooks.entry(.after, i)
+                    if entry._withUnsafeGuaranteedRef({ $0.runsWhenVetoed }) { run(entry, &record.pointee) }
+                    i += 1
+                }
+            } else {
+                while i < after { run(hooks.entry(.after, i), &record.pointee); i += 1 }
             }
-        } else {
-            while i < after { run(hooks.entry(.after, i), &call); i += 1 }
         }
-        hk_thread_leave(call.thread)
-        return _Outcome(hasResult: call._hasResult, error: call._error)
+        hk_thread_leave(record.pointee.thread)
+        let call = record.move()
+        return _Outcome(hasResult: call._hasResult || isCFunction, error: call._error)
     }
 
     @inline(__always)

@@ -64,7 +64,7 @@ public struct HookableMethod<Object: AnyObject, each A, R> {
         let bits = hk_word_load(cell + _pointOffset)
         guard bits != 0 else { return method(object) }
         let point = Unmanaged<MethodHook<repeat each A, R>>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).takeUnretainedValue()
-        if point.hasHooks, _KeyPathResolver.answerProbe(point) { return method(object) }
+        if point._isProbed, _KeyPathResolver.answerProbe(point) { return method(object) }
         return { (args: repeat each A) -> R in
             let body = method(object)
             guard point.hasHooks else { return body(repeat each args) }

@@ -255,7 +255,7 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     /// The slow path of a set: hooks attached, or a key path probe.
     @inlinable
     func _set(_ newValue: Value) {
-        if _KeyPathResolver.answerProbe(self) { return }
+        if _isProbed, _KeyPathResolver.answerProbe(self) { return }
         var new = newValue
         let old = storage.pointee
         let stored = withUnsafePointer(to: old) { oldPointer in
@@ -264,17 +264,20 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
                 return withUnsafeMutablePointer(to: &slot) { slots in
                     var nothing: Void = ()
                     return withUnsafeMutablePointer(to: &nothing) { result in
-                        guard var call = _begin(slots, UnsafeMutableRawPointer(result), target: _object,
-                                                oldValue: UnsafeRawPointer(oldPointer)) else { return false }
-                        if call._runsPlainOriginal {
-                            storage.pointee = newPointer.pointee
-                            call._hasResult = true
-                        } else {
-                            let invoker: any _OriginalInvoker = _StoreInvoker(point: self, slots: slots)
-                            withUnsafePointer(to: invoker) { _runInsteadHooks(&call, original: UnsafeRawPointer($0)) }
+                        withUnsafeTemporaryAllocation(of: CallBack.self, capacity: 1) { record in
+                            let call = record.baseAddress!
+                            guard _begin(call, slots, UnsafeMutableRawPointer(result), target: _object,
+                                         oldValue: UnsafeRawPointer(oldPointer)) else { return false }
+                            if call.pointee._runsPlainOriginal {
+                                storage.pointee = newPointer.pointee
+                                call.pointee._hasResult = true
+                            } else {
+                                let invoker: any _OriginalInvoker = _StoreInvoker(point: self, slots: slots)
+                                withUnsafePointer(to: invoker) { _runInsteadHooks(&call.pointee, original: UnsafeRawPointer($0)) }
+                            }
+                            _ = _end(call)
+                            return true
                         }
-                        _ = _end(&call)
-                        return true
                     }
                 }
             }

@@ -67,17 +67,23 @@ final class _Shape: @unchecked Sendable {
     let shape: _CallShape
     /// `CType._scalarCode` of each argument, then of the result (0xFF: no C scalar).
     let codes: UnsafeMutablePointer<UInt8>
-    /// The Swift type of each argument, then of the result (`nil` for C functions).
+    /// The Swift type of each argument, then of the result (`nil` for C
+    /// functions); followed in the same allocation by the offset of each
+    /// argument in the tuple `(repeat each A)` of a typed hook point (see
+    /// `HookPoint._argumentOffsets`), so that a hook point needs no word more.
     let typeIDs: UnsafeMutablePointer<ObjectIdentifier?>
 
-    init(_ shape: _CallShape) {
+    init(_ shape: _CallShape, offsets: [Int] = []) {
         self.shape = shape
         let count = shape.types.count
         codes = .allocate(capacity: count)
-        typeIDs = .allocate(capacity: count)
+        typeIDs = .allocate(capacity: count + offsets.count)
         for i in 0..<count {
             codes[i] = shape.types[i].cType?._scalarCode ?? 0xFF
             typeIDs[i] = shape.types[i].id
+        }
+        UnsafeMutableRawPointer(typeIDs + count).withMemoryRebound(to: Int.self, capacity: offsets.count) { base in
+            for (i, offset) in offsets.enumerated() { base[i] = offset }
         }
     }
 
@@ -101,7 +107,18 @@ final class _Shape: @unchecked Sendable {
     static func typed<each A, R>(kind: String, arguments: repeat (each A).Type, result: R.Type, canThrow: Bool) -> _Shape {
         let key = Key(kind: kind, canThrow: canThrow, arguments: ObjectIdentifier((repeat each A).self), result: ObjectIdentifier(R.self))
         if let shape = cache.withVisibleLock(lockTag, { $0[key] }) { return shape }
-        let made = _Shape(_CallShape(kind: kind, arguments: repeat each arguments, result: R.self, canThrow: canThrow))
+        // Swift lays a tuple out in order, each element at its alignment.
+        var offsets: [Int] = []
+        var size = 0
+        for type in repeat each arguments {
+            func place<T>(_: T.Type) {
+                size = (size + MemoryLayout<T>.alignment - 1) & ~(MemoryLayout<T>.alignment - 1)
+                offsets.append(size)
+                size += MemoryLayout<T>.size
+            }
+            place(type)
+        }
+        let made = _Shape(_CallShape(kind: kind, arguments: repeat each arguments, result: R.self, canThrow: canThrow), offsets: offsets)
         return cache.withVisibleLock(lockTag) { cache in
             if let existing = cache[key] { return existing }
             cache[key] = made

@@ -19,45 +19,47 @@ func _typedCall<each A, R>(
     _ point: HookPoint, target: Unmanaged<AnyObject>?,
     _ original: (repeat each A) throws -> R, escapable: ((repeat each A) throws -> R)?, _ args: repeat each A
 ) throws -> R {
-    var size = 0
-    var alignment = 1
-    repeat _TypedLayout.reserve((each A).self, &size, &alignment)
+    // The arguments as one tuple: built, read and destroyed as a value of a
+    // concrete type once specialized (no per-element value witness calls);
+    // the hooks reach each element at the offset the shape computed.
+    var arguments = (repeat each args)
     let count = point.argumentCountValue
-    return try withUnsafeTemporaryAllocation(byteCount: Swift.max(size, 1), alignment: alignment) { storage in
+    return try withUnsafeMutablePointer(to: &arguments) { tuple in
         try withUnsafeTemporaryAllocation(of: UnsafeMutableRawPointer?.self, capacity: Swift.max(count, 1)) { pointers in
             let slots = pointers.baseAddress!
-            var offset = 0
-            var index = 0
-            repeat _TypedLayout.place(each args, storage.baseAddress!, slots, &offset, &index)
-            defer {
-                var i = 0
-                repeat _TypedLayout.destroy((each A).self, slots, &i)
+            let base = UnsafeMutableRawPointer(tuple)
+            let offsets = point._argumentOffsets
+            var i = 0
+            while i < count {
+                slots[i] = base + offsets[i]
+                i += 1
             }
             return try withUnsafeTemporaryAllocation(of: R.self, capacity: 1) { resultBuffer in
                 let result = resultBuffer.baseAddress!
-                var outcome: _Outcome?
-                if var call = point._begin(slots, UnsafeMutableRawPointer(result), target: target, oldValue: nil) {
-                    if call._runsPlainOriginal {
+                let outcome = withUnsafeTemporaryAllocation(of: CallBack.self, capacity: 1) { record -> _Outcome? in
+                    let call = record.baseAddress!
+                    guard point._begin(call, slots, UnsafeMutableRawPointer(result), target: target, oldValue: nil) else {
+                        return nil
+                    }
+                    if call.pointee._runsPlainOriginal {
                         // The common case: the original runs here, specialized
                         // (no existential), and borrowed: copying the closure
                         // into an invoker would retain its context, a write
                         // every caller of the hook point shares.
-                        call._markRunningOriginal(true)
-                        _ClosureInvoker.run(original, slots, &call)
-                        call._markRunningOriginal(false)
+                        call.pointee._markRunningOriginal(true)
+                        _ClosureInvoker.run(original, tuple, &call.pointee)
+                        call.pointee._markRunningOriginal(false)
+                    } else if let escapable {
+                        let erased: any _OriginalInvoker = _ClosureInvoker(original: escapable, tuple: tuple)
+                        withUnsafePointer(to: erased) { point._runInsteadHooks(&call.pointee, original: UnsafeRawPointer($0)) }
                     } else {
-                        if let escapable {
-                            let erased: any _OriginalInvoker = _ClosureInvoker(original: escapable, slots: slots)
-                            withUnsafePointer(to: erased) { point._runInsteadHooks(&call, original: UnsafeRawPointer($0)) }
-                        } else {
-                            // The invoker holds the original only while the instead hooks run.
-                            withoutActuallyEscaping(original) { original in
-                                let erased: any _OriginalInvoker = _ClosureInvoker(original: original, slots: slots)
-                                withUnsafePointer(to: erased) { point._runInsteadHooks(&call, original: UnsafeRawPointer($0)) }
-                            }
+                        // The invoker holds the original only while the instead hooks run.
+                        withoutActuallyEscaping(original) { original in
+                            let erased: any _OriginalInvoker = _ClosureInvoker(original: original, tuple: tuple)
+                            withUnsafePointer(to: erased) { point._runInsteadHooks(&call.pointee, original: UnsafeRawPointer($0)) }
                         }
                     }
-                    outcome = point._end(&call)
+                    return point._end(call)
                 }
                 if let outcome {
                     if let error = outcome.error {
@@ -69,8 +71,7 @@ func _typedCall<each A, R>(
                     point._reportMissingResult()
                 }
                 // Original only (suppressed, reentrant), or no result was made.
-                var i = 0
-                return try original(repeat _TypedLayout.load((each A).self, slots, &i))
+                return try original(repeat each tuple.pointee)
             }
         }
     }
@@ -85,29 +86,28 @@ protocol _OriginalInvoker {
     func invoke(_ call: inout CallBack)
 }
 
-/// Runs a closure with the arguments at `slots`.
+/// Runs a closure with the arguments in the tuple at `tuple`.
 @usableFromInline
 struct _ClosureInvoker<each A, R>: _OriginalInvoker {
     @usableFromInline let original: (repeat each A) throws -> R
-    @usableFromInline let slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    @usableFromInline let tuple: UnsafeMutablePointer<(repeat each A)>
 
     @inlinable
-    init(original: @escaping (repeat each A) throws -> R, slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+    init(original: @escaping (repeat each A) throws -> R, tuple: UnsafeMutablePointer<(repeat each A)>) {
         self.original = original
-        self.slots = slots
+        self.tuple = tuple
     }
 
     @inlinable
-    func invoke(_ call: inout CallBack) { Self.run(original, slots, &call) }
+    func invoke(_ call: inout CallBack) { Self.run(original, tuple, &call) }
 
     /// Runs `original` (borrowed: no copy, so no retain of its context) with
-    /// the arguments at `slots`; stores its result or error in `call`.
+    /// the arguments in `tuple`; stores its result or error in `call`.
     @inlinable @inline(__always)
-    static func run(_ original: (repeat each A) throws -> R, _ slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
+    static func run(_ original: (repeat each A) throws -> R, _ tuple: UnsafeMutablePointer<(repeat each A)>,
                     _ call: inout CallBack) {
-        var i = 0
         do {
-            let value = try original(repeat _TypedLayout.load((each A).self, slots, &i))
+            let value = try original(repeat each tuple.pointee)
             call._storeResult(value)
         } catch {
             call._error = error
@@ -115,28 +115,9 @@ struct _ClosureInvoker<each A, R>: _OriginalInvoker {
     }
 }
 
-/// Placing a pack of values in raw memory, one at a time.
+/// Moving a pack of values between a tuple, raw slots and C memory, one at a time.
 @usableFromInline
 enum _TypedLayout {
-    @inlinable @inline(__always)
-    static func reserve<T>(_ type: T.Type, _ size: inout Int, _ alignment: inout Int) {
-        let a = MemoryLayout<T>.alignment
-        size = (size + a - 1) & ~(a - 1) + MemoryLayout<T>.size
-        alignment = Swift.max(alignment, a)
-    }
-
-    @inlinable @inline(__always)
-    static func place<T>(_ value: T, _ base: UnsafeMutableRawPointer, _ slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
-                         _ offset: inout Int, _ index: inout Int) {
-        let a = MemoryLayout<T>.alignment
-        offset = (offset + a - 1) & ~(a - 1)
-        let address = base + offset
-        address.initializeMemory(as: T.self, to: value)
-        slots[index] = address
-        offset += MemoryLayout<T>.size
-        index += 1
-    }
-
     @inlinable @inline(__always)
     static func load<T>(_ type: T.Type, _ slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>, _ index: inout Int) -> T {
         defer { index += 1 }
@@ -146,16 +127,6 @@ enum _TypedLayout {
     @inlinable @inline(__always)
     static func assign<T>(_ value: T, _ slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>, _ index: inout Int) {
         slots[index].unsafelyUnwrapped.assumingMemoryBound(to: T.self).pointee = value
-        index += 1
-    }
-
-    @inlinable @inline(__always)
-    static func destroy<T>(_ type: T.Type, _ slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>, _ index: inout Int) {
-        // Trivial types need no destruction; in a pack's generic context the
-        // check is a flag of the type's metadata, the call it saves is not free.
-        if !_isPOD(T.self) {
-            slots[index].unsafelyUnwrapped.assumingMemoryBound(to: T.self).deinitialize(count: 1)
-        }
         index += 1
     }
 
