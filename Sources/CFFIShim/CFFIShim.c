@@ -30,6 +30,7 @@ int hk_ffi_first_abi(void) { return FFI_FIRST_ABI; }
 int hk_ffi_last_abi(void) { return FFI_LAST_ABI; }
 
 _Thread_local hk_thread *hk_current_thread __attribute__((tls_model("initial-exec"))) = 0;
+_Thread_local void *hk_lock_thread __attribute__((tls_model("initial-exec"))) = 0;
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static hk_thread *registry_head = 0;

@@ -40,7 +40,7 @@ public struct CallBack {
     /// Runs the original of a typed hook point (an `any _OriginalInvoker` on the caller's stack).
     var _original: UnsafeRawPointer?
     /// The value a `@Hooked` property held before this set.
-    let oldValuePointer: UnsafeRawPointer?
+    @usableFromInline let oldValuePointer: UnsafeRawPointer?
     var insteadIndex: Int32 = 0
     var originalCalled = false
 
@@ -374,15 +374,20 @@ public struct CallBack {
     // MARK: Property sets
 
     /// The value the property held before this set (`@Hooked` properties).
+    @inlinable
     public func oldValue<T>(as type: T.Type = T.self) throws(HookError) -> T {
-        try checkLive()
-        guard let oldValuePointer else {
-            throw HookError(.invalidValue, point: point.name, "only a property set has an old value; this is a \(point.shape.kind)")
-        }
-        guard _matchesExactly(0, T.self) else {
-            throw HookError(.typeMismatch, point: point.name, "the property is \(point.shape.types[0].name), not \(T.self)")
-        }
+        guard isLive, let oldValuePointer, _matchesExactly(0, T.self) else { throw _oldValueError(T.self) }
         return oldValuePointer.assumingMemoryBound(to: T.self).pointee
+    }
+
+    /// Why ``oldValue(as:)`` cannot answer.
+    @usableFromInline
+    func _oldValueError<T>(_ type: T.Type) -> HookError {
+        if !isLive { return expiredError }
+        guard oldValuePointer != nil else {
+            return HookError(.invalidValue, point: point.name, "only a property set has an old value; this is a \(point.shape.kind)")
+        }
+        return HookError(.typeMismatch, point: point.name, "the property is \(point.shape.types[0].name), not \(T.self)")
     }
 
     /// The old value boxed (`nil` except in a live property set).

@@ -70,10 +70,15 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
             // what depends on it before any subscriber can read it. (Owned by
             // the point, which this observable owns: `self` is alive when it runs.)
             // It runs for vetoed writes too: the write is over, whatever the hooks did.
-            point._afterSeeingVetoes { [unowned(unsafe) self] call in
-                self._ifRead { node in
-                    node.storedByHook = true
-                    if !call.isVetoed { _Graph.changed(node) }
+            // Unmanaged: a method called on an `unowned(unsafe)` capture
+            // retains it for the call.
+            let me = Unmanaged.passUnretained(self)
+            point._afterSeeingVetoes { call in
+                me._withUnsafeGuaranteedRef { me in
+                    me._ifRead { node in
+                        node.storedByHook = true
+                        if !call.isVetoed { _Graph.changed(node) }
+                    }
                 }
             }
             return point
@@ -155,13 +160,15 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     /// that read the value.
     @inlinable
     func _store(_ newValue: Value) {
-        guard _cell._isHooked(), let point = _cell._madePoint() else {
+        // Unretained: this observable owns its point (a retain per write would
+        // be a write to the point's reference count).
+        guard let point = _cell._hookedPoint() else {
             _cell._storedValue = newValue
             _ifRead { _Graph.changed($0) }
             return
         }
         _ifRead { $0.storedByHook = false }
-        point._setThroughHooks(newValue)
+        point._withUnsafeGuaranteedRef { $0._setThroughHooks(newValue) }
         // Stored without hooks (a write from one of its own hooks, `withoutHooks`):
         // computeds must still learn of it.
         _ifRead { if !$0.storedByHook { _Graph.changed($0) } }

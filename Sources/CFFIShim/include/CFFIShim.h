@@ -166,6 +166,13 @@ static inline void *hk_thread_binding_change(void) {
 }
 static inline void hk_thread_set_binding_change(void *change) { hk_thread_self()->binding_change = change; }
 
+// HookBind's record of the calling thread (its held locks and graph state), or
+// NULL: one initial-exec TLS load, where a pthread key costs a call. Owned by
+// HookBind, which clears it when the thread's record is released at exit.
+extern _Thread_local void *hk_lock_thread __attribute__((tls_model("initial-exec")));
+static inline void *hk_lock_thread_get(void) { return hk_lock_thread; }
+static inline void hk_lock_thread_set(void *record) { hk_lock_thread = record; }
+
 // Whether frame `index` with `serial` is still running on the calling thread.
 static inline int hk_frame_is_live(const hk_thread *t, int index, uint64_t serial) {
   if (t == 0 || hk_current_thread != t || index < 0) return 0;

@@ -17,6 +17,14 @@ public enum _BindingThread {
         get { hk_thread_binding_change() }
         set { hk_thread_set_binding_change(newValue) }
     }
+
+    /// HookBind's record of the calling thread (`_LockThread`), or nil: one
+    /// thread-local load. Set when the record is made, cleared when it is
+    /// released at the thread's exit.
+    public static var lockThread: UnsafeMutableRawPointer? {
+        @inline(__always) get { hk_lock_thread_get() }
+        set { hk_lock_thread_set(newValue) }
+    }
 }
 
 extension PropertyHook {
@@ -94,6 +102,16 @@ extension Hooked {
         guard bits != 0 else { return false }
         return Unmanaged<PropertyHook<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
             ._withUnsafeGuaranteedRef { $0.hasHooks }
+    }
+
+    /// The unretained hook point if it is made and has a hook (an atomic
+    /// load; valid while the object that holds this cell is alive).
+    @inlinable
+    public mutating func _hookedPoint() -> Unmanaged<PropertyHook<Value>>? {
+        let bits = _pointBits()
+        guard bits != 0 else { return nil }
+        let point = Unmanaged<PropertyHook<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
+        return point._withUnsafeGuaranteedRef { $0.hasHooks } ? point : nil
     }
 
     /// The hook point if it is made.

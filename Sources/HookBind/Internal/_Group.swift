@@ -1,3 +1,4 @@
+@_spi(HookBind) import Hook
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -124,6 +125,9 @@ final class _LockThread: @unchecked Sendable {
         var key = pthread_key_t()
         let made = pthread_key_create(&key) { raw in
             guard let raw else { return }
+            // On the exiting thread: a later use there (another key's
+            // destructor) makes a new record rather than reach this one.
+            _BindingThread.lockThread = nil
             // Under the arbiter: a thread walking a chain never reads a record being freed.
             _Groups.arbiter.lock()
             Unmanaged<_LockThread>.fromOpaque(raw).release()
@@ -139,14 +143,17 @@ final class _LockThread: @unchecked Sendable {
     /// The calling thread's record without reference counting (the thread keeps it).
     @inline(__always)
     static var unmanagedCurrent: Unmanaged<_LockThread> {
-        if let raw = pthread_getspecific(key) { return Unmanaged<_LockThread>.fromOpaque(raw) }
+        if let raw = _BindingThread.lockThread { return Unmanaged<_LockThread>.fromOpaque(raw) }
         return make()
     }
 
+    /// Makes the calling thread's record: kept in a thread-local word for
+    /// the hot path, and under a pthread key whose destructor releases it.
     @inline(never)
     private static func make() -> Unmanaged<_LockThread> {
         let made = Unmanaged.passRetained(_LockThread())
         pthread_setspecific(key, made.toOpaque())
+        _BindingThread.lockThread = made.toOpaque()
         return made
     }
 
