@@ -36,22 +36,23 @@ public struct CallBack {
     @usableFromInline let serial: UInt64
     @usableFromInline let frame: Int32
     /// The object of a property or method call (unretained: it is alive during its own call).
-    let callTarget: Unmanaged<AnyObject>?
+    @usableFromInline let callTarget: Unmanaged<AnyObject>?
     /// Runs the original of a typed hook point (an `any _OriginalInvoker` on the caller's stack).
-    var _original: UnsafeRawPointer?
+    @usableFromInline var _original: UnsafeRawPointer?
     /// The value a `@Hooked` property held before this set.
     @usableFromInline let oldValuePointer: UnsafeRawPointer?
-    var insteadIndex: Int32 = 0
-    var originalCalled = false
+    @usableFromInline var insteadIndex: Int32 = 0
+    @usableFromInline var originalCalled = false
 
     /// Where the hook that holds this record runs.
-    public internal(set) var position: HookPosition = .before
+    public var position: HookPosition { _position }
+    @usableFromInline var _position: HookPosition = .before
     /// Whether ``result`` holds the call's result: after the original ran,
     /// or once a hook set it.
     public var hasResult: Bool { _hasResult }
     @usableFromInline var _hasResult = false
     @usableFromInline var _error: (any Error)?
-    var _vetoed = false
+    @usableFromInline var _vetoed = false
     /// Set by `_begin`: no veto and no instead hook, so the caller runs the original itself.
     @usableFromInline var _runsPlainOriginal = false
 
@@ -60,6 +61,7 @@ public struct CallBack {
     /// The number of arguments.
     @inlinable var count: Int { point.argumentCountValue }
 
+    @inlinable
     init(point: HookPoint, hooks: _Hooks, arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
          result: UnsafeMutableRawPointer, thread: UnsafeMutablePointer<hk_thread>, frame: Int32, serial: UInt64,
          target: Unmanaged<AnyObject>?, original: UnsafeRawPointer?, oldValue: UnsafeRawPointer?) {
@@ -170,7 +172,7 @@ public struct CallBack {
 
     /// Argument `index` as `T`.
     /// - Throws: ``HookError`` if `T` is not the argument's type, the index is out of range, or the call has returned.
-    @inlinable
+    @inlinable @inline(__always)
     public func argument<T: CRepresentable>(_ index: Int, as type: T.Type = T.self) throws(HookError) -> T {
         guard isLive, index >= 0, index < count, _matches(index, T.self) else {
             throw _accessError(index, T.self, result: false)
@@ -179,7 +181,7 @@ public struct CallBack {
     }
 
     /// Argument `index` as `T`, for any Swift type (typed hook points).
-    @inlinable
+    @inlinable @inline(__always)
     public func argument<T>(_ index: Int, as type: T.Type = T.self) throws(HookError) -> T {
         guard isLive, index >= 0, index < count, _matchesExactly(index, T.self) else {
             return try _argumentByCType(index, T.self)
@@ -218,7 +220,7 @@ public struct CallBack {
     }
 
     /// Replaces argument `index`; the original (and later hooks) see the new value.
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func setArgument<T: CRepresentable>(_ index: Int, to value: T) throws(HookError) {
         guard isLive, index >= 0, index < count, _matches(index, T.self) else {
             throw _accessError(index, T.self, result: false)
@@ -227,7 +229,7 @@ public struct CallBack {
     }
 
     /// Replaces argument `index`, for any Swift type (typed hook points).
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func setArgument<T>(_ index: Int, to value: T) throws(HookError) {
         guard isLive, index >= 0, index < count, _matchesExactly(index, T.self) else {
             return try _setArgumentByCType(index, value)
@@ -236,7 +238,7 @@ public struct CallBack {
     }
 
     /// The result as `T`: in `after` hooks, or in an `instead` hook once it called the original.
-    @inlinable
+    @inlinable @inline(__always)
     public func result<T: CRepresentable>(as type: T.Type = T.self) throws(HookError) -> T {
         guard isLive, _hasResult, _matches(count, T.self) else {
             throw _accessError(count, T.self, result: true)
@@ -245,7 +247,7 @@ public struct CallBack {
     }
 
     /// The result as `T`, for any Swift type (typed hook points).
-    @inlinable
+    @inlinable @inline(__always)
     public func result<T>(as type: T.Type = T.self) throws(HookError) -> T {
         guard isLive, _hasResult, _matchesExactly(count, T.self) else {
             return try _resultByCType(T.self)
@@ -254,7 +256,7 @@ public struct CallBack {
     }
 
     /// Replaces the result the caller gets (and clears an error the original threw).
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func setResult<T: CRepresentable>(_ value: T) throws(HookError) {
         guard isLive, _matches(count, T.self) else {
             throw _accessError(count, T.self, result: true)
@@ -269,7 +271,7 @@ public struct CallBack {
     }
 
     /// Replaces the result, for any Swift type (typed hook points).
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func setResult<T>(_ value: T) throws(HookError) {
         guard isLive, _matchesExactly(count, T.self) else {
             return try _setResultByCType(value)
@@ -374,7 +376,7 @@ public struct CallBack {
     // MARK: Property sets
 
     /// The value the property held before this set (`@Hooked` properties).
-    @inlinable
+    @inlinable @inline(__always)
     public func oldValue<T>(as type: T.Type = T.self) throws(HookError) -> T {
         guard isLive, let oldValuePointer, _matchesExactly(0, T.self) else { throw _oldValueError(T.self) }
         return oldValuePointer.assumingMemoryBound(to: T.self).pointee

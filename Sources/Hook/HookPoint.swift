@@ -279,14 +279,6 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     @inlinable @inline(__always)
     final var _isProbed: Bool { current.load(ordering: .relaxed) & 1 != 0 }
 
-    /// Loads the hooks. Call only inside a frame of this hook point.
-    @inline(__always)
-    private func loadHooks() -> _Hooks? {
-        let bits = current.load(ordering: .sequentiallyConsistent) & ~1
-        guard bits != 0 else { return nil }
-        return _Hooks(bits: bits)
-    }
-
     // The three phases of a hooked call. Typed hook points call them from
     // code specialized in the caller's module, so that the original runs
     // there, directly, when no instead hook is attached.
@@ -296,27 +288,45 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// caller's stack: built in place, never copied) and runs the before
     /// hooks. `false`: nothing was made, run the original only. Every `true`
     /// must be finished with ``_end(_:)``, which also destroys the record.
-    @usableFromInline
+    ///
+    /// Inlined into each call path (specialized in the caller's module for
+    /// typed hook points): the frame is a few loads and stores of the
+    /// thread's own state, and a lone after hook (the most common set of
+    /// hooks) needs no loop and no call here.
+    @inlinable @inline(__always)
     final func _begin(_ call: UnsafeMutablePointer<CallBack>,
                       _ arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>, _ result: UnsafeMutableRawPointer,
                       target: Unmanaged<AnyObject>?, oldValue: UnsafeRawPointer?) -> Bool {
-        let thread = hk_thread_self()!
+        let thread = hk_thread_self().unsafelyUnwrapped
         let frame = hk_thread_enter(thread, pointID)
         guard frame >= 0 else { return false }
-        guard let hooks = loadHooks() else {
+        let bits = current.load(ordering: .sequentiallyConsistent) & ~1
+        guard bits != 0 else {
             hk_thread_leave(thread)
             return false
         }
+        let hooks = _Hooks(bits: bits)
         call.initialize(to: CallBack(
             point: self, hooks: hooks, arguments: arguments, result: result,
             thread: thread, frame: frame, serial: hk_frame_serial(thread, frame),
             target: target, original: nil, oldValue: oldValue))
+        if hooks.isSingle, hooks.single._withUnsafeGuaranteedRef({ $0.position == .after }) {
+            call.pointee._runsPlainOriginal = true
+        } else {
+            _runBeforeHooks(call)
+        }
+        return true
+    }
+
+    /// Runs the before hooks of a call (any set of hooks but a lone after hook).
+    @usableFromInline
+    final func _runBeforeHooks(_ call: UnsafeMutablePointer<CallBack>) {
+        let hooks = call.pointee.hooks
         let before = hooks.count(.before)
         // Index loops: `for in` goes through an iterator that allocates in unoptimized builds.
         var i = 0
-        while i < before { run(hooks.entry(.before, i), &call.pointee); i += 1 }
+        while i < before { _run(hooks.entry(.before, i), &call.pointee); i += 1 }
         call.pointee._runsPlainOriginal = !call.pointee._vetoed && hooks.count(.instead) == 0
-        return true
     }
 
     /// Runs the instead hooks (unless vetoed); `original` is an `_OriginalInvoker` for `invokeOriginal()`.
@@ -325,44 +335,73 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         guard !call._vetoed else { return }
         call._original = original
         if isCFunction { memset(call.resultPointer, 0, shape.resultBufferSize) }
-        call.position = .instead
+        call._position = .instead
         _runInstead(at: 0, &call)
     }
 
     /// Runs the after hooks, leaves the frame and destroys the record.
-    @usableFromInline
+    /// Inlined like ``_begin(_:_:_:target:oldValue:)``: a lone after hook
+    /// of a call that was not vetoed runs from here.
+    @inlinable @inline(__always)
     final func _end(_ record: UnsafeMutablePointer<CallBack>) -> _Outcome {
         let hooks = record.pointee.hooks
-        let after = hooks.count(.after)
-        if after > 0 {
-            if isCFunction { record.pointee._hasResult = true }
-            record.pointee.position = .after
-            var i = 0
-            // A vetoed property set stored nothing: its after hooks do not run.
-            if record.pointee._vetoed {
-                while i < after {
-                    let entry = hooks.entry(.after, i)
-                    if entry._withUnsafeGuaranteedRef({ $0.runsWhenVetoed }) { run(entry, &record.pointee) }
-                    i += 1
-                }
-            } else {
-                while i < after { run(hooks.entry(.after, i), &record.pointee); i += 1 }
+        if hooks.isSingle, !record.pointee._vetoed {
+            let hook = hooks.single
+            if hook._withUnsafeGuaranteedRef({ $0.position == .after }) {
+                if isCFunction { record.pointee._hasResult = true }
+                record.pointee._position = .after
+                _run(hook, &record.pointee)
             }
+        } else {
+            _runAfterHooks(record)
         }
         hk_thread_leave(record.pointee.thread)
         let call = record.move()
         return _Outcome(hasResult: call._hasResult || isCFunction, error: call._error)
     }
 
-    @inline(__always)
-    private func run(_ entry: Unmanaged<HookToken>, _ call: inout CallBack) {
+    /// Runs the after hooks of a call (any but a lone after hook of a call not vetoed).
+    @usableFromInline
+    final func _runAfterHooks(_ record: UnsafeMutablePointer<CallBack>) {
+        let hooks = record.pointee.hooks
+        let after = hooks.count(.after)
+        guard after > 0 else { return }
+        if isCFunction { record.pointee._hasResult = true }
+        record.pointee._position = .after
+        var i = 0
+        // A vetoed property set stored nothing: its after hooks do not run.
+        if record.pointee._vetoed {
+            while i < after {
+                let entry = hooks.entry(.after, i)
+                if entry._withUnsafeGuaranteedRef({ $0.runsWhenVetoed }) { _run(entry, &record.pointee) }
+                i += 1
+            }
+        } else {
+            while i < after { _run(hooks.entry(.after, i), &record.pointee); i += 1 }
+        }
+    }
+
+    /// Runs one hook; a hook whose owner is gone is skipped and detached.
+    @inlinable @inline(__always)
+    final func _run(_ entry: Unmanaged<HookToken>, _ call: inout CallBack) {
         entry._withUnsafeGuaranteedRef { hook in
-            if let owner = hook.owner, owner.object == nil { return detachOrphans() }
+            if hook.owner != nil { return _runOwned(hook, &call) }
             do {
                 try hook.body(&call)
             } catch {
                 report(error, at: call.position)
             }
+        }
+    }
+
+    /// Runs a hook tied to an owner, if the owner is alive.
+    @usableFromInline
+    final func _runOwned(_ hook: HookToken, _ call: inout CallBack) {
+        if let owner = hook.owner, owner.object == nil { return detachOrphans() }
+        do {
+            try hook.body(&call)
+        } catch {
+            report(error, at: call.position)
         }
     }
 
@@ -405,6 +444,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Reports an error thrown by a hook: to the handler, or to standard error.
+    @usableFromInline
     final func report(_ error: any Error, at position: HookPosition) {
         if let handler = hookErrorHandler {
             handler(error, position)
@@ -419,6 +459,12 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
 struct _Outcome {
     @usableFromInline var hasResult: Bool
     @usableFromInline var error: (any Error)?
+
+    @inlinable
+    init(hasResult: Bool, error: (any Error)?) {
+        self.hasResult = hasResult
+        self.error = error
+    }
 }
 
 /// The mutable side of a hook point, behind its lock.

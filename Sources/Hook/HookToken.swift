@@ -13,16 +13,16 @@ import Synchronization
 /// call path runs its body through an unretained reference.
 public final class HookToken: @unchecked Sendable {
     /// The hook.
-    let body: HookBody
+    @usableFromInline let body: HookBody
     /// `nil` for hooks not tied to an owner.
-    let owner: _HookOwner?
+    @usableFromInline let owner: _HookOwner?
     /// Where the hook runs.
-    let position: HookPosition
+    @usableFromInline let position: HookPosition
     /// Whether the hook runs for a call a before hook vetoed. False only for
     /// a property's after hooks: a vetoed set stores nothing, so nothing
     /// happened after which they could run (HookBind's own hooks that must
     /// learn of vetoes opt in).
-    let runsWhenVetoed: Bool
+    @usableFromInline let runsWhenVetoed: Bool
     private let removed = Atomic<Bool>(false)
     /// The hook point, by an unowned reference (`_Unowned`): its memory, not the point.
     private let pointMemory: UnsafeMutableRawPointer

@@ -1,8 +1,9 @@
 /// The object a hook is tied to, held weakly: once it is gone the hook no
 /// longer runs and is detached.
+@usableFromInline
 final class _HookOwner: @unchecked Sendable {
     // Written once in init; weak loads are thread-safe.
-    weak var object: AnyObject?
+    @usableFromInline weak var object: AnyObject?
     init(_ object: AnyObject) { self.object = object }
 }
 
@@ -70,7 +71,7 @@ struct _Hooks {
     var snapshot: Unmanaged<_HookSnapshot> { .fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped) }
 
     /// The number of hooks at `position`.
-    @inline(__always)
+    @inlinable @inline(__always)
     func count(_ position: HookPosition) -> Int {
         if isSingle { return single._withUnsafeGuaranteedRef { $0.position == position } ? 1 : 0 }
         return snapshot._withUnsafeGuaranteedRef { buffer in
@@ -85,7 +86,7 @@ struct _Hooks {
     }
 
     /// Hook `index` of those at `position` (below `count(position)`).
-    @inline(__always)
+    @inlinable @inline(__always)
     func entry(_ position: HookPosition, _ index: Int) -> Unmanaged<HookToken> {
         if isSingle { return single }
         return snapshot._withUnsafeGuaranteedRef { buffer in
