@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <linux/membarrier.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -151,3 +152,54 @@ void hk_tsan_release(void *address) {
   (void)address;
 #endif
 }
+
+// MARK: - Direct calls of integer-class functions
+
+#if defined(__x86_64__) && !defined(_WIN32)
+int hk_direct_calls(void) { return 1; }
+
+// A value of scalar code `code` at `p`, extended to 64 bits as a caller
+// passes it in a register (clang relies on bool, char and short arguments
+// being extended to 32 bits; the rest is extended to 64 for simplicity).
+static inline uint64_t hk_extend(uint64_t raw, unsigned char code) {
+  switch (code) {
+  case 1: return (uint8_t)raw != 0;
+  case 2: return (uint64_t)(int64_t)(int8_t)raw;
+  case 3: return (uint8_t)raw;
+  case 4: return (uint64_t)(int64_t)(int16_t)raw;
+  case 5: return (uint16_t)raw;
+  case 6: return (uint64_t)(int64_t)(int32_t)raw;
+  case 7: return (uint32_t)raw;
+  default: return raw;
+  }
+}
+
+static inline uint64_t hk_load_integer(const void *p, unsigned char code) {
+  switch (code) {
+  case 1: case 2: case 3: return hk_extend(*(const uint8_t *)p, code);
+  case 4: case 5: { uint16_t v; memcpy(&v, p, 2); return hk_extend(v, code); }
+  case 6: case 7: { uint32_t v; memcpy(&v, p, 4); return hk_extend(v, code); }
+  default: { uint64_t v; memcpy(&v, p, 8); return v; }
+  }
+}
+
+typedef uint64_t (*hk_integer_function)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
+
+void hk_call_integer(const void *fn, void *const *args, const unsigned char *codes, int count,
+                     unsigned char result_code, void *result) {
+  uint64_t a[6] = {0, 0, 0, 0, 0, 0};
+  for (int i = 0; i < count; i++) a[i] = hk_load_integer(args[i], codes[i]);
+  uint64_t r = ((hk_integer_function)fn)(a[0], a[1], a[2], a[3], a[4], a[5]);
+  if (result_code) {
+    r = hk_extend(r, result_code);
+    memcpy(result, &r, 8);
+  }
+}
+#else
+int hk_direct_calls(void) { return 0; }
+void hk_call_integer(const void *fn, void *const *args, const unsigned char *codes, int count,
+                     unsigned char result_code, void *result) {
+  (void)fn; (void)args; (void)codes; (void)count; (void)result_code; (void)result;
+  abort();
+}
+#endif

@@ -114,13 +114,31 @@ public struct CallBack {
     // slow path.
 
     /// Whether slot `index` (arguments, then `count` for the result) holds a `T`.
+    /// (An instance method reading `point` in place: passing the point as
+    /// an argument would retain it, a write every caller shares.)
     @inlinable @inline(__always)
     func _matches<T: CRepresentable>(_ index: Int, _ type: T.Type) -> Bool {
         if point.typeIDs[index] == ObjectIdentifier(T.self) { return true }
         guard point.isCFunction, _isPOD(T.self) else { return false }
         let code = T.cType._scalarCode
-        if code != 0 { return codes[index] == code }
+        if code != 0 { return point.codes[index] == code }
         return _aggregateMatches(index, T.cType, MemoryLayout<T>.size)
+    }
+
+    /// `_matches` for the slow paths.
+    static func _matches<T: CRepresentable>(_ point: HookPoint, _ index: Int, _ type: T.Type) -> Bool {
+        if point.typeIDs[index] == ObjectIdentifier(T.self) { return true }
+        guard point.isCFunction, _isPOD(T.self) else { return false }
+        let code = T.cType._scalarCode
+        if code != 0 { return point.codes[index] == code }
+        return _aggregateMatches(point, index, T.cType, MemoryLayout<T>.size)
+    }
+
+    /// What the slow paths of typed access need of the call: a few words.
+    /// (Handed the whole record, the inlined fast path would copy it first.)
+    @inlinable
+    var _site: _CallSite {
+        _CallSite(point: point, thread: thread, frame: frame, serial: serial, position: _position)
     }
 
     /// Whether slot `index` holds exactly a `T` (typed hook points).
@@ -131,6 +149,10 @@ public struct CallBack {
 
     @usableFromInline
     func _aggregateMatches(_ index: Int, _ type: CType, _ size: Int) -> Bool {
+        Self._aggregateMatches(point, index, type, size)
+    }
+
+    static func _aggregateMatches(_ point: HookPoint, _ index: Int, _ type: CType, _ size: Int) -> Bool {
         point.shape.types.withUnsafeBufferPointer { slots in
             guard let cType = slots[index].cType else { return false }
             return size == slots[index].cSize && type == cType
@@ -138,10 +160,16 @@ public struct CallBack {
     }
 
     /// The error for a failed typed access of argument `index`, or of the result.
-    @usableFromInline
     func _accessError<T>(_ index: Int, _ type: T.Type, result: Bool) -> HookError {
+        Self._accessError(_site, index, T.self, result: result)
+    }
+
+    @usableFromInline
+    static func _accessError<T>(_ site: _CallSite, _ index: Int, _ type: T.Type, result: Bool) -> HookError {
+        let point = site.point
+        let count = point.argumentCountValue
         let name = point.name
-        if !isLive { return expiredError }
+        if !site.isLive { return site.expiredError }
         let shape = point.shape
         let wanted: String
         if let c = T.self as? any CRepresentable.Type, shape.isCFunction {
@@ -153,20 +181,20 @@ public struct CallBack {
             if shape.resultIsVoid {
                 return HookError(.resultUnavailable, point: name, "the \(shape.kind) returns Void")
             }
-            if !_matchesAny(count, T.self) {
+            if !_matchesAny(point, count, T.self) {
                 return HookError(.typeMismatch, point: name, "the result is \(shape.result.name), not \(wanted)")
             }
-            return HookError(.resultUnavailable, point: name, "the result is read in \(position.hookWithArticle) before the original ran")
+            return HookError(.resultUnavailable, point: name, "the result is read in \(site.position.hookWithArticle) before the original ran")
         }
-        guard index >= 0, index < count else { return outOfRangeError(index) }
+        guard index >= 0, index < count else { return site.outOfRangeError(index) }
         return HookError(.typeMismatch, point: name, "argument \(index) is \(shape.types[index].name), not \(wanted)")
     }
 
     /// `_matches` for a type that is only known at run time to be C-representable.
-    func _matchesAny<T>(_ index: Int, _ type: T.Type) -> Bool {
-        if _matchesExactly(index, T.self) { return true }
+    static func _matchesAny<T>(_ point: HookPoint, _ index: Int, _ type: T.Type) -> Bool {
+        if point.typeIDs[index] == ObjectIdentifier(T.self) { return true }
         guard let c = T.self as? any CRepresentable.Type else { return false }
-        func open<C: CRepresentable>(_ c: C.Type) -> Bool { _matches(index, C.self) }
+        func open<C: CRepresentable>(_ c: C.Type) -> Bool { _matches(point, index, C.self) }
         return open(c)
     }
 
@@ -175,7 +203,7 @@ public struct CallBack {
     @inlinable @inline(__always)
     public func argument<T: CRepresentable>(_ index: Int, as type: T.Type = T.self) throws(HookError) -> T {
         guard isLive, index >= 0, index < count, _matches(index, T.self) else {
-            throw _accessError(index, T.self, result: false)
+            throw Self._accessError(_site, index, T.self, result: false)
         }
         return Self._load(T.self, from: argumentPointers[index].unsafelyUnwrapped)
     }
@@ -184,7 +212,7 @@ public struct CallBack {
     @inlinable @inline(__always)
     public func argument<T>(_ index: Int, as type: T.Type = T.self) throws(HookError) -> T {
         guard isLive, index >= 0, index < count, _matchesExactly(index, T.self) else {
-            return try _argumentByCType(index, T.self)
+            return try Self._argumentByCType(_site, argumentPointers, index, T.self)
         }
         return argumentPointers[index].unsafelyUnwrapped.assumingMemoryBound(to: T.self).pointee
     }
@@ -192,9 +220,15 @@ public struct CallBack {
     // The generic entry points met a type that is C-representable at run time:
     // go the C way (a C function's argument read as Int32, say).
     @usableFromInline
-    func _argumentByCType<T>(_ index: Int, _ type: T.Type) throws(HookError) -> T {
-        guard let c = T.self as? any CRepresentable.Type else { throw _accessError(index, T.self, result: false) }
-        func open<C: CRepresentable>(_ c: C.Type) throws(HookError) -> T { try argument(index, as: C.self) as! T }
+    static func _argumentByCType<T>(_ site: _CallSite, _ slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
+                                    _ index: Int, _ type: T.Type) throws(HookError) -> T {
+        guard let c = T.self as? any CRepresentable.Type else { throw _accessError(site, index, T.self, result: false) }
+        func open<C: CRepresentable>(_ c: C.Type) throws(HookError) -> T {
+            guard site.isLive, index >= 0, index < site.point.argumentCountValue, _matches(site.point, index, C.self) else {
+                throw _accessError(site, index, C.self, result: false)
+            }
+            return _load(C.self, from: slots[index].unsafelyUnwrapped) as! T
+        }
         return try open(c)
     }
 
@@ -206,9 +240,16 @@ public struct CallBack {
     }
 
     @usableFromInline
-    func _resultByCType<T>(_ type: T.Type) throws(HookError) -> T {
-        guard let c = T.self as? any CRepresentable.Type else { throw _accessError(count, T.self, result: true) }
-        func open<C: CRepresentable>(_ c: C.Type) throws(HookError) -> T { try result(as: C.self) as! T }
+    static func _resultByCType<T>(_ site: _CallSite, _ result: UnsafeMutableRawPointer, hasResult: Bool,
+                                  _ type: T.Type) throws(HookError) -> T {
+        let count = site.point.argumentCountValue
+        guard let c = T.self as? any CRepresentable.Type else { throw _accessError(site, count, T.self, result: true) }
+        func open<C: CRepresentable>(_ c: C.Type) throws(HookError) -> T {
+            guard site.isLive, hasResult, _matches(site.point, count, C.self) else {
+                throw _accessError(site, count, C.self, result: true)
+            }
+            return _load(C.self, from: result) as! T
+        }
         return try open(c)
     }
 
@@ -223,7 +264,7 @@ public struct CallBack {
     @inlinable @inline(__always)
     public mutating func setArgument<T: CRepresentable>(_ index: Int, to value: T) throws(HookError) {
         guard isLive, index >= 0, index < count, _matches(index, T.self) else {
-            throw _accessError(index, T.self, result: false)
+            throw Self._accessError(_site, index, T.self, result: false)
         }
         Self._store(value, to: argumentPointers[index].unsafelyUnwrapped, widen: false)
     }
@@ -241,7 +282,7 @@ public struct CallBack {
     @inlinable @inline(__always)
     public func result<T: CRepresentable>(as type: T.Type = T.self) throws(HookError) -> T {
         guard isLive, _hasResult, _matches(count, T.self) else {
-            throw _accessError(count, T.self, result: true)
+            throw Self._accessError(_site, count, T.self, result: true)
         }
         return Self._load(T.self, from: resultPointer)
     }
@@ -250,7 +291,7 @@ public struct CallBack {
     @inlinable @inline(__always)
     public func result<T>(as type: T.Type = T.self) throws(HookError) -> T {
         guard isLive, _hasResult, _matchesExactly(count, T.self) else {
-            return try _resultByCType(T.self)
+            return try Self._resultByCType(_site, resultPointer, hasResult: _hasResult, T.self)
         }
         return resultPointer.assumingMemoryBound(to: T.self).pointee
     }
@@ -259,7 +300,7 @@ public struct CallBack {
     @inlinable @inline(__always)
     public mutating func setResult<T: CRepresentable>(_ value: T) throws(HookError) {
         guard isLive, _matches(count, T.self) else {
-            throw _accessError(count, T.self, result: true)
+            throw Self._accessError(_site, count, T.self, result: true)
         }
         if point.isCFunction {
             Self._store(value, to: resultPointer, widen: true)
@@ -324,13 +365,9 @@ public struct CallBack {
         address.storeBytes(of: wide, as: UInt64.self)
     }
 
-    private var expiredError: HookError {
-        HookError(.callBackExpired, point: point.name, "the call this CallBack records has returned, or it is read on another thread")
-    }
+    private var expiredError: HookError { _site.expiredError }
 
-    private func outOfRangeError(_ index: Int) -> HookError {
-        HookError(.argumentOutOfRange, point: point.name, "argument \(index) of a \(point.shape.kind) with \(count) arguments")
-    }
+    private func outOfRangeError(_ index: Int) -> HookError { _site.outOfRangeError(index) }
 
     @inline(__always)
     private func checkLive() throws(HookError) {
@@ -378,15 +415,18 @@ public struct CallBack {
     /// The value the property held before this set (`@Hooked` properties).
     @inlinable @inline(__always)
     public func oldValue<T>(as type: T.Type = T.self) throws(HookError) -> T {
-        guard isLive, let oldValuePointer, _matchesExactly(0, T.self) else { throw _oldValueError(T.self) }
+        guard isLive, let oldValuePointer, _matchesExactly(0, T.self) else {
+            throw Self._oldValueError(_site, hasOldValue: self.oldValuePointer != nil, T.self)
+        }
         return oldValuePointer.assumingMemoryBound(to: T.self).pointee
     }
 
     /// Why ``oldValue(as:)`` cannot answer.
     @usableFromInline
-    func _oldValueError<T>(_ type: T.Type) -> HookError {
-        if !isLive { return expiredError }
-        guard oldValuePointer != nil else {
+    static func _oldValueError<T>(_ site: _CallSite, hasOldValue: Bool, _ type: T.Type) -> HookError {
+        let point = site.point
+        if !site.isLive { return site.expiredError }
+        guard hasOldValue else {
             return HookError(.invalidValue, point: point.name, "only a property set has an old value; this is a \(point.shape.kind)")
         }
         return HookError(.typeMismatch, point: point.name, "the property is \(point.shape.types[0].name), not \(T.self)")
@@ -542,4 +582,33 @@ protocol _TupleArguments {
     var _tupleID: ObjectIdentifier { get }
     func _copyArguments(_ pointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>, to tuple: UnsafeMutableRawPointer)
     func _assignArguments(_ pointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>, from tuple: UnsafeRawPointer)
+}
+
+/// The few words of a call that the slow paths of typed access need (see `CallBack._site`).
+@usableFromInline
+struct _CallSite {
+    @usableFromInline unowned(unsafe) let point: HookPoint
+    @usableFromInline let thread: UnsafeMutablePointer<hk_thread>
+    @usableFromInline let frame: Int32
+    @usableFromInline let serial: UInt64
+    @usableFromInline let position: HookPosition
+
+    @inlinable
+    init(point: HookPoint, thread: UnsafeMutablePointer<hk_thread>, frame: Int32, serial: UInt64, position: HookPosition) {
+        self.point = point
+        self.thread = thread
+        self.frame = frame
+        self.serial = serial
+        self.position = position
+    }
+
+    var isLive: Bool { hk_frame_is_live(thread, frame, serial) != 0 }
+
+    var expiredError: HookError {
+        HookError(.callBackExpired, point: point.name, "the call this CallBack records has returned, or it is read on another thread")
+    }
+
+    func outOfRangeError(_ index: Int) -> HookError {
+        HookError(.argumentOutOfRange, point: point.name, "argument \(index) of a \(point.shape.kind) with \(point.argumentCountValue) arguments")
+    }
 }

@@ -45,6 +45,16 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
     private let closure: UnsafeMutablePointer<ffi_closure>
     /// Whether calls of the original need libffi's bugs worked around.
     private let adjustsCalls: Bool
+    /// The result's scalar code for `hk_call_integer` (0: void).
+    private let directResultCode: UInt8
+
+    /// Whether the hook point calls the original directly rather than
+    /// through `ffi_call`: on x86-64 System V, when every argument (at most
+    /// six) and the result are integers, `bool` or pointers. The arguments
+    /// are loaded from the call's memory and extended as a C caller does, so
+    /// hooks that change them are seen the same way; `HOOK_NO_DIRECT_CALLS`
+    /// in the environment turns it off. (A diagnostic: behaviour is the same.)
+    public let callsOriginalDirectly: Bool
 
     /// Makes a hook point over the C function at `function`.
     ///
@@ -71,6 +81,7 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
         self.originalFunction = unsafeBitCast(function, to: (@convention(c) () -> Void).self)
         self.closure = closure
         self.adjustsCalls = interface.needsCallAdjustment
+        (self.callsOriginalDirectly, self.directResultCode) = Self.directCall(signature, adjustsCalls: interface.needsCallAdjustment)
         super.init(name: name, shape: _Shape(_CallShape(signature: signature, resultBufferSize: interface.resultBufferSize)), target: target)
         // user_data is unretained: the closure lives exactly as long as self (freed in deinit).
         let status = ffi_prep_closure_loc(
@@ -131,10 +142,24 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
 
     // MARK: The call path
 
+    /// Whether the original of `signature` can be called by `hk_call_integer`, and its result code.
+    private static func directCall(_ signature: Signature, adjustsCalls: Bool) -> (Bool, UInt8) {
+        func integerClass(_ type: CType) -> Bool { type.isInteger || type == .pointer }
+        let resultCode: UInt8 = signature.result == .void ? 0 : signature.result._scalarCode
+        let direct = hk_direct_calls() != 0 && !adjustsCalls && signature.abi == .default
+            && signature.fixedArgumentCount == nil && signature.arguments.count <= 6
+            && signature.arguments.allSatisfy(integerClass)
+            && (signature.result == .void || integerClass(signature.result))
+            && getenv("HOOK_NO_DIRECT_CALLS") == nil
+        return (direct, resultCode)
+    }
+
     /// Calls the original with libffi (see ``CallInterface/call(_:result:arguments:)``).
     @inline(__always)
     private func callOriginal(_ result: UnsafeMutableRawPointer, _ arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
-        if adjustsCalls {
+        if callsOriginalDirectly {
+            hk_call_integer(original, arguments, codes, Int32(truncatingIfNeeded: argumentCountValue), directResultCode, result)
+        } else if adjustsCalls {
             interface.call(originalFunction, result: result, arguments: arguments)
         } else {
             ffi_call(cif, originalFunction, result, arguments)

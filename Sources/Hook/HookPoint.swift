@@ -319,7 +319,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Runs the before hooks of a call (any set of hooks but a lone after hook).
-    @usableFromInline
+    @usableFromInline @inline(__always)
     final func _runBeforeHooks(_ call: UnsafeMutablePointer<CallBack>) {
         let hooks = call.pointee.hooks
         let before = hooks.count(.before)
@@ -361,7 +361,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Runs the after hooks of a call (any but a lone after hook of a call not vetoed).
-    @usableFromInline
+    @usableFromInline @inline(__always)
     final func _runAfterHooks(_ record: UnsafeMutablePointer<CallBack>) {
         let hooks = record.pointee.hooks
         let after = hooks.count(.after)

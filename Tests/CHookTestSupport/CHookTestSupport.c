@@ -131,3 +131,12 @@ uint64_t hk_test_free_count(void) { return 0; }
 
 #include <malloc.h>
 size_t hk_test_usable_size(void *pointer) { return pointer ? malloc_usable_size(pointer) : 0; }
+
+__attribute__((noinline)) int64_t abi_six_ints(int8_t a, uint16_t b, int32_t c, bool d, const void *e, int64_t f) {
+  return (int64_t)a + (int64_t)b + (int64_t)c + (int64_t)d + (int64_t)(intptr_t)e + f;
+}
+__attribute__((noinline)) int64_t abi_seven_ints(int8_t a, uint16_t b, int32_t c, bool d, const void *e, int64_t f, int16_t g) {
+  return abi_six_ints(a, b, c, d, e, f) + (int64_t)g;
+}
+// A narrow result computed so that the register's upper bits are not its sign.
+__attribute__((noinline)) int8_t abi_narrow_result(int32_t a) { return (int8_t)(a * 3); }

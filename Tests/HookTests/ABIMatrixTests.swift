@@ -263,4 +263,71 @@ struct ABIMatrixTests {
         }
         #expect(texts.value == ["hello, world", "hello", ", world"])
     }
+
+    // MARK: The original called without libffi
+
+    typealias SixInts = @convention(c) (Int8, UInt16, Int32, Bool, UnsafeRawPointer?, Int64) -> Int64
+    typealias SevenInts = @convention(c) (Int8, UInt16, Int32, Bool, UnsafeRawPointer?, Int64, Int16) -> Int64
+
+    @Test func integerSignaturesCallTheOriginalDirectly() throws {
+        let six = try FunctionHook(cFunction: abi_six_ints as SixInts,
+                                   signature: Signature(returning: .int64, arguments: [.int8, .uint16, .int32, .bool, .pointer, .int64]))
+        #expect(six.callsOriginalDirectly)
+        let narrow = try FunctionHook(cFunction: abi_narrow_result as @convention(c) (Int32) -> Int8,
+                                      signature: Signature(returning: Int8.self, arguments: Int32.self))
+        #expect(narrow.callsOriginalDirectly)
+        // A seventh argument, a floating-point one, a struct, another ABI: libffi calls it.
+        let seven = try FunctionHook(cFunction: abi_seven_ints as SevenInts,
+                                     signature: Signature(returning: .int64, arguments: [.int8, .uint16, .int32, .bool, .pointer, .int64, .int16]))
+        #expect(!seven.callsOriginalDirectly)
+        let double = try FunctionHook(cFunction: abi_double as @convention(c) (Double, Double) -> Double,
+                                      signature: Signature(returning: Double.self, arguments: Double.self, Double.self))
+        #expect(!double.callsOriginalDirectly)
+        let structs = try FunctionHook(cFunction: abi_struct_S24 as @convention(c) (S24, Int32, S24) -> S24,
+                                       signature: Signature(returning: S24.cType, arguments: [S24.cType, .int32, S24.cType]))
+        #expect(!structs.callsOriginalDirectly)
+        let windows = try FunctionHook(cFunction: abi_i64 as @convention(c) (Int64, Int64) -> Int64,
+                                       signature: Signature(returning: .int64, arguments: [.int64, .int64], abi: .win64))
+        #expect(!windows.callsOriginalDirectly)
+    }
+
+    /// A before hook writes only the bytes of a narrow argument; the register
+    /// the original gets must hold the new value extended by its type, with or
+    /// without libffi (six arguments are called directly, seven through libffi).
+    @Test func narrowArgumentsAHookChangesReachTheOriginalExtended() throws {
+        let marker = UnsafeRawPointer(bitPattern: 0x1000)!
+        func changeEveryArgument(_ hook: FunctionHook) {
+            hook.before { call in
+                try call.setArgument(0, to: -100 as Int8)
+                try call.setArgument(1, to: 65000 as UInt16)
+                try call.setArgument(2, to: -7 as Int32)
+                try call.setArgument(3, to: true)
+                if call.argumentCount == 7 { try call.setArgument(6, to: -2 as Int16) }
+            }
+        }
+        let expected: Int64 = -100 + 65000 - 7 + 1 + 0x1000 + 5
+        let six = try FunctionHook(cFunction: abi_six_ints as SixInts,
+                                   signature: Signature(returning: .int64, arguments: [.int8, .uint16, .int32, .bool, .pointer, .int64]))
+        changeEveryArgument(six)
+        // The caller's values fill each register: a write of the narrow bytes alone would keep their upper bits.
+        #expect(six.entry(as: SixInts.self)(100, 1, .max, false, marker, 5) == expected)
+        #expect(six.entry(as: SixInts.self)(-1, .max, -1, false, marker, 5) == expected)
+        let seven = try FunctionHook(cFunction: abi_seven_ints as SevenInts,
+                                     signature: Signature(returning: .int64, arguments: [.int8, .uint16, .int32, .bool, .pointer, .int64, .int16]))
+        changeEveryArgument(seven)
+        #expect(seven.entry(as: SevenInts.self)(-1, .max, -1, false, marker, 5, .max) == expected - 2)
+    }
+
+    /// A narrow result is widened for libffi by its type, whatever the
+    /// original left in the rest of the register.
+    @Test func aNarrowResultOfADirectCallIsExtendedByItsType() throws {
+        let hook = try FunctionHook(cFunction: abi_narrow_result as @convention(c) (Int32) -> Int8,
+                                    signature: Signature(returning: Int8.self, arguments: Int32.self))
+        let seen = Shared<[CValue]>([])
+        hook.after { call in seen.value.append(try call.resultValue()) }
+        let entry = hook.entry(as: (@convention(c) (Int32) -> Int8).self)
+        #expect(entry(100) == Int8(truncatingIfNeeded: 300))
+        #expect(entry(-50) == Int8(truncatingIfNeeded: -150))
+        #expect(seen.value == [CValue(Int8(truncatingIfNeeded: 300)), CValue(Int8(truncatingIfNeeded: -150))])
+    }
 }

@@ -32,6 +32,19 @@ int hk_ffi_default_abi(void);
 int hk_ffi_first_abi(void);
 int hk_ffi_last_abi(void);
 
+// 1 where hk_call_integer can call a function (x86-64 System V), else 0.
+int hk_direct_calls(void);
+
+// Calls `fn` directly, without libffi, where every argument (at most 6) and
+// the result are of the System V x86-64 INTEGER class (integers, bool,
+// pointers): the arguments are read from `args` (libffi's view, a pointer to
+// each value) by their scalar codes (`CType._scalarCode`, 1...9 and 12) and
+// extended to a register as a C caller does; the result (code 0: void) is
+// stored in `result` widened to 64 bits, as libffi stores a closure's result.
+// Unused argument registers are passed as 0, which a callee ignores.
+void hk_call_integer(const void *fn, void *const *args, const unsigned char *codes, int count,
+                     unsigned char result_code, void *result);
+
 // The exported symbol that starts exactly at `address`, or NULL (dladdr).
 const char *hk_symbol_name(const void *address);
 

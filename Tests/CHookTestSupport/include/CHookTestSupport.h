@@ -32,6 +32,12 @@ ABI_SCALAR_DECL(float, float)
 ABI_SCALAR_DECL(double, double)
 ABI_SCALAR_DECL(ptr, void *)
 
+// Integer-class arguments of every width, six (all in registers) and seven
+// (one on the stack): the sum, each extended by its own type.
+int64_t abi_six_ints(int8_t a, uint16_t b, int32_t c, bool d, const void *e, int64_t f);
+int64_t abi_seven_ints(int8_t a, uint16_t b, int32_t c, bool d, const void *e, int64_t f, int16_t g);
+int8_t abi_narrow_result(int32_t a);
+
 // MARK: structs by value, 1 to 64 bytes, mixed integer and floating members.
 typedef struct { int8_t a; } S1;
 typedef struct { uint8_t b[3]; } S3;
