@@ -253,36 +253,45 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     }
 
     /// The slow path of a set: hooks attached, or a key path probe.
+    ///
+    /// One stack allocation holds the old and the new value, the new value's
+    /// slot and the call's record: a binding's delivery runs this code
+    /// unspecialized, where each `withUnsafePointer` would be a call into a
+    /// generic function with a closure of its own.
     @inlinable
     func _set(_ newValue: Value) {
         if _isProbed, _KeyPathResolver.answerProbe(self) { return }
-        var new = newValue
-        let old = storage.pointee
-        let stored = withUnsafePointer(to: old) { oldPointer in
-            withUnsafeMutablePointer(to: &new) { newPointer in
-                var slot: UnsafeMutableRawPointer? = UnsafeMutableRawPointer(newPointer)
-                return withUnsafeMutablePointer(to: &slot) { slots in
-                    var nothing: Void = ()
-                    return withUnsafeMutablePointer(to: &nothing) { result in
-                        withUnsafeTemporaryAllocation(of: CallBack.self, capacity: 1) { record in
-                            let call = record.baseAddress!
-                            guard _begin(call, slots, UnsafeMutableRawPointer(result), target: _object,
-                                         oldValue: UnsafeRawPointer(oldPointer)) else { return false }
-                            if call.pointee._runsPlainOriginal {
-                                storage.pointee = newPointer.pointee
-                                call.pointee._hasResult = true
-                            } else {
-                                let invoker: any _OriginalInvoker = _StoreInvoker(point: self, slots: slots)
-                                withUnsafePointer(to: invoker) { _runInsteadHooks(&call.pointee, original: UnsafeRawPointer($0)) }
-                            }
-                            _ = _end(call)
-                            return true
-                        }
-                    }
+        let stride = MemoryLayout<Value>.stride
+        let slotOffset = (2 * stride + 7) & ~7
+        let recordAlignment = MemoryLayout<CallBack>.alignment
+        let recordOffset = (slotOffset + MemoryLayout<UnsafeMutableRawPointer?>.stride + recordAlignment - 1) & ~(recordAlignment - 1)
+        withUnsafeTemporaryAllocation(byteCount: recordOffset + MemoryLayout<CallBack>.size,
+                                      alignment: Swift.max(MemoryLayout<Value>.alignment, recordAlignment)) { memory in
+            let base = memory.baseAddress.unsafelyUnwrapped
+            let old = base.bindMemory(to: Value.self, capacity: 2)
+            let new = old + 1
+            old.initialize(to: storage.pointee)
+            new.initialize(to: newValue)
+            let slots = (base + slotOffset).bindMemory(to: UnsafeMutableRawPointer?.self, capacity: 1)
+            slots.initialize(to: UnsafeMutableRawPointer(new))
+            let call = (base + recordOffset).bindMemory(to: CallBack.self, capacity: 1)
+            // The result of a set is Void: nothing is ever stored at its address.
+            if _begin(call, slots, base, target: _object, oldValue: UnsafeRawPointer(old)) {
+                if call.pointee._runsPlainOriginal {
+                    storage.pointee = new.pointee
+                    call.pointee._hasResult = true
+                } else {
+                    _runInsteadHooks(&call.pointee, original: nil)  // invokeOriginal() reaches _invokeOriginal below
                 }
+                _ = _end(call)
+                // `move()`, not `deinitialize(count:)`: unspecialized, that one
+                // is a call to the runtime's array destroy.
+                _ = new.move()
+            } else {
+                storage.pointee = new.move()
             }
+            _ = old.move()
         }
-        if !stored { storage.pointee = new }
     }
 
     /// The object this property belongs to, unretained (alive while its property is set).
@@ -290,6 +299,14 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     var _object: Unmanaged<AnyObject>? {
         let bits = objectBits.load(ordering: .acquiring)
         return bits == 0 ? nil : Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)
+    }
+
+    /// The original of a set, for `invokeOriginal()`: stores the (possibly
+    /// replaced) new value. A class method, so that a set hands no invoker
+    /// to the instead hooks.
+    override func _invokeOriginal(_ call: inout CallBack) {
+        _storeArgument(call.argumentPointers)
+        call._hasResult = true
     }
 
     /// Stores the value at `slots[0]` (a set's original).
@@ -325,24 +342,3 @@ enum _Unowned {
     }
 }
 
-/// The original of a property set: store the (possibly replaced) new value.
-/// Not generic: its metadata is static, so an unspecialized set (a binding's
-/// delivery) asks the runtime for none; the point's own class method does
-/// the typed store.
-@usableFromInline
-struct _StoreInvoker: _OriginalInvoker {
-    @usableFromInline let point: Unmanaged<HookPoint>
-    @usableFromInline let slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>
-
-    @inlinable
-    init(point: HookPoint, slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
-        self.point = .passUnretained(point)
-        self.slots = slots
-    }
-
-    @inlinable
-    func invoke(_ call: inout CallBack) {
-        point._withUnsafeGuaranteedRef { $0._storeArgument(slots) }
-        call._hasResult = true
-    }
-}

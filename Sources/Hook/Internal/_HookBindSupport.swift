@@ -14,15 +14,15 @@ import Synchronization
 public enum _BindingThread {
     /// An opaque pointer owned by the outermost delivery on this thread, or nil.
     public static var change: UnsafeMutableRawPointer? {
-        get { hk_thread_binding_change() }
-        set { hk_thread_set_binding_change(newValue) }
+        @inlinable get { hk_thread_binding_change() }
+        @inlinable set { hk_thread_set_binding_change(newValue) }
     }
 
     /// HookBind's record of the calling thread (`_LockThread`), or nil: one
     /// thread-local load. Set when the record is made, cleared when it is
     /// released at the thread's exit.
     public static var lockThread: UnsafeMutableRawPointer? {
-        @inline(__always) get { hk_lock_thread_get() }
+        @inlinable @inline(__always) get { hk_lock_thread_get() }
         set { hk_lock_thread_set(newValue) }
     }
 }

@@ -179,10 +179,11 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
     }
 
     override func receive(_ value: UnsafeRawPointer) {
-        guard let object else { return }
-        withExtendedLifetime(object) {
-            borrowedPoint._withUnsafeGuaranteedRef { $0._setThroughHooks(value.assumingMemoryBound(to: Value.self).pointee) }
-        }
+        // The object kept alive for the set, as `AnyObject`: a lifetime of the
+        // generic `Object` would go through unspecialized generic code.
+        guard let object = _UnownedMemory.object(objectMemory) else { return }
+        borrowedPoint._withUnsafeGuaranteedRef { $0._setThroughHooks(value.assumingMemoryBound(to: Value.self).pointee) }
+        withExtendedLifetime(object) {}
     }
 }
 

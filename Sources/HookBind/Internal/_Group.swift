@@ -78,8 +78,10 @@ struct _Lease {
 struct _Held {
     enum Kind { case real, borrowed, again }
     /// Not retained while its scope is open (the caller keeps the group);
-    /// retained once kept by a `retaining` scope (`retained`).
-    unowned(unsafe) let lock: _Group
+    /// retained once kept by a `retaining` scope (`retained`). Unmanaged:
+    /// an `unowned(unsafe)` reference passed on would be retained for it.
+    let lockRef: Unmanaged<_Group>
+    var lock: _Group { lockRef.takeUnretainedValue() }
     /// `.real`: this entry releases it; `.borrowed`: it ends the borrow; `.again`: held by an entry below.
     var kind: Kind
     /// Its scope ended, but a `retaining` scope keeps it until that ends.
@@ -96,11 +98,64 @@ struct _Pin {
     let kind: _Held.Kind
 }
 
+/// The stack of locks a thread holds: a buffer of trivial entries owned by
+/// its `_LockThread`, with none of an array's copy-on-write checks (taking
+/// and releasing a lock is one append and one removal of this stack).
+struct _HeldStack: Sequence {
+    private var base: UnsafeMutablePointer<_Held>
+    private var capacity: Int
+    private(set) var count = 0
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        base = .allocate(capacity: capacity)
+    }
+
+    /// Frees the buffer (the owner's `deinit`).
+    func free() { base.deallocate() }
+
+    var indices: Range<Int> { 0..<count }
+    var last: _Held? { count == 0 ? nil : base[count - 1] }
+
+    subscript(index: Int) -> _Held {
+        get {
+            precondition(index >= 0 && index < count, "HookBind: held lock \(index) of \(count)")
+            return base[index]
+        }
+        set {
+            precondition(index >= 0 && index < count, "HookBind: held lock \(index) of \(count)")
+            base[index] = newValue
+        }
+    }
+
+    mutating func append(_ entry: _Held) {
+        if count == capacity {
+            let grown = UnsafeMutablePointer<_Held>.allocate(capacity: capacity * 2)
+            grown.moveInitialize(from: base, count: count)
+            base.deallocate()
+            base = grown
+            capacity *= 2
+        }
+        (base + count).initialize(to: entry)
+        count += 1
+    }
+
+    mutating func removeLast() -> _Held {
+        precondition(count > 0, "HookBind: no held lock to release")
+        count -= 1
+        return (base + count).move()
+    }
+
+    func makeIterator() -> UnsafeBufferPointer<_Held>.Iterator {
+        UnsafeBufferPointer(start: base, count: count).makeIterator()
+    }
+}
+
 /// What HookBind keeps per thread: the locks it holds and the graph's state.
 @usableFromInline
 final class _LockThread: @unchecked Sendable {
     // Only touched by its own thread (unchecked exclusivity: the hot path).
-    @exclusivity(unchecked) var held: [_Held]
+    @exclusivity(unchecked) var held = _HeldStack(capacity: 16)
     @exclusivity(unchecked) var pins: [_Pin] = []
     /// Nested `retaining` scopes, and where the outermost one began in `held`.
     var retainDepth = 0
@@ -110,10 +165,9 @@ final class _LockThread: @unchecked Sendable {
     /// Evaluations, batches and pending computeds of this thread (only its own).
     let graph = _GraphState()
 
-    init() {
-        held = []
-        held.reserveCapacity(16)
-    }
+    init() {}
+
+    deinit { held.free() }
 
     var bits: Int { Int(bitPattern: Unmanaged.passUnretained(self).toOpaque()) }
 
@@ -161,7 +215,7 @@ final class _LockThread: @unchecked Sendable {
     func holds(_ lock: _Group) -> Bool {
         var i = held.count - 1
         while i >= 0 {
-            if held[i].lock === lock { return true }
+            if held[i].lockRef.toOpaque() == Unmanaged.passUnretained(lock).toOpaque() { return true }
             i -= 1
         }
         return !pins.isEmpty && pins.contains { $0.lock === lock }
@@ -205,7 +259,7 @@ enum _Groups {
                 } else {
                     kind = slowAcquire(root, me)
                 }
-                me.held.append(_Held(lock: root, kind: kind))
+                me.held.append(_Held(lockRef: Unmanaged.passUnretained(root), kind: kind))
                 if root.isRoot { return true }
                 // Merged into another group meanwhile: lock that one's root instead.
                 close(me, at: me.held.count - 1)
@@ -270,7 +324,7 @@ enum _Groups {
         if me.retainDepth > 0, i >= me.retainMark {
             // Kept past its scope: the caller no longer keeps the group alive.
             if !me.held[i].retained {
-                _ = Unmanaged.passUnretained(me.held[i].lock).retain()
+                _ = me.held[i].lockRef.retain()
                 me.held[i].retained = true
             }
             return
@@ -288,8 +342,8 @@ enum _Groups {
                 release(last.lock, last.kind, me)
             }
         }
-        release(entry.lock, entry.kind, me)
-        if entry.retained { Unmanaged.passUnretained(entry.lock).release() }
+        entry.lockRef._withUnsafeGuaranteedRef { release($0, entry.kind, me) }
+        if entry.retained { entry.lockRef.release() }
     }
 
     private static func release(_ lock: _Group, _ kind: _Held.Kind, _ me: _LockThread) {
