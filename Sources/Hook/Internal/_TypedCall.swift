@@ -23,7 +23,8 @@ func _typedCall<each A, R>(
     // concrete type once specialized (no per-element value witness calls);
     // the hooks reach each element at the offset the shape computed.
     var arguments = (repeat each args)
-    let count = point.argumentCountValue
+    // A constant once specialized (the slots are filled without a loop).
+    let count = _packCount(repeat (each A).self)
     return try withUnsafeMutablePointer(to: &arguments) { tuple in
         try withUnsafeTemporaryAllocation(of: UnsafeMutableRawPointer?.self, capacity: Swift.max(count, 1)) { pointers in
             let slots = pointers.baseAddress!
@@ -75,6 +76,14 @@ func _typedCall<each A, R>(
             }
         }
     }
+}
+
+/// The number of types in a pack: a constant in specialized code.
+@inlinable @inline(__always)
+func _packCount<each T>(_ types: repeat (each T).Type) -> Int {
+    var count = 0
+    for _ in repeat each types { count += 1 }
+    return count
 }
 
 /// How a typed hook point runs its original inside a call. The call path
