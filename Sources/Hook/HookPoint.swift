@@ -322,6 +322,10 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     @usableFromInline @inline(__always)
     final func _runBeforeHooks(_ call: UnsafeMutablePointer<CallBack>) {
         let hooks = call.pointee.hooks
+        if hooks.onlyAfter {
+            call.pointee._runsPlainOriginal = true
+            return
+        }
         let before = hooks.count(.before)
         // Index loops: `for in` goes through an iterator that allocates in unoptimized builds.
         var i = 0

@@ -70,6 +70,21 @@ struct _Hooks {
     @inlinable @inline(__always)
     var snapshot: Unmanaged<_HookSnapshot> { .fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped) }
 
+    /// Whether every hook runs after the original (no before or instead hook).
+    @inlinable @inline(__always)
+    var onlyAfter: Bool {
+        if isSingle { return single._withUnsafeGuaranteedRef { $0.position == .after } }
+        return snapshotOnlyAfter
+    }
+
+    /// `onlyAfter` of a snapshot (out of line: the inlined call path stays small).
+    @usableFromInline
+    var snapshotOnlyAfter: Bool {
+        snapshot._withUnsafeGuaranteedRef { buffer in
+            buffer.withUnsafeMutablePointerToHeader { $0.pointee.before == 0 && $0.pointee.instead == 0 }
+        }
+    }
+
     /// The number of hooks at `position`.
     @inlinable @inline(__always)
     func count(_ position: HookPosition) -> Int {
