@@ -182,8 +182,8 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
         // The object kept alive for the set, as `AnyObject`: a lifetime of the
         // generic `Object` would go through unspecialized generic code.
         guard let object = _UnownedMemory.object(objectMemory) else { return }
+        defer { _fixLifetime(object) }
         borrowedPoint._withUnsafeGuaranteedRef { $0._setThroughHooks(value.assumingMemoryBound(to: Value.self).pointee) }
-        withExtendedLifetime(object) {}
     }
 }
 
