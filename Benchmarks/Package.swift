@@ -69,6 +69,12 @@ let package = Package(
         // The threads suite without package-benchmark: thread counts from the
         // command line; builds with --static-swift-stdlib to run where Swift is not.
         .executableTarget(name: "threads-probe", dependencies: ["ThreadsSuite", "ThreadsTable"], path: "Sources/ThreadsProbe"),
+        // One call path in a loop, for instruction counts under callgrind (call-counts.sh).
+        .executableTarget(
+            name: "call-counts",
+            dependencies: ["CBenchSupport", .product(name: "Hook", package: "Hook"), .product(name: "HookBind", package: "Hook")],
+            path: "Sources/CallCounts"
+        ),
         // Reads one run's export and prints ratios, checks allocations, draws the chart.
         .executableTarget(name: "bench-report", dependencies: ["ThreadsTable"], path: "Sources/BenchReport"),
     ],

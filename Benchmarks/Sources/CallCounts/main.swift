@@ -1,0 +1,93 @@
+// The call paths of the per-call benchmarks, one at a time, for counting
+// instructions under callgrind (stable where wall clock on a shared VM is
+// not): `call-counts.sh` runs a case at two call counts and prints the
+// difference per call. `call-counts CASE CALLS`.
+import CBenchSupport
+import Hook
+import HookBind
+#if canImport(Glibc)
+import Glibc
+#endif
+
+final class Model { @Hooked var value = 0 }
+
+@inline(never) func closureLoop(_ f: (Int, Int) -> Int, _ n: Int) -> Int {
+    var sum = 0
+    for i in 0..<n { sum &+= f(i, 1) }
+    return sum
+}
+
+typealias Add = @convention(c) (Int64, Int64) -> Int64
+@inline(never) func cLoop(_ f: Add, _ n: Int) -> Int {
+    var sum: Int64 = 0
+    for i in 0..<n { sum &+= f(Int64(i), 1) }
+    return Int(sum)
+}
+
+func addHook() -> FunctionHook {
+    try! FunctionHook(cFunction: bench_add as Add, signature: Signature(returning: Int64.self, arguments: Int64.self, Int64.self), name: "add")
+}
+
+let cases: [String: (Int) -> Int] = [
+    "closure-after": { n in
+        let hook = ClosureHook(name: "add") { (a: Int, b: Int) in a &+ b }
+        hook.after { call in if try call.result(as: Int.self) == -1 { print("unreachable") } }
+        return closureLoop(hook.function, n)
+    },
+    "closure-none": { n in
+        let hook = ClosureHook(name: "add") { (a: Int, b: Int) in a &+ b }
+        return closureLoop(hook.function, n)
+    },
+    "property-after": { n in
+        let model = Model()
+        model.$value.after { _ in }
+        var i = 0
+        while i < n { model.value = i; i += 1 }
+        return model.value
+    },
+    "property-idle": { n in
+        let model = Model()
+        _ = model.$value
+        var i = 0
+        while i < n { model.value = i; i += 1 }
+        return model.value
+    },
+    "c-none": { n in
+        let hook = addHook()
+        return withExtendedLifetime(hook) { cLoop(hook.entry(as: Add.self), n) }
+    },
+    "c-both": { n in
+        let hook = addHook()
+        hook.before { call in if try call.argument(0, as: Int64.self) == -1 { print("unreachable") } }
+        hook.after { call in if try call.result(as: Int64.self) == -1 { print("unreachable") } }
+        return withExtendedLifetime(hook) { cLoop(hook.entry(as: Add.self), n) }
+    },
+    "binding": { n in
+        let a = Model(), b = Model(), c = Model()
+        let binding = try! Binding.bind([.both(a, \.value), .both(b, \.value), .both(c, \.value)])
+        var i = 0
+        while i < n { a.value = i; i += 1 }
+        return withExtendedLifetime(binding) { c.value }
+    },
+    "observable": { n in
+        let observable = Observable(0)
+        let seen = Counter()
+        let subscription = observable.subscribe { _, new in seen.add(new) }
+        var i = 0
+        while i < n { observable.value = i; i += 1 }
+        return withExtendedLifetime(subscription) { seen.total }
+    },
+]
+
+/// A subscriber's sum (a class: a captured `var` would add an exclusivity check per write).
+final class Counter: @unchecked Sendable {
+    var total = 0
+    func add(_ value: Int) { total &+= value }
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count == 3, let run = cases[arguments[1]], let calls = Int(arguments[2]) else {
+    print("usage: call-counts CASE CALLS; cases: \(cases.keys.sorted().joined(separator: ", "))")
+    exit(2)
+}
+if run(calls) == 42 { print("") }
