@@ -118,20 +118,25 @@ public struct CallBack {
     /// an argument would retain it, a write every caller shares.)
     @inlinable @inline(__always)
     func _matches<T: CRepresentable>(_ index: Int, _ type: T.Type) -> Bool {
-        if point.typeIDs[index] == ObjectIdentifier(T.self) { return true }
-        guard point.isCFunction, _isPOD(T.self) else { return false }
-        let code = T.cType._scalarCode
-        if code != 0 { return point.codes[index] == code }
-        return _aggregateMatches(index, T.cType, MemoryLayout<T>.size)
+        Self._scalarMatch(point.typeIDs, point.codes, isCFunction: point.isCFunction, index, T.self)
+            ?? _aggregateMatches(index, T.cType, MemoryLayout<T>.size)
     }
 
     /// `_matches` for the slow paths.
     static func _matches<T: CRepresentable>(_ point: HookPoint, _ index: Int, _ type: T.Type) -> Bool {
-        if point.typeIDs[index] == ObjectIdentifier(T.self) { return true }
-        guard point.isCFunction, _isPOD(T.self) else { return false }
+        _scalarMatch(point.typeIDs, point.codes, isCFunction: point.isCFunction, index, T.self)
+            ?? _aggregateMatches(point, index, T.cType, MemoryLayout<T>.size)
+    }
+
+    /// The match by type identity or scalar code; nil for an aggregate C
+    /// type, whose layout must be compared.
+    @inlinable @inline(__always)
+    static func _scalarMatch<T: CRepresentable>(_ typeIDs: UnsafeMutablePointer<ObjectIdentifier?>, _ codes: UnsafeMutablePointer<UInt8>,
+                                                isCFunction: Bool, _ index: Int, _ type: T.Type) -> Bool? {
+        if typeIDs[index] == ObjectIdentifier(T.self) { return true }
+        guard isCFunction, _isPOD(T.self) else { return false }
         let code = T.cType._scalarCode
-        if code != 0 { return point.codes[index] == code }
-        return _aggregateMatches(point, index, T.cType, MemoryLayout<T>.size)
+        return code != 0 ? codes[index] == code : nil
     }
 
     /// What the slow paths of typed access need of the call: a few words.
@@ -160,10 +165,6 @@ public struct CallBack {
     }
 
     /// The error for a failed typed access of argument `index`, or of the result.
-    func _accessError<T>(_ index: Int, _ type: T.Type, result: Bool) -> HookError {
-        Self._accessError(_site, index, T.self, result: result)
-    }
-
     @usableFromInline
     static func _accessError<T>(_ site: _CallSite, _ index: Int, _ type: T.Type, result: Bool) -> HookError {
         let point = site.point
@@ -234,7 +235,7 @@ public struct CallBack {
 
     @usableFromInline
     mutating func _setArgumentByCType<T>(_ index: Int, _ value: T) throws(HookError) {
-        guard let c = T.self as? any CRepresentable.Type else { throw _accessError(index, T.self, result: false) }
+        guard let c = T.self as? any CRepresentable.Type else { throw Self._accessError(_site, index, T.self, result: false) }
         func open<C: CRepresentable>(_ c: C.Type) throws(HookError) { try setArgument(index, to: value as! C) }
         try open(c)
     }
@@ -255,7 +256,7 @@ public struct CallBack {
 
     @usableFromInline
     mutating func _setResultByCType<T>(_ value: T) throws(HookError) {
-        guard let c = T.self as? any CRepresentable.Type else { throw _accessError(count, T.self, result: true) }
+        guard let c = T.self as? any CRepresentable.Type else { throw Self._accessError(_site, count, T.self, result: true) }
         func open<C: CRepresentable>(_ c: C.Type) throws(HookError) { try setResult(value as! C) }
         try open(c)
     }

@@ -435,16 +435,11 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Runs the original implementation with the call's current arguments and
-    /// stores its result (or error) in the call. Typed hook points pass an
-    /// `_OriginalInvoker` to ``_runInsteadHooks(_:original:)``; C functions override it.
+    /// stores its result (or error) in the call. Closures and methods pass an
+    /// `_OriginalInvoker` to ``_runInsteadHooks(_:original:)``; C functions and
+    /// properties override it.
     func _invokeOriginal(_ call: inout CallBack) {
         call._original.unsafelyUnwrapped.assumingMemoryBound(to: (any _OriginalInvoker).self).pointee.invoke(&call)
-    }
-
-    /// Stores the value at `slots[0]`: the original of a property set (``PropertyHook`` overrides it).
-    @usableFromInline
-    func _storeArgument(_ slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
-        preconditionFailure("only a property's hook point stores")
     }
 
     /// Reports an error thrown by a hook: to the handler, or to standard error.

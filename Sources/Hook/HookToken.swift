@@ -22,7 +22,7 @@ public final class HookToken: @unchecked Sendable {
     /// a property's after hooks: a vetoed set stores nothing, so nothing
     /// happened after which they could run (HookBind's own hooks that must
     /// learn of vetoes opt in).
-    @usableFromInline let runsWhenVetoed: Bool
+    let runsWhenVetoed: Bool
     private let removed = Atomic<Bool>(false)
     /// The hook point, by an unowned reference (`_Unowned`): its memory, not the point.
     private let pointMemory: UnsafeMutableRawPointer

@@ -305,14 +305,8 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     /// replaced) new value. A class method, so that a set hands no invoker
     /// to the instead hooks.
     override func _invokeOriginal(_ call: inout CallBack) {
-        _storeArgument(call.argumentPointers)
+        storage.pointee = call.argumentPointers.pointee.unsafelyUnwrapped.assumingMemoryBound(to: Value.self).pointee
         call._hasResult = true
-    }
-
-    /// Stores the value at `slots[0]` (a set's original).
-    @usableFromInline
-    override func _storeArgument(_ slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
-        storage.pointee = slots.pointee.unsafelyUnwrapped.assumingMemoryBound(to: Value.self).pointee
     }
 
     /// Records `object` as the target of this point's calls, unretained.

@@ -95,15 +95,6 @@ extension Hooked {
         set { _value = newValue }
     }
 
-    /// Whether the hook point is made and has a hook (an atomic load; no retain).
-    @inlinable
-    public mutating func _isHooked() -> Bool {
-        let bits = _pointBits()
-        guard bits != 0 else { return false }
-        return Unmanaged<PropertyHook<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
-            ._withUnsafeGuaranteedRef { $0.hasHooks }
-    }
-
     /// The unretained hook point if it is made and has a hook (an atomic
     /// load; valid while the object that holds this cell is alive).
     @inlinable

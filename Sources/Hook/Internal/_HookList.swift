@@ -71,22 +71,11 @@ struct _Hooks {
     var snapshot: Unmanaged<_HookSnapshot> { .fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped) }
 
     /// Whether every hook runs after the original (no before or instead hook).
-    @inlinable @inline(__always)
-    var onlyAfter: Bool {
-        if isSingle { return single._withUnsafeGuaranteedRef { $0.position == .after } }
-        return snapshotOnlyAfter
-    }
-
-    /// `onlyAfter` of a snapshot (out of line: the inlined call path stays small).
-    @usableFromInline
-    var snapshotOnlyAfter: Bool {
-        snapshot._withUnsafeGuaranteedRef { buffer in
-            buffer.withUnsafeMutablePointerToHeader { $0.pointee.before == 0 && $0.pointee.instead == 0 }
-        }
-    }
+    @inline(__always)
+    var onlyAfter: Bool { count(.before) == 0 && count(.instead) == 0 }
 
     /// The number of hooks at `position`.
-    @inlinable @inline(__always)
+    @inline(__always)
     func count(_ position: HookPosition) -> Int {
         if isSingle { return single._withUnsafeGuaranteedRef { $0.position == position } ? 1 : 0 }
         return snapshot._withUnsafeGuaranteedRef { buffer in
@@ -101,7 +90,7 @@ struct _Hooks {
     }
 
     /// Hook `index` of those at `position` (below `count(position)`).
-    @inlinable @inline(__always)
+    @inline(__always)
     func entry(_ position: HookPosition, _ index: Int) -> Unmanaged<HookToken> {
         if isSingle { return single }
         return snapshot._withUnsafeGuaranteedRef { buffer in
