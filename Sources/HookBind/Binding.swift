@@ -153,14 +153,14 @@ public final class Binding: @unchecked Sendable {
                 guard !unbound.load(ordering: .relaxed) else { return try call.invokeOriginal() }
                 try _Change.run(ObjectIdentifier(self), group) { deliver in
                     try call.invokeOriginal()
-                    if deliver { try self.deliver(call) }
+                    if deliver { try self.deliver(&call) }
                 }
             }
         }
         return point.after { [self] call in
             guard !unbound.load(ordering: .relaxed), call.error == nil else { return }
             try _Change.run(ObjectIdentifier(self), group) { deliver in
-                if deliver { try self.deliver(call) }
+                if deliver { try self.deliver(&call) }
             }
         }
     }
@@ -179,27 +179,32 @@ public final class Binding: @unchecked Sendable {
     /// Delivers the change `call` made at its poster to every other member
     /// that receives, in order. A failing receiver does not stop the others;
     /// the first error is thrown at the end (to the poster's hook error handler).
-    private func deliver(_ call: CallBack) throws {
-        guard let poster = poster(of: call) else { return }
+    /// (`inout`: the record stays where the hook has it; a copy would
+    /// retain what it holds.)
+    private func deliver(_ record: inout CallBack) throws {
+        guard let poster = poster(of: record) else { return }
         var outcome = _Delivery()
-        do {
-            try member(poster)._withUnsafeGuaranteedRef { member in
-                try member.withPostedValue(call) { value in
-                    try _Step.run(member.extras?.postSteps ?? [], value) { wire in deliver(call, wire, from: poster, &outcome) }
+        try withUnsafeMutablePointer(to: &record) { call in
+            do {
+                try member(poster)._withUnsafeGuaranteedRef { member in
+                    try member.withPostedValue(call) { value in
+                        guard member.hasExtras else { return deliver(call, value, from: poster, &outcome) }
+                        try _Step.run(member.extras?.postSteps ?? [], value) { wire in deliver(call, wire, from: poster, &outcome) }
+                    }
                 }
+            } catch {
+                outcome.note(error)
             }
-        } catch {
-            outcome.note(error)
+            // No value (none posted, or a transformer failed): callbacks still hear of the call.
+            if !outcome.delivered { deliver(call, nil, from: poster, &outcome) }
+            if let error = outcome.firstError { throw error }
         }
-        // No value (none posted, or a transformer failed): callbacks still hear of the call.
-        if !outcome.delivered { deliver(call, nil, from: poster, &outcome) }
-        if let error = outcome.firstError { throw error }
     }
 
     /// One pass over the receivers: every member but the poster that
     /// receives, in order (a method, not a local closure: one capturing
     /// `outcome` would box it on the heap in debug builds).
-    private func deliver(_ call: CallBack, _ wire: UnsafeRawPointer?, from poster: Int, _ outcome: inout _Delivery) {
+    private func deliver(_ call: UnsafePointer<CallBack>, _ wire: UnsafeRawPointer?, from poster: Int, _ outcome: inout _Delivery) {
         outcome.delivered = true
         var r = 0
         while r < count {
@@ -207,9 +212,14 @@ public final class Binding: @unchecked Sendable {
             guard r != poster else { continue }
             member(r)._withUnsafeGuaranteedRef { receiver in
                 guard receiver.receives else { return }
+                // A plain receiver (no callback, no transformer): set it.
+                guard receiver.hasExtras else {
+                    if let wire { receiver.receive(wire) }
+                    return
+                }
                 do {
                     if let callback = receiver.callback {
-                        try callback(call)
+                        try callback(call.pointee)
                     } else if let wire {
                         if let steps = receiver.extras?.receiveSteps, !steps.isEmpty {
                             try _Step.run(steps, wire) { receiver.receive($0) }

@@ -28,6 +28,7 @@
 /// when it returns `Void`, its one argument (a setter); a call with several
 /// arguments and no result posts no value and can only reach callbacks.
 public struct Fish: CustomStringConvertible {
+    @usableFromInline
     enum Role { case post, observer, both }
 
     let role: Role
@@ -96,14 +97,20 @@ public struct Fish: CustomStringConvertible {
 
     // MARK: Properties
 
+    // The property fishes are inlinable so that the closures that set the
+    // property and read its value (`_PropertyAccess`) are specialized in
+    // the caller's module.
+
     /// Sends every set of `object`'s `@Hooked` property (FishBind's `post:property:`).
+    @inlinable
     public static func post<Object: AnyObject, Value>(_ object: Object, _ property: ReferenceWritableKeyPath<Object, Value>) -> Fish {
-        Fish(.post, propertyEndpoint(object, property))
+        _property(.post, object, property, _PropertyAccess(Value.self), callBack: nil)
     }
 
     /// Sets `object`'s `@Hooked` property to each value received (FishBind's `observer:property:`).
+    @inlinable
     public static func observer<Object: AnyObject, Value>(_ object: Object, _ property: ReferenceWritableKeyPath<Object, Value>) -> Fish {
-        Fish(.observer, propertyEndpoint(object, property))
+        _property(.observer, object, property, _PropertyAccess(Value.self), callBack: nil)
     }
 
     /// Sends every set of `object`'s `@Hooked` property and receives changes
@@ -111,13 +118,28 @@ public struct Fish: CustomStringConvertible {
     /// to the new value, with one by the callback, which gets the poster's
     /// `CallBack` and `object` (FishBind's `deadFish`). Writes the callback
     /// makes, to `object` or anything else, are not sent back by this binding.
+    @inlinable
     public static func both<Object: AnyObject, Value>(
         _ object: Object, _ property: ReferenceWritableKeyPath<Object, Value>,
         callBack: ((CallBack, Object) throws -> Void)? = nil
     ) -> Fish {
-        let endpoint = propertyEndpoint(object, property)
-        guard let callBack else { return Fish(.both, endpoint) }
-        return Fish(.both, endpoint, callback: callback(_Weak(object), callBack))
+        _property(.both, object, property, _PropertyAccess(Value.self), callBack: callBack)
+    }
+
+    /// A property fish: `access` sets the property and reads its value.
+    @usableFromInline
+    static func _property<Object: AnyObject, Value>(
+        _ role: Role, _ object: Object, _ property: ReferenceWritableKeyPath<Object, Value>, _ access: _PropertyAccess,
+        callBack: ((CallBack, Object) throws -> Void)?
+    ) -> Fish {
+        let endpoint: _Endpoint
+        do {
+            endpoint = _PropertyEndpoint(object, try _propertyPoint(object, property), access)
+        } catch {
+            endpoint = _RefusedEndpoint(description: "\(Object.self) key path", error)
+        }
+        guard let callBack else { return Fish(role, endpoint) }
+        return Fish(role, endpoint, callback: callback(_Weak(object), callBack))
     }
 
     // MARK: Methods
@@ -179,14 +201,6 @@ public struct Fish: CustomStringConvertible {
     }
 
     // MARK: Making endpoints
-
-    static func propertyEndpoint<Object: AnyObject, Value>(_ object: Object, _ property: ReferenceWritableKeyPath<Object, Value>) -> _Endpoint {
-        do {
-            return _PropertyEndpoint(object, try _propertyPoint(object, property))
-        } catch {
-            return _RefusedEndpoint(description: "\(Object.self) key path", error)
-        }
-    }
 
     static func methodEndpoint<Object: AnyObject, each A, R>(_ object: Object, _ method: KeyPath<Object, (repeat each A) -> R>) -> _Endpoint {
         do {

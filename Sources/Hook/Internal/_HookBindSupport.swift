@@ -78,6 +78,22 @@ extension PropertyHook {
             _set(newValue)
         }
     }
+
+    /// Sets the value like ``_setThroughHooks(_:)``, but stores it plainly
+    /// when the only hook is the one at address `hook`: a binding's own
+    /// hook, which would only store the value, since that binding is
+    /// delivering this very change. The address is compared, never
+    /// followed; the caller keeps the hook's memory (an unowned reference),
+    /// so no other hook can be at that address.
+    @inlinable
+    public func _setThroughHooks(_ newValue: Value, unlessOnlyHookIs hook: UInt) {
+        let bits = current.load(ordering: .relaxed)
+        if _fastPath(bits == 0 || bits == Int(bitPattern: hook | 2)) {
+            storage.pointee = newValue
+        } else {
+            _set(newValue)
+        }
+    }
 }
 
 // A value kept inline in an object with its hook point made on first need:

@@ -39,8 +39,14 @@ class _Endpoint: @unchecked Sendable {
     private(set) var role: Fish.Role = .post
     private let adopted = Atomic<Bool>(false)
     private(set) var extras: _FishExtras?
+    /// Whether `extras` is set (read on the delivery path, where loading
+    /// the optional would retain and release it).
+    private(set) final var hasExtras = false
     /// The hook the binding put at this endpoint's hook point (unowned).
     private var tokenMemory: UnsafeMutableRawPointer?
+    /// Its address (0 if none): compared with a point's hooks, never followed
+    /// (see `_PropertyEndpoint.receive`).
+    private(set) final var tokenAddress: UInt = 0
 
     init() {}
 
@@ -56,12 +62,16 @@ class _Endpoint: @unchecked Sendable {
         member.role = fish.role
         if fish.callback != nil || !fish.postSteps.isEmpty || !fish.receiveSteps.isEmpty {
             member.extras = _FishExtras(callback: fish.callback, postSteps: fish.postSteps, receiveSteps: fish.receiveSteps)
+            member.hasExtras = true
         }
         return member
     }
 
     /// Records the hook the binding added for this member.
-    final func hold(_ token: HookToken) { tokenMemory = _UnownedMemory.keep(token) }
+    final func hold(_ token: HookToken) {
+        tokenMemory = _UnownedMemory.keep(token)
+        tokenAddress = UInt(bitPattern: tokenMemory)
+    }
 
     /// The hook the binding added here, while it exists.
     final var token: HookToken? {
@@ -91,8 +101,9 @@ class _Endpoint: @unchecked Sendable {
     var postsStores: Bool { false }
     /// The type of the value a call posts; nil if calls post no single value.
     var postType: Any.Type? { nil }
-    /// Reads the posted value of `call`.
-    func withPostedValue(_ call: CallBack, _ body: (UnsafeRawPointer) throws -> Void) throws {}
+    /// Reads the posted value of the call at `call` (a pointer: the
+    /// record is not copied).
+    func withPostedValue(_ call: UnsafePointer<CallBack>, _ body: (UnsafeRawPointer) throws -> Void) throws {}
     /// The type a received value must have; nil if the endpoint cannot be set.
     var receiveType: Any.Type? { nil }
     /// Sets a received value (of `receiveType`); nothing if the object is gone.
@@ -117,6 +128,69 @@ final class _RefusedEndpoint: _Endpoint, @unchecked Sendable {
     override var error: BindError? { refusal }
 }
 
+/// How a binding sets a property and reads what it posts: two closures made
+/// where the fish is made (`Fish.post`, `.observer` and `.both` are
+/// inlinable), so that in an optimized client they are specialized for the
+/// value type. `_PropertyEndpoint`'s own methods are generic class methods,
+/// which run unspecialized: value witness calls for every copy of the value
+/// and an unspecialized set (about 200 instructions more per three-way set).
+///
+/// In an unoptimized client (`_isDebugAssertConfiguration()`, decided where
+/// the inlined code is compiled) the closures would not be specialized, and
+/// each would allocate a context for the value type's metadata: there the
+/// endpoint's own methods do the work, as fast and without allocating.
+@usableFromInline
+struct _PropertyAccess: @unchecked Sendable {
+    /// Sets the property whose hook point is at the first address to the
+    /// value at the second, through its hooks unless the only one is the
+    /// hook at the third address (the receiving binding's own; see
+    /// `_PropertyEndpoint.receive`).
+    let set: (UnsafeMutableRawPointer, UnsafeRawPointer, UInt) -> Void
+    /// Copies the value of the property whose hook point is at the address
+    /// and hands the copy's address to the body.
+    let post: (UnsafeMutableRawPointer, (UnsafeRawPointer) throws -> Void) throws -> Void
+    /// Whether `set` and `post` are made (else they do nothing; read as a
+    /// flag, not as optionals: unwrapping one would retain its context).
+    let isMade: Bool
+
+    @inlinable
+    init<Value>(_ type: Value.Type) {
+        if Self.inOptimizedCode {
+            self.init(specializing: Value.self)
+        } else {
+            // Closures without captures in non-generic code: no context.
+            self.init(set: { _, _, _ in }, post: { _, _ in }, isMade: false)
+        }
+    }
+
+    /// Whether the code this is inlined into is optimized. (A function, not
+    /// the test inline: folded there in a debug build, the test would make
+    /// the other branch dead code, with a warning.)
+    @inlinable
+    static var inOptimizedCode: Bool { !_isDebugAssertConfiguration() }
+
+    /// The closures, whatever the build (tests reach the optimized clients' path through this).
+    @inlinable
+    init<Value>(specializing type: Value.Type) {
+        self.init(set: { point, value, ownHook in
+            Unmanaged<PropertyHook<Value>>.fromOpaque(point)._withUnsafeGuaranteedRef {
+                $0._setThroughHooks(value.assumingMemoryBound(to: Value.self).pointee, unlessOnlyHookIs: ownHook)
+            }
+        }, post: { point, body in
+            let value = Unmanaged<PropertyHook<Value>>.fromOpaque(point)._withUnsafeGuaranteedRef { $0._currentValue }
+            try withUnsafePointer(to: value) { try body(UnsafeRawPointer($0)) }
+        }, isMade: true)
+    }
+
+    @usableFromInline
+    init(set: @escaping (UnsafeMutableRawPointer, UnsafeRawPointer, UInt) -> Void,
+         post: @escaping (UnsafeMutableRawPointer, (UnsafeRawPointer) throws -> Void) throws -> Void, isMade: Bool) {
+        self.set = set
+        self.post = post
+        self.isMade = isMade
+    }
+}
+
 /// A `@Hooked` property of an object: posts its stores, receives by being set.
 final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked Sendable {
     /// The object, by an unowned reference: alive while `_UnownedMemory.object` gives it.
@@ -131,11 +205,14 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
     /// Where the storage is in the object: names the property in messages,
     /// also once the object is gone (a name is spelt only when asked for).
     let cellOffset: Int
+    /// The set and the read, specialized where the fish was made.
+    let access: _PropertyAccess
 
-    init(_ object: Object, _ point: PropertyHook<Value>) {
+    init(_ object: Object, _ point: PropertyHook<Value>, _ access: _PropertyAccess) {
         objectMemory = _UnownedMemory.keep(object)
         pointAddress = Unmanaged.passUnretained(point).toOpaque()
         cellOffset = point._cellOffset
+        self.access = access
         super.init()
     }
 
@@ -144,6 +221,7 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
         _UnownedMemory.keep(memory: objectMemory)
         pointAddress = other.pointAddress
         cellOffset = other.cellOffset
+        access = other.access
         super.init()
     }
 
@@ -172,8 +250,9 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
     override var identity: ObjectIdentifier { unsafeBitCast(pointAddress, to: ObjectIdentifier.self) }
     override var hasPoint: Bool { true }
 
-    override func withPostedValue(_ call: CallBack, _ body: (UnsafeRawPointer) throws -> Void) throws {
+    override func withPostedValue(_ call: UnsafePointer<CallBack>, _ body: (UnsafeRawPointer) throws -> Void) throws {
         // A post runs inside a set of the property: the object is alive.
+        if access.isMade { return try access.post(pointAddress, body) }
         let value = borrowedPoint._withUnsafeGuaranteedRef { $0._currentValue }
         try withUnsafePointer(to: value) { try body(UnsafeRawPointer($0)) }
     }
@@ -183,7 +262,15 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
         // generic `Object` would go through unspecialized generic code.
         guard let object = _UnownedMemory.object(objectMemory) else { return }
         defer { _fixLifetime(object) }
-        borrowedPoint._withUnsafeGuaranteedRef { $0._setThroughHooks(value.assumingMemoryBound(to: Value.self).pointee) }
+        // A receive runs inside this binding's delivery of the change. If the
+        // point's only hook is the binding's own (a `both` member), that hook
+        // would find the change delivered already and only store the value:
+        // the value is stored without making the call. Any other hook (a
+        // user's, another binding's) and the set goes through them all.
+        if access.isMade { return access.set(pointAddress, value, tokenAddress) }
+        borrowedPoint._withUnsafeGuaranteedRef {
+            $0._setThroughHooks(value.assumingMemoryBound(to: Value.self).pointee, unlessOnlyHookIs: tokenAddress)
+        }
     }
 }
 
@@ -233,8 +320,8 @@ final class _MethodEndpoint<Object: AnyObject>: _Endpoint, @unchecked Sendable {
     override var identity: ObjectIdentifier { unsafeBitCast(pointAddress, to: ObjectIdentifier.self) }
     override var hasPoint: Bool { true }
 
-    override func withPostedValue(_ call: CallBack, _ body: (UnsafeRawPointer) throws -> Void) throws {
-        try value?.read(call, body)
+    override func withPostedValue(_ call: UnsafePointer<CallBack>, _ body: (UnsafeRawPointer) throws -> Void) throws {
+        try value?.read(call.pointee, body)
     }
 }
 
@@ -277,8 +364,8 @@ final class _FreeEndpoint: _Endpoint, @unchecked Sendable {
     override var identity: ObjectIdentifier { pointID }
     override var hasPoint: Bool { true }
 
-    override func withPostedValue(_ call: CallBack, _ body: (UnsafeRawPointer) throws -> Void) throws {
-        try value?.read(call, body)
+    override func withPostedValue(_ call: UnsafePointer<CallBack>, _ body: (UnsafeRawPointer) throws -> Void) throws {
+        try value?.read(call.pointee, body)
     }
 }
 

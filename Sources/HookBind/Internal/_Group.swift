@@ -128,16 +128,20 @@ struct _HeldStack: Sequence {
         }
     }
 
+    @inline(__always)
     mutating func append(_ entry: _Held) {
-        if count == capacity {
-            let grown = UnsafeMutablePointer<_Held>.allocate(capacity: capacity * 2)
-            grown.moveInitialize(from: base, count: count)
-            base.deallocate()
-            base = grown
-            capacity *= 2
-        }
+        if count == capacity { grow() }
         (base + count).initialize(to: entry)
         count += 1
+    }
+
+    @inline(never)
+    private mutating func grow() {
+        let grown = UnsafeMutablePointer<_Held>.allocate(capacity: capacity * 2)
+        grown.moveInitialize(from: base, count: count)
+        base.deallocate()
+        base = grown
+        capacity *= 2
     }
 
     mutating func removeLast() -> _Held {
@@ -248,6 +252,20 @@ enum _Groups {
     }
 
     static func lock(_ group: _Group, _ me: _LockThread) -> Unmanaged<_Group>? {
+        // The common case first: a thread that holds no lock takes a free
+        // one (no scan of what it holds, no loop).
+        if me.held.count == 0, me.pins.isEmpty {
+            let root = group.unmanagedRoot
+            let taken = root._withUnsafeGuaranteedRef {
+                $0.holderBits.compareExchange(expected: 0, desired: me.bits, ordering: .sequentiallyConsistent).exchanged
+            }
+            if taken {
+                me.held.append(_Held(lockRef: root, kind: .real))
+                if root._withUnsafeGuaranteedRef({ $0.isRoot }) { return root }
+                // Merged into another group meanwhile: the loop below locks its root.
+                close(me, at: me.held.count - 1)
+            }
+        }
         while true {
             let root = group.unmanagedRoot
             let locked = root._withUnsafeGuaranteedRef { root -> Bool? in
@@ -281,6 +299,19 @@ enum _Groups {
     }
 
     static func unlock(_ root: Unmanaged<_Group>, _ me: _LockThread) {
+        // The common case first: the lock is the top entry, taken for real,
+        // and nothing keeps it past its scope (what `close` and `release`
+        // do then, without their checks).
+        let top = me.held.count - 1
+        if top >= 0, me.retainDepth == 0, me.pins.isEmpty {
+            let entry = me.held[top]
+            if !entry.closed, entry.kind == .real, !entry.retained, entry.lockRef.toOpaque() == root.toOpaque() {
+                _ = me.held.removeLast()
+                let old = root._withUnsafeGuaranteedRef { $0.holderBits.exchange(0, ordering: .sequentiallyConsistent) }
+                if old & 1 != 0 { wakeParked() }
+                return
+            }
+        }
         var i = me.held.count - 1
         while me.held[i].closed { i -= 1 }
         assert(me.held[i].lock === root.takeUnretainedValue(), "HookBind: locks released out of order")
@@ -354,11 +385,7 @@ enum _Groups {
             // An exchange, not a store: a parker sets the contended bit with a
             // compare-and-swap on the same word, so one of them sees the other.
             let old = lock.holderBits.exchange(0, ordering: .sequentiallyConsistent)
-            if old & 1 != 0 {
-                arbiter.lock()
-                arbiter.broadcast()
-                arbiter.unlock()
-            }
+            if old & 1 != 0 { wakeParked() }
         case .borrowed:
             arbiter.lock()
             let id = ObjectIdentifier(lock)
@@ -369,6 +396,13 @@ enum _Groups {
             arbiter.broadcast()
             arbiter.unlock()
         }
+    }
+
+    /// Wakes the threads parked on a lock just released.
+    private static func wakeParked() {
+        arbiter.lock()
+        arbiter.broadcast()
+        arbiter.unlock()
     }
 
     /// The running thread that `lock` waits for: its latest borrower or
