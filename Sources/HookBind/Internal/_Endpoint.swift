@@ -35,18 +35,22 @@ final class _FishExtras: @unchecked Sendable {
 /// owns the hook points of its properties and methods, so they are valid
 /// whenever the object is).
 class _Endpoint: @unchecked Sendable {
+    // The small fields first, in one word after the object's header (a
+    // subclass's fields start after the last word of these: the property
+    // endpoint keeps its own flag and offset here, so that it stays 72 bytes).
     /// Set by the adopting binding before it publishes anything.
     private(set) var role: Fish.Role = .post
     private let adopted = Atomic<Bool>(false)
-    private(set) var extras: _FishExtras?
     /// Whether `extras` is set (read on the delivery path, where loading
     /// the optional would retain and release it).
     private(set) final var hasExtras = false
+    /// A property endpoint's: whether its `_PropertyAccess` closure is made.
+    final var accessIsMade = false
+    /// A property endpoint's: the offset of the property's storage in its object.
+    final var cellOffset32: Int32 = 0
+    private(set) var extras: _FishExtras?
     /// The hook the binding put at this endpoint's hook point (unowned).
     private var tokenMemory: UnsafeMutableRawPointer?
-    /// Its address (0 if none): compared with a point's hooks, never followed
-    /// (see `_PropertyEndpoint.receive`).
-    private(set) final var tokenAddress: UInt = 0
 
     init() {}
 
@@ -68,10 +72,11 @@ class _Endpoint: @unchecked Sendable {
     }
 
     /// Records the hook the binding added for this member.
-    final func hold(_ token: HookToken) {
-        tokenMemory = _UnownedMemory.keep(token)
-        tokenAddress = UInt(bitPattern: tokenMemory)
-    }
+    final func hold(_ token: HookToken) { tokenMemory = _UnownedMemory.keep(token) }
+
+    /// The address of that hook (0 if none): compared with a point's hooks,
+    /// never followed (see `_PropertyEndpoint.receive`).
+    final var tokenAddress: UInt { UInt(bitPattern: tokenMemory) }
 
     /// The hook the binding added here, while it exists.
     final var token: HookToken? {
@@ -128,29 +133,29 @@ final class _RefusedEndpoint: _Endpoint, @unchecked Sendable {
     override var error: BindError? { refusal }
 }
 
-/// How a binding sets a property and reads what it posts: two closures made
+/// How a binding sets a property and reads what it posts: one closure made
 /// where the fish is made (`Fish.post`, `.observer` and `.both` are
-/// inlinable), so that in an optimized client they are specialized for the
-/// value type. `_PropertyEndpoint`'s own methods are generic class methods,
-/// which run unspecialized: value witness calls for every copy of the value
-/// and an unspecialized set (about 200 instructions more per three-way set).
+/// inlinable), so that in an optimized client it is specialized for the
+/// value type and captures nothing. `_PropertyEndpoint`'s own methods are
+/// generic class methods, which run unspecialized: value witness calls for
+/// every copy of the value and an unspecialized set (about 200 instructions
+/// more per three-way set).
 ///
 /// In an unoptimized client (`_isDebugAssertConfiguration()`, decided where
-/// the inlined code is compiled) the closures would not be specialized, and
-/// each would allocate a context for the value type's metadata: there the
+/// the inlined code is compiled) the closure would not be specialized, and
+/// would allocate a context for the value type's metadata: there the
 /// endpoint's own methods do the work, as fast and without allocating.
+///
+/// One closure for both jobs, so that a property endpoint stays 72 bytes:
+/// with a value, it sets the property of the hook point at the first
+/// address to it, through its hooks unless the only one is the hook at the
+/// third address (the receiving binding's own; see
+/// `_PropertyEndpoint.receive`); without one, it copies the property's value
+/// and hands the copy's address to the body.
 @usableFromInline
 struct _PropertyAccess: @unchecked Sendable {
-    /// Sets the property whose hook point is at the first address to the
-    /// value at the second, through its hooks unless the only one is the
-    /// hook at the third address (the receiving binding's own; see
-    /// `_PropertyEndpoint.receive`).
-    let set: (UnsafeMutableRawPointer, UnsafeRawPointer, UInt) -> Void
-    /// Copies the value of the property whose hook point is at the address
-    /// and hands the copy's address to the body.
-    let post: (UnsafeMutableRawPointer, (UnsafeRawPointer) throws -> Void) throws -> Void
-    /// Whether `set` and `post` are made (else they do nothing; read as a
-    /// flag, not as optionals: unwrapping one would retain its context).
+    let run: (UnsafeMutableRawPointer, UnsafeRawPointer?, UInt, (UnsafeRawPointer) throws -> Void) throws -> Void
+    /// Whether `run` is made (else it does nothing).
     let isMade: Bool
 
     @inlinable
@@ -158,8 +163,8 @@ struct _PropertyAccess: @unchecked Sendable {
         if Self.inOptimizedCode {
             self.init(specializing: Value.self)
         } else {
-            // Closures without captures in non-generic code: no context.
-            self.init(set: { _, _, _ in }, post: { _, _ in }, isMade: false)
+            // A closure without captures in non-generic code: no context.
+            self.init(run: { _, _, _, _ in }, isMade: false)
         }
     }
 
@@ -169,24 +174,25 @@ struct _PropertyAccess: @unchecked Sendable {
     @inlinable
     static var inOptimizedCode: Bool { !_isDebugAssertConfiguration() }
 
-    /// The closures, whatever the build (tests reach the optimized clients' path through this).
+    /// The closure, whatever the build (tests reach the optimized clients' path through this).
     @inlinable
     init<Value>(specializing type: Value.Type) {
-        self.init(set: { point, value, ownHook in
-            Unmanaged<PropertyHook<Value>>.fromOpaque(point)._withUnsafeGuaranteedRef {
-                $0._setThroughHooks(value.assumingMemoryBound(to: Value.self).pointee, unlessOnlyHookIs: ownHook)
+        self.init(run: { point, value, ownHook, body in
+            try Unmanaged<PropertyHook<Value>>.fromOpaque(point)._withUnsafeGuaranteedRef { point in
+                if let value {
+                    point._setThroughHooks(value.assumingMemoryBound(to: Value.self).pointee, unlessOnlyHookIs: ownHook)
+                } else {
+                    let copy = point._currentValue
+                    try withUnsafePointer(to: copy) { try body(UnsafeRawPointer($0)) }
+                }
             }
-        }, post: { point, body in
-            let value = Unmanaged<PropertyHook<Value>>.fromOpaque(point)._withUnsafeGuaranteedRef { $0._currentValue }
-            try withUnsafePointer(to: value) { try body(UnsafeRawPointer($0)) }
         }, isMade: true)
     }
 
     @usableFromInline
-    init(set: @escaping (UnsafeMutableRawPointer, UnsafeRawPointer, UInt) -> Void,
-         post: @escaping (UnsafeMutableRawPointer, (UnsafeRawPointer) throws -> Void) throws -> Void, isMade: Bool) {
-        self.set = set
-        self.post = post
+    init(run: @escaping (UnsafeMutableRawPointer, UnsafeRawPointer?, UInt, (UnsafeRawPointer) throws -> Void) throws -> Void,
+         isMade: Bool) {
+        self.run = run
         self.isMade = isMade
     }
 }
@@ -204,25 +210,30 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
     var borrowedPoint: Unmanaged<PropertyHook<Value>> { Unmanaged.fromOpaque(pointAddress) }
     /// Where the storage is in the object: names the property in messages,
     /// also once the object is gone (a name is spelt only when asked for).
-    let cellOffset: Int
-    /// The set and the read, specialized where the fish was made.
-    let access: _PropertyAccess
+    /// (Kept in the base's first word, `cellOffset32`.)
+    var cellOffset: Int { Int(cellOffset32) }
+    /// The set and the read, specialized where the fish was made, if
+    /// `accessIsMade` (kept in the base's first word).
+    let access: (UnsafeMutableRawPointer, UnsafeRawPointer?, UInt, (UnsafeRawPointer) throws -> Void) throws -> Void
 
     init(_ object: Object, _ point: PropertyHook<Value>, _ access: _PropertyAccess) {
         objectMemory = _UnownedMemory.keep(object)
         pointAddress = Unmanaged.passUnretained(point).toOpaque()
-        cellOffset = point._cellOffset
-        self.access = access
+        self.access = access.run
         super.init()
+        // An object is far smaller than 2 GiB: its offsets fit.
+        cellOffset32 = Int32(point._cellOffset)
+        accessIsMade = access.isMade
     }
 
     private init(copying other: _PropertyEndpoint) {
         objectMemory = other.objectMemory
         _UnownedMemory.keep(memory: objectMemory)
         pointAddress = other.pointAddress
-        cellOffset = other.cellOffset
         access = other.access
         super.init()
+        cellOffset32 = other.cellOffset32
+        accessIsMade = other.accessIsMade
     }
 
     deinit { _UnownedMemory.drop(objectMemory) }
@@ -252,7 +263,7 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
 
     override func withPostedValue(_ call: UnsafePointer<CallBack>, _ body: (UnsafeRawPointer) throws -> Void) throws {
         // A post runs inside a set of the property: the object is alive.
-        if access.isMade { return try access.post(pointAddress, body) }
+        if accessIsMade { return try access(pointAddress, nil, 0, body) }
         let value = borrowedPoint._withUnsafeGuaranteedRef { $0._currentValue }
         try withUnsafePointer(to: value) { try body(UnsafeRawPointer($0)) }
     }
@@ -267,7 +278,7 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
         // would find the change delivered already and only store the value:
         // the value is stored without making the call. Any other hook (a
         // user's, another binding's) and the set goes through them all.
-        if access.isMade { return access.set(pointAddress, value, tokenAddress) }
+        if accessIsMade { return try! access(pointAddress, value, tokenAddress) { _ in } }
         borrowedPoint._withUnsafeGuaranteedRef {
             $0._setThroughHooks(value.assumingMemoryBound(to: Value.self).pointee, unlessOnlyHookIs: tokenAddress)
         }
