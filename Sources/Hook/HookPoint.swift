@@ -143,13 +143,18 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
 
     /// `seesVetoedSets`: an after hook of a property that also runs for a
     /// vetoed set (HookBind's own bookkeeping; users' after hooks do not).
-    func add(_ position: HookPosition, owner: AnyObject?, seesVetoedSets: Bool, _ body: @escaping HookBody) -> HookToken {
+    /// `first`: before the other hooks of its position, not after them.
+    func add(_ position: HookPosition, owner: AnyObject?, seesVetoedSets: Bool, first: Bool = false,
+             _ body: @escaping HookBody) -> HookToken {
         let runsWhenVetoed = position != .after || shape.kind != "property" || seesVetoedSets
         let token = HookToken(point: self, position: position, owner: owner.map(_HookOwner.init),
                               runsWhenVetoed: runsWhenVetoed, body: body)
         update { hooks, _ in
-            // After the last hook of its position (hooks are kept in position order).
-            if let at = hooks.firstIndex(where: { $0.position.rank > position.rank }) {
+            // After the last hook of its position (hooks are kept in position
+            // order), or before the first one.
+            if first, let at = hooks.firstIndex(where: { $0.position.rank >= position.rank }) {
+                hooks.insert(token, at: at)
+            } else if let at = hooks.firstIndex(where: { $0.position.rank > position.rank }) {
                 hooks.insert(token, at: at)
             } else {
                 hooks.append(token)

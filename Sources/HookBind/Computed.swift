@@ -127,6 +127,10 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
 
     var _height: Int { _node.height }
 
+    /// Nothing to do: a computed tells its dependents when it publishes.
+    @usableFromInline
+    func _becameRead() {}
+
     @usableFromInline
     func _refresh() {
         guard state == .dirty else { return }

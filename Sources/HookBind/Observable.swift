@@ -66,22 +66,36 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
         _Graph.locked(_group) {
             if let point = _cell._madePoint() { return point }
             let point = Hooked<Value>._point(in: self, label: "_cell", name: name)
-            // The graph's own hook, first of all: the value is stored, so mark
-            // what depends on it before any subscriber can read it. (Owned by
-            // the point, which this observable owns: `self` is alive when it runs.)
-            // It runs for vetoed writes too: the write is over, whatever the hooks did.
-            // Unmanaged: a method called on an `unowned(unsafe)` capture
-            // retains it for the call.
-            let me = Unmanaged.passUnretained(self)
-            point._afterSeeingVetoes { call in
-                me._withUnsafeGuaranteedRef { me in
-                    me._ifRead { node in
-                        node.storedByHook = true
-                        if !call.isVetoed { _Graph.changed(node) }
-                    }
+            if _node.isRead { _addGraphHook(to: point) }
+            return point
+        }
+    }
+
+    /// A computed read the value: from now on, writes at the hook point must
+    /// tell the graph. (Under the group's lock, as every write is.)
+    @usableFromInline
+    func _becameRead() {
+        if let point = _cell._madePoint() { _addGraphHook(to: point) }
+    }
+
+    /// The graph's own hook, first of all: the value is stored, so mark what
+    /// depends on it before any subscriber can read it. Added once a computed
+    /// has read the value (when the point is made, or when the value is first
+    /// read): until then it would do nothing, and a lone subscriber's hook
+    /// takes the hook point's fastest path. (Owned by the point, which this
+    /// observable owns: `self` is alive when it runs.) It runs for vetoed
+    /// writes too: the write is over, whatever the hooks did.
+    private func _addGraphHook(to point: PropertyHook<Value>) {
+        // Unmanaged: a method called on an `unowned(unsafe)` capture
+        // retains it for the call.
+        let me = Unmanaged.passUnretained(self)
+        point._afterSeeingVetoes(first: true) { call in
+            me._withUnsafeGuaranteedRef { me in
+                me._ifRead { node in
+                    node.storedByHook = true
+                    if !call.isVetoed { _Graph.changed(node) }
                 }
             }
-            return point
         }
     }
 
@@ -210,7 +224,12 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     }
 
     /// The number of subscribers (hooks on ``hookPoint`` besides the graph's own).
-    public var subscriberCount: Int { _Graph.locked(_group) { max((_cell._madePoint()?.hookCount ?? 1) - 1, 0) } }
+    public var subscriberCount: Int {
+        _Graph.locked(_group) {
+            guard let point = _cell._madePoint() else { return 0 }
+            return point.hookCount - (_node.isRead ? 1 : 0)
+        }
+    }
 }
 
 extension Observable: CustomStringConvertible {

@@ -96,6 +96,27 @@ struct ObservableTests {
         #expect(seen == ["before 1->2, stored 1", "after 1->2, stored 2", "computed before 2->4"])
     }
 
+    /// A computed made and first read after the observable has subscribers:
+    /// a subscriber that reads it during a write sees it up to date (the
+    /// graph's own hook, added when the value is first read, runs before the
+    /// subscribers already there), and the subscriber count leaves it out.
+    @Test func aComputedReadLaterIsFreshInSubscribersThatCameFirst() {
+        let count = Observable(1)
+        var seen: [String] = []
+        var doubled: Computed<Int>?
+        count.subscribe { old, new in
+            if let doubled { seen.append("\(old!)->\(new), doubled \(doubled.value)") }
+        }
+        #expect(count.subscriberCount == 1)
+        count.value = 2
+        doubled = Computed { count.value * 2 }
+        #expect(doubled?.value == 4)
+        #expect(count.subscriberCount == 1)
+        count.value = 3
+        count.value = 5
+        #expect(seen == ["2->3, doubled 6", "3->5, doubled 10"])
+    }
+
     @Test func disposedSubscriptionsHearNothing() {
         let count = Observable(0)
         var heard = 0

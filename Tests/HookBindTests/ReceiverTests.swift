@@ -82,6 +82,38 @@ struct BindingReceiverTests {
         #expect((a.value, b.value) == (2, 2))
     }
 
+    /// While one thread sets the poster, another adds and removes a hook of
+    /// its own on a receiver: each set either is a call through that hook or
+    /// a plain store, the hook sees only values the poster was given, and the
+    /// receiver ends with the last one (also under ThreadSanitizer).
+    @Test(arguments: [false, true])
+    func hooksComeAndGoOnAReceiverWhileItIsSet(specializedFishes: Bool) throws {
+        let a = Holder(), b = Holder()
+        let fishes = specializedFishes ? [Self.specialized(a, \.value), Self.specialized(b, \.value)] : [.both(a, \.value), .both(b, \.value)]
+        let binding = try Binding.bind(fishes)
+        let bad = Shared(0), heard = Shared(0)
+        let setter = Shared(true)
+        nonisolated(unsafe) let poster = a, receiver = b
+        onThreads(2) { thread in
+            if thread == 0 {
+                for i in 1...5_000 { poster.value = i }
+                setter.value = false
+            } else {
+                while setter.value {
+                    let token = receiver.$value.after { call in
+                        let value = try call.argument(0, as: Int.self)
+                        heard.mutate { $0 += 1 }
+                        if value < 1 || value > 5_000 { bad.mutate { $0 += 1 } }
+                    }
+                    token.remove()
+                }
+            }
+        }
+        #expect(b.value == 5_000)
+        #expect(bad.value == 0)
+        withExtendedLifetime(binding) {}
+    }
+
     /// A receiver that is an `Observable`'s bound property tells the observable's subscribers.
     @Test func aReceiverBoundToAnObservableTellsItsSubscribers() throws {
         let a = Holder(), b = Holder()

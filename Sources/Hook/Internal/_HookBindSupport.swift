@@ -54,10 +54,11 @@ extension PropertyHook {
     /// Adds an after hook that also runs for a vetoed set (``CallBack/isVetoed``
     /// tells): for bookkeeping that must learn of every call, such as an
     /// observable's graph. Users' after hooks do not run for a vetoed set.
+    /// `first`: it runs before the after hooks already there.
     @_spi(HookBind)
     @discardableResult
-    public func _afterSeeingVetoes(_ body: @escaping HookBody) -> HookToken {
-        add(.after, owner: nil, seesVetoedSets: true, body)
+    public func _afterSeeingVetoes(first: Bool = false, _ body: @escaping HookBody) -> HookToken {
+        add(.after, owner: nil, seesVetoedSets: true, first: first, body)
     }
 
     /// Stores `newValue` without a call: no hook sees it.

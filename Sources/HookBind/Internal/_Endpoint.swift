@@ -50,7 +50,13 @@ class _Endpoint: @unchecked Sendable {
     final var cellOffset32: Int32 = 0
     private(set) var extras: _FishExtras?
     /// The hook the binding put at this endpoint's hook point (unowned).
-    private var tokenMemory: UnsafeMutableRawPointer?
+    /// Atomic: set by `Binding.bind` after the binding's first hook is in
+    /// place, so a delivery on another thread may read it meanwhile (then
+    /// it sees 0, and the set goes through the hooks).
+    private let tokenBits = Atomic<UInt>(0)
+    private var tokenMemory: UnsafeMutableRawPointer? {
+        UnsafeMutableRawPointer(bitPattern: tokenBits.load(ordering: .acquiring))
+    }
 
     init() {}
 
@@ -72,11 +78,13 @@ class _Endpoint: @unchecked Sendable {
     }
 
     /// Records the hook the binding added for this member.
-    final func hold(_ token: HookToken) { tokenMemory = _UnownedMemory.keep(token) }
+    final func hold(_ token: HookToken) {
+        tokenBits.store(UInt(bitPattern: _UnownedMemory.keep(token)), ordering: .releasing)
+    }
 
     /// The address of that hook (0 if none): compared with a point's hooks,
     /// never followed (see `_PropertyEndpoint.receive`).
-    final var tokenAddress: UInt { UInt(bitPattern: tokenMemory) }
+    final var tokenAddress: UInt { tokenBits.load(ordering: .relaxed) }
 
     /// The hook the binding added here, while it exists.
     final var token: HookToken? {

@@ -74,6 +74,9 @@ protocol _Source: AnyObject {
     var _group: _Group { get }
     /// Brings the value up to date (computeds); nothing for sources.
     func _refresh()
+    /// A computed read the value for the first time (`_node.isRead` was just
+    /// set), under the value's group lock.
+    func _becameRead()
 }
 
 /// A computed value: told when a dependency changed, asked to publish.
@@ -119,7 +122,10 @@ final class _Evaluation {
     func record(_ source: any _Source) {
         for dependency in dependencies where dependency.source === source { return }
         let node = source._node
-        node.isRead = true
+        if !node.isRead {
+            node.isRead = true
+            source._becameRead()
+        }
         dependencies.append(_Dependency(source: source, version: node.version))
     }
 }
