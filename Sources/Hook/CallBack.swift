@@ -453,7 +453,7 @@ public struct CallBack {
         guard position == .instead else {
             throw HookError(.notInstead, point: point.name, "invokeOriginal() called from \(position.hookWithArticle)")
         }
-        _error = nil
+        if _error != nil { _error = nil }
         // Borrowed: a strong reference to the point would be a write every caller shares.
         Unmanaged.passUnretained(point)._withUnsafeGuaranteedRef { $0._runInstead(at: Int(insteadIndex) + 1, &self) }
         originalCalled = true

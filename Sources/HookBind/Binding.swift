@@ -148,19 +148,27 @@ public final class Binding: @unchecked Sendable {
     /// points deliver after their original returned. The hook captures the
     /// binding alone and finds its poster by the call's hook point.
     private func attach(to point: HookPoint, storing: Bool) -> HookToken {
+        // The hooks hold the binding; a call borrows it: a retain for the
+        // call would be a write to the binding's reference count that every
+        // thread setting one of its members shares.
+        // (The closure handed to `_Change.run` captures the binding as an
+        // `Unmanaged`, a plain word: capturing the reference, the optimizer
+        // passes it owned, a retain and a release per call.)
         if storing {
             return point.instead { [self] call in
+                let binding = Unmanaged.passUnretained(self)
                 guard !unbound.load(ordering: .relaxed) else { return try call.invokeOriginal() }
                 try _Change.run(ObjectIdentifier(self), group) { deliver in
                     try call.invokeOriginal()
-                    if deliver { try self.deliver(&call) }
+                    if deliver { try binding._withUnsafeGuaranteedRef { try $0.deliver(&call) } }
                 }
             }
         }
         return point.after { [self] call in
+            let binding = Unmanaged.passUnretained(self)
             guard !unbound.load(ordering: .relaxed), call.error == nil else { return }
             try _Change.run(ObjectIdentifier(self), group) { deliver in
-                if deliver { try self.deliver(&call) }
+                if deliver { try binding._withUnsafeGuaranteedRef { try $0.deliver(&call) } }
             }
         }
     }

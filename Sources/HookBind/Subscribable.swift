@@ -88,7 +88,9 @@ extension HookPoint {
                            _ block: @escaping (Value?, Value) -> Void) -> HookToken {
         add(options.when == .beforeChange ? .before : .after) { call in
             guard !call.isVetoed else { return }
-            block(try call.oldValue(as: Value.self), try call.argument(0, as: Value.self))
+            // The hook runs inside a set of this point, which holds a `Value`.
+            let values = call._unsafePropertyValues(Value.self)
+            block(values.old, values.new)
         }
     }
 }

@@ -170,6 +170,18 @@ public enum _UnownedMemory {
 }
 
 extension CallBack {
+    /// The old and the new value of a property set, read without checks:
+    /// only for a hook of a `PropertyHook<Value>`, from inside its call
+    /// (HookBind's subscribers, whose record is live by construction; the
+    /// checked `oldValue(as:)` and `argument(_:as:)` ask the thread's frame
+    /// each). Plain `public`, underscored: HookBind's inlinable code cannot
+    /// use SPI. Not for users.
+    @inlinable @inline(__always)
+    public func _unsafePropertyValues<Value>(_ type: Value.Type) -> (old: Value, new: Value) {
+        (oldValuePointer.unsafelyUnwrapped.assumingMemoryBound(to: Value.self).pointee,
+         argumentPointers.pointee.unsafelyUnwrapped.assumingMemoryBound(to: Value.self).pointee)
+    }
+
     /// The identity of the hook point the call is at (no reference counting).
     @_spi(HookBind)
     public var _hookPointID: ObjectIdentifier { ObjectIdentifier(point) }
