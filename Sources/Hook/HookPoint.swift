@@ -315,11 +315,13 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
             point: self, hooks: hooks, arguments: arguments, result: result,
             thread: thread, frame: frame, serial: hk_frame_serial(thread, frame),
             target: target, original: nil, oldValue: oldValue))
-        if hooks.isSingle, hooks.single._withUnsafeGuaranteedRef({ $0.position == .after }) {
+        let position = hooks.isSingle ? hooks.single._withUnsafeGuaranteedRef({ $0.position }) : .before
+        if position == .after {
             call.pointee._runsPlainOriginal = true
-        } else {
+        } else if position == .before {
             _runBeforeHooks(call)
         }
+        // (A lone instead hook, a binding's: nothing runs before it.)
         return true
     }
 

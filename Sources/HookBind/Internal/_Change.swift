@@ -65,7 +65,7 @@ struct _Change {
         try withUnsafeTemporaryAllocation(of: ObjectIdentifier.self, capacity: inlineCapacity) { buffer in
             var change = _Change(buffer)
             defer { if change.onHeap { change.ids.deallocate() } }
-            change.root = group.unmanagedRoot.toOpaque()
+            change.root = (lease.root ?? group.unmanagedRoot).toOpaque()
             change.insert(binding)
             try withUnsafeMutablePointer(to: &change) { pointer in
                 _BindingThread.change = UnsafeMutableRawPointer(pointer)
