@@ -115,6 +115,7 @@ struct ObservableTests {
         count.value = 3
         count.value = 5
         #expect(seen == ["2->3, doubled 6", "3->5, doubled 10"])
+        doubled = nil  // the subscriber holds it, and it holds `count`: no cycle left behind
     }
 
     @Test func disposedSubscriptionsHearNothing() {

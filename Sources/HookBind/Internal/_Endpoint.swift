@@ -152,7 +152,8 @@ final class _RefusedEndpoint: _Endpoint, @unchecked Sendable {
 /// In an unoptimized client (`_isDebugAssertConfiguration()`, decided where
 /// the inlined code is compiled) the closure would not be specialized, and
 /// would allocate a context for the value type's metadata: there the
-/// endpoint's own methods do the work, as fast and without allocating.
+/// endpoint's own methods do the work (unspecialized, as the closure would
+/// be, and without allocating).
 ///
 /// One closure for both jobs, so that a property endpoint stays 72 bytes:
 /// with a value, it sets the property of the hook point at the first
