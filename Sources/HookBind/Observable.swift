@@ -227,7 +227,7 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     public var subscriberCount: Int {
         _Graph.locked(_group) {
             guard let point = _cell._madePoint() else { return 0 }
-            return point.hookCount - (_node.isRead ? 1 : 0)
+            return max(point.hookCount - (_node.isRead ? 1 : 0), 0)
         }
     }
 }
