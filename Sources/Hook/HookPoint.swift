@@ -355,6 +355,24 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// of a call that was not vetoed runs from here.
     @inlinable @inline(__always)
     final func _end(_ record: UnsafeMutablePointer<CallBack>) -> _Outcome {
+        _leave(record)
+        let call = record.move()
+        return _Outcome(hasResult: call._hasResult || isCFunction, error: call._error)
+    }
+
+    /// ``_end(_:)`` for a caller that needs no outcome (a property set, a C
+    /// call: what they return is in place already). The record's one
+    /// reference is its error: with none, the record needs no destroying,
+    /// and the call releases no nil error.
+    @inlinable @inline(__always)
+    final func _finish(_ record: UnsafeMutablePointer<CallBack>) {
+        _leave(record)
+        if _slowPath(record.pointee._error != nil) { _ = record.move() }
+    }
+
+    /// Runs the after hooks and leaves the frame (the record stays).
+    @inlinable @inline(__always)
+    final func _leave(_ record: UnsafeMutablePointer<CallBack>) {
         let hooks = record.pointee.hooks
         if hooks.isSingle, !record.pointee._vetoed {
             let hook = hooks.single
@@ -367,8 +385,6 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
             _runAfterHooks(record)
         }
         hk_thread_leave(record.pointee.thread)
-        let call = record.move()
-        return _Outcome(hasResult: call._hasResult || isCFunction, error: call._error)
     }
 
     /// Runs the after hooks of a call (any but a lone after hook of a call not vetoed).

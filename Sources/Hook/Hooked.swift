@@ -283,7 +283,7 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
                 } else {
                     _runInsteadHooks(&call.pointee, original: nil)  // invokeOriginal() reaches _invokeOriginal below
                 }
-                _ = _end(call)
+                _finish(call)
                 // `move()`, not `deinitialize(count:)`: unspecialized, that one
                 // is a call to the runtime's array destroy.
                 _ = new.move()
