@@ -73,11 +73,8 @@ extension PropertyHook {
     /// Only while the object is alive (hooks see it as the call's target).
     @inlinable
     public func _setThroughHooks(_ newValue: Value) {
-        if _fastPath(!hasHooks) {
-            storage.pointee = newValue
-        } else {
-            _set(newValue)
-        }
+        // No hook is ever at address 0: only "no hooks" stores plainly.
+        _setThroughHooks(newValue, unlessOnlyHookIs: 0)
     }
 
     /// Sets the value like ``_setThroughHooks(_:)``, but stores it plainly

@@ -186,16 +186,24 @@ struct _PropertyAccess: @unchecked Sendable {
     /// The closure, whatever the build (tests reach the optimized clients' path through this).
     @inlinable
     init<Value>(specializing type: Value.Type) {
-        self.init(run: { point, value, ownHook, body in
-            try Unmanaged<PropertyHook<Value>>.fromOpaque(point)._withUnsafeGuaranteedRef { point in
-                if let value {
-                    point._setThroughHooks(value.assumingMemoryBound(to: Value.self).pointee, unlessOnlyHookIs: ownHook)
-                } else {
-                    let copy = point._currentValue
-                    try withUnsafePointer(to: copy) { try body(UnsafeRawPointer($0)) }
-                }
+        self.init(run: { try Self.perform(Value.self, $0, $1, $2, $3) }, isMade: true)
+    }
+
+    /// What the closure does, for a point holding a `Value`: sets it to the
+    /// value at `value` (through the hooks unless the only one is at
+    /// `ownHook`), or, without a value, hands `body` a copy of it. The
+    /// endpoint's own methods call it unspecialized.
+    @inlinable
+    static func perform<Value>(_ type: Value.Type, _ point: UnsafeMutableRawPointer, _ value: UnsafeRawPointer?,
+                               _ ownHook: UInt, _ body: (UnsafeRawPointer) throws -> Void) throws {
+        try Unmanaged<PropertyHook<Value>>.fromOpaque(point)._withUnsafeGuaranteedRef { point in
+            if let value {
+                point._setThroughHooks(value.assumingMemoryBound(to: Value.self).pointee, unlessOnlyHookIs: ownHook)
+            } else {
+                let copy = point._currentValue
+                try withUnsafePointer(to: copy) { try body(UnsafeRawPointer($0)) }
             }
-        }, isMade: true)
+        }
     }
 
     @usableFromInline
@@ -215,8 +223,6 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
     /// never touches it.
     let pointAddress: UnsafeMutableRawPointer
     var point: PropertyHook<Value> { Unmanaged.fromOpaque(pointAddress).takeUnretainedValue() }
-    /// The point, borrowed (no reference counting).
-    var borrowedPoint: Unmanaged<PropertyHook<Value>> { Unmanaged.fromOpaque(pointAddress) }
     /// Where the storage is in the object: names the property in messages,
     /// also once the object is gone (a name is spelt only when asked for).
     /// (Kept in the base's first word, `cellOffset32`.)
@@ -273,8 +279,7 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
     override func withPostedValue(_ call: UnsafePointer<CallBack>, _ body: (UnsafeRawPointer) throws -> Void) throws {
         // A post runs inside a set of the property: the object is alive.
         if accessIsMade { return try access(pointAddress, nil, 0, body) }
-        let value = borrowedPoint._withUnsafeGuaranteedRef { $0._currentValue }
-        try withUnsafePointer(to: value) { try body(UnsafeRawPointer($0)) }
+        try _PropertyAccess.perform(Value.self, pointAddress, nil, 0, body)
     }
 
     override func receive(_ value: UnsafeRawPointer) {
@@ -287,10 +292,9 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
         // would find the change delivered already and only store the value:
         // the value is stored without making the call. Any other hook (a
         // user's, another binding's) and the set goes through them all.
+        // (A set never calls the body, so nothing throws.)
         if accessIsMade { return try! access(pointAddress, value, tokenAddress) { _ in } }
-        borrowedPoint._withUnsafeGuaranteedRef {
-            $0._setThroughHooks(value.assumingMemoryBound(to: Value.self).pointee, unlessOnlyHookIs: tokenAddress)
-        }
+        try! _PropertyAccess.perform(Value.self, pointAddress, value, tokenAddress) { _ in }
     }
 }
 
