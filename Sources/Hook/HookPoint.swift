@@ -144,11 +144,13 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// `seesVetoedSets`: an after hook of a property that also runs for a
     /// vetoed set (HookBind's own bookkeeping; users' after hooks do not).
     /// `first`: before the other hooks of its position, not after them.
+    /// `isInternal`: HookBind's bookkeeping, which `hookCount` and
+    /// `removeAllHooks()` leave out.
     func add(_ position: HookPosition, owner: AnyObject?, seesVetoedSets: Bool, first: Bool = false,
-             _ body: @escaping HookBody) -> HookToken {
+             isInternal: Bool = false, _ body: @escaping HookBody) -> HookToken {
         let runsWhenVetoed = position != .after || shape.kind != "property" || seesVetoedSets
         let token = HookToken(point: self, position: position, owner: owner.map(_HookOwner.init),
-                              runsWhenVetoed: runsWhenVetoed, body: body)
+                              runsWhenVetoed: runsWhenVetoed, isInternal: isInternal, body: body)
         update { hooks, _ in
             // After the last hook of its position (hooks are kept in position
             // order), or before the first one.
@@ -195,15 +197,18 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
-    /// Detaches every hook.
-    public func removeAllHooks() { update { hooks, _ in hooks.removeAll() } }
+    /// Detaches every hook added to this point. (HookBind's own bookkeeping
+    /// on an observable's point stays: it keeps the computeds that read the
+    /// observable current. A binding's hooks are hooks like any other.)
+    public func removeAllHooks() { update { hooks, _ in hooks.removeAll { !$0.isInternal } } }
 
     /// The number of hooks attached (hooks of owners that are gone included
-    /// until they are detached).
+    /// until they are detached; HookBind's own bookkeeping on an observable's
+    /// point left out).
     public var hookCount: Int {
         state.withVisibleLock(self) { _ in
             let bits = current.load(ordering: .relaxed) & ~1
-            return bits == 0 ? 0 : _Hooks(bits: bits).all().count
+            return bits == 0 ? 0 : _Hooks(bits: bits).all().count { !$0.isInternal }
         }
     }
 

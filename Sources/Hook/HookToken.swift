@@ -23,12 +23,16 @@ public final class HookToken: @unchecked Sendable {
     /// happened after which they could run (HookBind's own hooks that must
     /// learn of vetoes opt in).
     let runsWhenVetoed: Bool
+    /// HookBind's own bookkeeping (an observable's graph, an array's
+    /// change list): not counted by `hookCount`, kept by `removeAllHooks()`.
+    let isInternal: Bool
     private let removed = Atomic<Bool>(false)
     /// The hook point, by an unowned reference (`_Unowned`): its memory, not the point.
     private let pointMemory: UnsafeMutableRawPointer
 
-    init(point: HookPoint, position: HookPosition, owner: _HookOwner?, runsWhenVetoed: Bool, body: @escaping HookBody) {
+    init(point: HookPoint, position: HookPosition, owner: _HookOwner?, runsWhenVetoed: Bool, isInternal: Bool = false, body: @escaping HookBody) {
         self.body = body
+        self.isInternal = isInternal
         self.owner = owner
         self.position = position
         self.runsWhenVetoed = runsWhenVetoed

@@ -223,12 +223,10 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
         }
     }
 
-    /// The number of subscribers (hooks on ``hookPoint`` besides the graph's own).
+    /// The number of subscribers: the hooks on ``hookPoint`` (the graph's
+    /// own is not counted).
     public var subscriberCount: Int {
-        _Graph.locked(_group) {
-            guard let point = _cell._madePoint() else { return 0 }
-            return max(point.hookCount - (_node.isRead ? 1 : 0), 0)
-        }
+        _Graph.locked(_group) { _cell._madePoint()?.hookCount ?? 0 }
     }
 }
 

@@ -118,6 +118,35 @@ struct ObservableTests {
         doubled = nil  // the subscriber holds it, and it holds `count`: no cycle left behind
     }
 
+    /// `removeAllHooks()` on an observable's hook point removes the
+    /// subscribers and the user's hooks, not the graph's own hook: computeds
+    /// that read the observable stay current, and an array keeps its changes.
+    @Test func removingAllHooksKeepsComputedsCurrent() {
+        let count = Observable(1)
+        let doubled = Computed { count.value * 2 }
+        #expect(doubled.value == 2)
+        var heard = 0
+        count.subscribe { _, _ in heard += 1 }
+        count.hookPoint.after { _ in heard += 10 }
+        #expect(count.subscriberCount == 2 && count.hookPoint.hookCount == 2)
+        count.value = 2
+        #expect(heard == 11 && doubled.value == 4)
+        count.hookPoint.removeAllHooks()
+        #expect(count.subscriberCount == 0 && count.hookPoint.hookCount == 0)
+        count.value = 3
+        #expect(heard == 11)
+        #expect(doubled.value == 6)
+
+        let list = ObservableArray([1, 2])
+        var changes: [ArrayChange<Int>] = []
+        list.subscribeChanges { change in changes.append(change) }
+        list.hookPoint.removeAllHooks()
+        list.subscribeChanges { change in changes.append(change) }
+        list.append(3)
+        #expect(list.value == [1, 2, 3])
+        #expect(changes.count == 1 && changes.first?.insertions == [2])
+    }
+
     @Test func disposedSubscriptionsHearNothing() {
         let count = Observable(0)
         var heard = 0
