@@ -174,7 +174,7 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     /// this point (a standalone point, HookBind's observables).
     @usableFromInline let storage: UnsafeMutablePointer<Value>
     /// The object, unretained (nil for a standalone point until adopted): a set runs on its live object.
-    private let objectBits = Atomic<Int>(0)
+    @usableFromInline let objectBits = Atomic<Int>(0)
     /// The offset of the `Hooked` storage in the object; -1 for a standalone point.
     let cellOffset: Int
     /// The object's class, which names the property (kept: the name is asked for after the object is gone too).
@@ -265,37 +265,45 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
         let slotOffset = (2 * stride + 7) & ~7
         let recordAlignment = MemoryLayout<CallBack>.alignment
         let recordOffset = (slotOffset + MemoryLayout<UnsafeMutableRawPointer?>.stride + recordAlignment - 1) & ~(recordAlignment - 1)
-        withUnsafeTemporaryAllocation(byteCount: recordOffset + MemoryLayout<CallBack>.size,
-                                      alignment: Swift.max(MemoryLayout<Value>.alignment, recordAlignment)) { memory in
-            let base = memory.baseAddress.unsafelyUnwrapped
-            let old = base.bindMemory(to: Value.self, capacity: 2)
-            let new = old + 1
-            old.initialize(to: storage.pointee)
-            new.initialize(to: newValue)
-            let slots = (base + slotOffset).bindMemory(to: UnsafeMutableRawPointer?.self, capacity: 1)
-            slots.initialize(to: UnsafeMutableRawPointer(new))
-            let call = (base + recordOffset).bindMemory(to: CallBack.self, capacity: 1)
-            // The result of a set is Void: nothing is ever stored at its address.
-            if _begin(call, slots, base, target: _object, oldValue: UnsafeRawPointer(old)) {
-                if call.pointee._runsPlainOriginal {
-                    storage.pointee = new.pointee
-                    call.pointee._hasResult = true
-                } else {
-                    _runInsteadHooks(&call.pointee, original: nil)  // invokeOriginal() reaches _invokeOriginal below
-                }
-                _finish(call)
-                // `move()`, not `deinitialize(count:)`: unspecialized, that one
-                // is a call to the runtime's array destroy.
-                _ = new.move()
-            } else {
-                storage.pointee = new.move()
-            }
-            _ = old.move()
+        // Unprotected: the buffer is only written through typed pointers of
+        // known size, and a stack canary costs every hooked set a check.
+        _withUnprotectedUnsafeTemporaryAllocation(byteCount: recordOffset + MemoryLayout<CallBack>.size,
+                                                  alignment: Swift.max(MemoryLayout<Value>.alignment, recordAlignment)) { memory in
+            _set(newValue, in: memory.baseAddress.unsafelyUnwrapped, slotOffset: slotOffset, recordOffset: recordOffset)
         }
     }
 
+    /// The body of ``_set(_:)``, forced into its closure (which is then small
+    /// enough to be inlined): one function per set, not two.
+    @inlinable @inline(__always)
+    func _set(_ newValue: Value, in base: UnsafeMutableRawPointer, slotOffset: Int, recordOffset: Int) {
+        let old = base.bindMemory(to: Value.self, capacity: 2)
+        let new = old + 1
+        old.initialize(to: storage.pointee)
+        new.initialize(to: newValue)
+        let slots = (base + slotOffset).bindMemory(to: UnsafeMutableRawPointer?.self, capacity: 1)
+        slots.initialize(to: UnsafeMutableRawPointer(new))
+        let call = (base + recordOffset).bindMemory(to: CallBack.self, capacity: 1)
+        // The result of a set is Void: nothing is ever stored at its address.
+        if _begin(call, slots, base, target: _object, oldValue: UnsafeRawPointer(old)) {
+            if call.pointee._runsPlainOriginal {
+                storage.pointee = new.pointee
+                call.pointee._hasResult = true
+            } else {
+                _runInsteadHooks(&call.pointee, original: nil)  // invokeOriginal() reaches _invokeOriginal below
+            }
+            _finish(call)
+            // `move()`, not `deinitialize(count:)`: unspecialized, that one
+            // is a call to the runtime's array destroy.
+            _ = new.move()
+        } else {
+            storage.pointee = new.move()
+        }
+        _ = old.move()
+    }
+
     /// The object this property belongs to, unretained (alive while its property is set).
-    @usableFromInline
+    @inlinable
     var _object: Unmanaged<AnyObject>? {
         let bits = objectBits.load(ordering: .acquiring)
         return bits == 0 ? nil : Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)

@@ -154,8 +154,14 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
         }
         set {
             let lease = _lock()
-            defer { _Groups.unlock(lease) }
-            _write(newValue, lease.thread)
+            if _slowPath(lease.inBatch) {
+                _writeInBatch(newValue)
+                _Groups.unlock(lease)
+                return
+            }
+            // (Nothing here throws: no `defer` needed for the unlock.)
+            _store(newValue)
+            _Graph.flushAndUnlock(lease)
         }
     }
 

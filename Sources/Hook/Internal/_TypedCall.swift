@@ -23,10 +23,12 @@ func _typedCall<each A, R>(
     // concrete type once specialized (no per-element value witness calls);
     // the hooks reach each element at the offset the shape computed.
     var arguments = (repeat each args)
+    // Unprotected (no stack canary): the buffers below are written only
+    // through typed pointers of their own size.
     // A constant once specialized (the slots are filled without a loop).
     let count = _packCount(repeat (each A).self)
-    return try withUnsafeMutablePointer(to: &arguments) { tuple in
-        try withUnsafeTemporaryAllocation(of: UnsafeMutableRawPointer?.self, capacity: Swift.max(count, 1)) { pointers in
+    return try _withUnprotectedUnsafeMutablePointer(to: &arguments) { tuple in
+        try _withUnprotectedUnsafeTemporaryAllocation(of: UnsafeMutableRawPointer?.self, capacity: Swift.max(count, 1)) { pointers in
             let slots = pointers.baseAddress!
             let base = UnsafeMutableRawPointer(tuple)
             let offsets = point._argumentOffsets
@@ -35,9 +37,9 @@ func _typedCall<each A, R>(
                 slots[i] = base + offsets[i]
                 i += 1
             }
-            return try withUnsafeTemporaryAllocation(of: R.self, capacity: 1) { resultBuffer in
+            return try _withUnprotectedUnsafeTemporaryAllocation(of: R.self, capacity: 1) { resultBuffer in
                 let result = resultBuffer.baseAddress!
-                let outcome = withUnsafeTemporaryAllocation(of: CallBack.self, capacity: 1) { record -> _Outcome? in
+                let outcome = _withUnprotectedUnsafeTemporaryAllocation(of: CallBack.self, capacity: 1) { record -> _Outcome? in
                     let call = record.baseAddress!
                     guard point._begin(call, slots, UnsafeMutableRawPointer(result), target: target, oldValue: nil) else {
                         return nil

@@ -215,11 +215,28 @@ enum _Graph {
     @usableFromInline
     static func flush(_ thread: Unmanaged<_LockThread>) {
         // Most writes have nothing to publish: ask without reference counting.
-        let idle = thread._withUnsafeGuaranteedRef { me in
-            let state = me.graph
-            return state.flushing || state.batchDepth != 0 || (state.commits.isEmpty && state.pending.isEmpty)
-        }
-        if idle { return }
+        if thread._withUnsafeGuaranteedRef({ isIdle($0.graph) }) { return }
+        publish()
+    }
+
+    /// Ends a write outside a batch: `flush(_:)`, then `_Groups.unlock(_:)`,
+    /// in one call (a write's epilogue).
+    @usableFromInline
+    static func flushAndUnlock(_ lease: _Lease) {
+        let idle = lease.thread._withUnsafeGuaranteedRef { isIdle($0.graph) }
+        if !idle { publish() }
+        _Groups.unlock(lease)
+    }
+
+    /// Whether there is nothing to publish, or a batch or a flush will.
+    @inline(__always)
+    private static func isIdle(_ state: _GraphState) -> Bool {
+        state.flushing || state.batchDepth != 0 || (state.commits.isEmpty && state.pending.isEmpty)
+    }
+
+    /// The work of `flush`: the calling thread has something to publish.
+    @inline(never)
+    private static func publish() {
         let state = self.state
         guard !state.flushing, state.batchDepth == 0 else { return }
         state.flushing = true

@@ -72,6 +72,9 @@ class _Group: @unchecked Sendable {
 struct _Lease {
     @usableFromInline let root: Unmanaged<_Group>?
     @usableFromInline let thread: Unmanaged<_LockThread>
+    /// Whether the thread was in a batch when it took the lock (a write
+    /// asks; learnt with the lock, it costs the write no call of its own).
+    @usableFromInline let inBatch: Bool
 }
 
 /// One lock a thread took (a stack, in the order taken).
@@ -248,24 +251,30 @@ enum _Groups {
     @usableFromInline
     static func lock(_ group: _Group) -> _Lease {
         let me = _LockThread.unmanagedCurrent
-        return _Lease(root: me._withUnsafeGuaranteedRef { lock(group, $0) }, thread: me)
+        return me._withUnsafeGuaranteedRef { thread in
+            _Lease(root: lock(group, thread), thread: me, inBatch: thread.graph.batchDepth > 0)
+        }
     }
 
+    @inline(__always)
     static func lock(_ group: _Group, _ me: _LockThread) -> Unmanaged<_Group>? {
-        // The common case first: a thread that holds no lock takes a free
-        // one (no scan of what it holds, no loop).
-        if me.held.count == 0, me.pins.isEmpty {
-            let root = group.unmanagedRoot
-            let taken = root._withUnsafeGuaranteedRef {
-                $0.holderBits.compareExchange(expected: 0, desired: me.bits, ordering: .sequentiallyConsistent).exchanged
-            }
-            if taken {
-                me.held.append(_Held(lockRef: root, kind: .real))
-                if root._withUnsafeGuaranteedRef({ $0.isRoot }) { return root }
-                // Merged into another group meanwhile: the loop below locks its root.
-                close(me, at: me.held.count - 1)
-            }
+        // The common case first, inlined: a thread that holds no lock takes
+        // the free lock of a group that is its own root (no scan of what it
+        // holds, no loop, and the group is at hand: no reference to follow).
+        if me.held.count == 0, me.pins.isEmpty, group.isRoot,
+           group.holderBits.compareExchange(expected: 0, desired: me.bits, ordering: .sequentiallyConsistent).exchanged {
+            let root = Unmanaged.passUnretained(group)
+            me.held.append(_Held(lockRef: root, kind: .real))
+            if group.isRoot { return root }
+            // Merged into another group meanwhile: the loop locks its root.
+            close(me, at: me.held.count - 1)
         }
+        return lockRoot(group, me)
+    }
+
+    /// The general case of `lock`: the root of `group`'s tree, whatever this thread holds.
+    @inline(never)
+    static func lockRoot(_ group: _Group, _ me: _LockThread) -> Unmanaged<_Group>? {
         while true {
             let root = group.unmanagedRoot
             let locked = root._withUnsafeGuaranteedRef { root -> Bool? in
