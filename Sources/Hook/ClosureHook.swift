@@ -50,12 +50,21 @@ public final class ClosureHook<each A, R>: HookPoint, _TupleArguments, @unchecke
     }
 
     /// Calls the hooked closure: `hook(1, 2)`.
-    @inlinable
+    ///
+    /// Small, so that it inlines into ``function``'s closure: with no hook a
+    /// call is one load and a test more than the original's.
+    @inlinable @inline(__always)
     public func callAsFunction(_ args: repeat each A) -> R {
         guard hasHooks else { return original(repeat each args) }
+        return _hookedCall(repeat each args)
+    }
+
+    /// A call through the hooks (specialized in the caller's module, not inlined).
+    @inlinable @inline(never)
+    func _hookedCall(_ args: repeat each A) -> R {
         // Cannot throw: the original does not, and CallBack.setError refuses
         // a closure that cannot throw.
-        return try! _typedCall(self, target: nil, original, escapable: original, repeat each args)
+        try! _typedCall(self, target: nil, original, escapable: original, repeat each args)
     }
 
     /// The hooked closure as a C function pointer, made by a libffi trampoline,
@@ -149,7 +158,13 @@ public final class ThrowingClosureHook<each A, R>: HookPoint, _TupleArguments, @
     @inlinable
     public func callAsFunction(_ args: repeat each A) throws -> R {
         guard hasHooks else { return try original(repeat each args) }
-        return try _typedCall(self, target: nil, original, escapable: original, repeat each args)
+        return try _hookedCall(repeat each args)
+    }
+
+    /// A call through the hooks (specialized in the caller's module, not inlined).
+    @inlinable @inline(never)
+    func _hookedCall(_ args: repeat each A) throws -> R {
+        try _typedCall(self, target: nil, original, escapable: original, repeat each args)
     }
 
     var _tupleID: ObjectIdentifier { ObjectIdentifier((repeat each A).self) }

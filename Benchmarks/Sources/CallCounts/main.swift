@@ -28,7 +28,27 @@ func addHook() -> FunctionHook {
     try! FunctionHook(cFunction: bench_add as Add, signature: Signature(returning: Int64.self, arguments: Int64.self, Int64.self), name: "add")
 }
 
+/// Hides a closure from the optimizer (as the benchmarks do).
+@_optimize(none) func opaque<T>(_ value: T) -> T { value }
+
+/// The floor of any hook point over a closure of any type: the closure
+/// stored in a generic class (as `ClosureHook` keeps its original) and
+/// called through it, with nothing else.
+final class GenericBox<each A, R> {
+    let original: (repeat each A) -> R
+    init(_ original: @escaping (repeat each A) -> R) { self.original = original }
+    @inline(never) var function: (repeat each A) -> R { { (args: repeat each A) in self.original(repeat each args) } }
+}
+
 let cases: [String: (Int) -> Int] = [
+    "closure-plain": { n in
+        let plain: (Int, Int) -> Int = opaque { a, b in a &+ b }
+        return closureLoop(plain, n)
+    },
+    "closure-floor": { n in
+        let box = GenericBox { (a: Int, b: Int) in a &+ b }
+        return closureLoop(box.function, n)
+    },
     "closure-after": { n in
         let hook = ClosureHook(name: "add") { (a: Int, b: Int) in a &+ b }
         hook.after { call in if try call.result(as: Int.self) == -1 { print("unreachable") } }

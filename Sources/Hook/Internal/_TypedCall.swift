@@ -23,61 +23,76 @@ func _typedCall<each A, R>(
     // concrete type once specialized (no per-element value witness calls);
     // the hooks reach each element at the offset the shape computed.
     var arguments = (repeat each args)
-    // Unprotected (no stack canary): the buffers below are written only
-    // through typed pointers of their own size.
     // A constant once specialized (the slots are filled without a loop).
     let count = _packCount(repeat (each A).self)
+    // One stack block holds the arguments' addresses, the result and the
+    // record (one closure, not three). Unprotected (no stack canary): it is
+    // written only through typed pointers of their own size.
+    let resultOffset = _align(Swift.max(count, 1) * MemoryLayout<UnsafeMutableRawPointer?>.stride, MemoryLayout<R>.alignment)
+    let recordOffset = _align(resultOffset + MemoryLayout<R>.size, MemoryLayout<CallBack>.alignment)
     return try _withUnprotectedUnsafeMutablePointer(to: &arguments) { tuple in
-        try _withUnprotectedUnsafeTemporaryAllocation(of: UnsafeMutableRawPointer?.self, capacity: Swift.max(count, 1)) { pointers in
-            let slots = pointers.baseAddress!
-            let base = UnsafeMutableRawPointer(tuple)
-            let offsets = point._argumentOffsets
-            var i = 0
-            while i < count {
-                slots[i] = base + offsets[i]
-                i += 1
-            }
-            return try _withUnprotectedUnsafeTemporaryAllocation(of: R.self, capacity: 1) { resultBuffer in
-                let result = resultBuffer.baseAddress!
-                let outcome = _withUnprotectedUnsafeTemporaryAllocation(of: CallBack.self, capacity: 1) { record -> _Outcome? in
-                    let call = record.baseAddress!
-                    guard point._begin(call, slots, UnsafeMutableRawPointer(result), target: target, oldValue: nil) else {
-                        return nil
-                    }
-                    if call.pointee._runsPlainOriginal {
-                        // The common case: the original runs here, specialized
-                        // (no existential), and borrowed: copying the closure
-                        // into an invoker would retain its context, a write
-                        // every caller of the hook point shares.
-                        call.pointee._markRunningOriginal(true)
-                        _ClosureInvoker.run(original, tuple, &call.pointee)
-                        call.pointee._markRunningOriginal(false)
-                    } else if let escapable {
-                        let erased: any _OriginalInvoker = _ClosureInvoker(original: escapable, tuple: tuple)
-                        withUnsafePointer(to: erased) { point._runInsteadHooks(&call.pointee, original: UnsafeRawPointer($0)) }
-                    } else {
-                        // The invoker holds the original only while the instead hooks run.
-                        withoutActuallyEscaping(original) { original in
-                            let erased: any _OriginalInvoker = _ClosureInvoker(original: original, tuple: tuple)
-                            withUnsafePointer(to: erased) { point._runInsteadHooks(&call.pointee, original: UnsafeRawPointer($0)) }
-                        }
-                    }
-                    return point._end(call)
-                }
-                if let outcome {
-                    if let error = outcome.error {
-                        if outcome.hasResult { result.deinitialize(count: 1) }
-                        throw error
-                    }
-                    if outcome.hasResult { return result.move() }
-                    if R.self == Void.self { return unsafeBitCast((), to: R.self) }
-                    point._reportMissingResult()
-                }
-                // Original only (suppressed, reentrant), or no result was made.
-                return try original(repeat each tuple.pointee)
-            }
+        try _withUnprotectedUnsafeTemporaryAllocation(
+            byteCount: recordOffset + MemoryLayout<CallBack>.size,
+            alignment: Swift.max(MemoryLayout<R>.alignment, MemoryLayout<CallBack>.alignment)
+        ) { memory in
+            try _typedCall(point, target: target, original, escapable: escapable, tuple: tuple, count: count,
+                           block: memory.baseAddress.unsafelyUnwrapped, resultOffset: resultOffset, recordOffset: recordOffset)
         }
     }
+}
+
+/// `offset` rounded up to a multiple of `alignment` (a power of two).
+@inlinable @inline(__always)
+func _align(_ offset: Int, _ alignment: Int) -> Int { (offset + alignment - 1) & ~(alignment - 1) }
+
+/// The body of `_typedCall`, forced into its one closure.
+@inlinable @inline(__always)
+func _typedCall<each A, R>(
+    _ point: HookPoint, target: Unmanaged<AnyObject>?,
+    _ original: (repeat each A) throws -> R, escapable: ((repeat each A) throws -> R)?,
+    tuple: UnsafeMutablePointer<(repeat each A)>, count: Int,
+    block: UnsafeMutableRawPointer, resultOffset: Int, recordOffset: Int
+) throws -> R {
+    let slots = block.bindMemory(to: UnsafeMutableRawPointer?.self, capacity: Swift.max(count, 1))
+    let base = UnsafeMutableRawPointer(tuple)
+    let offsets = point._argumentOffsets
+    var i = 0
+    while i < count {
+        slots[i] = base + offsets[i]
+        i += 1
+    }
+    let result = (block + resultOffset).bindMemory(to: R.self, capacity: 1)
+    let call = (block + recordOffset).bindMemory(to: CallBack.self, capacity: 1)
+    if point._begin(call, slots, UnsafeMutableRawPointer(result), target: target, oldValue: nil) {
+        if call.pointee._runsPlainOriginal {
+            // The common case: the original runs here, specialized
+            // (no existential), and borrowed: copying the closure
+            // into an invoker would retain its context, a write
+            // every caller of the hook point shares.
+            call.pointee._markRunningOriginal(true)
+            _ClosureInvoker.run(original, tuple, &call.pointee)
+            call.pointee._markRunningOriginal(false)
+        } else if let escapable {
+            let erased: any _OriginalInvoker = _ClosureInvoker(original: escapable, tuple: tuple)
+            withUnsafePointer(to: erased) { point._runInsteadHooks(&call.pointee, original: UnsafeRawPointer($0)) }
+        } else {
+            // The invoker holds the original only while the instead hooks run.
+            withoutActuallyEscaping(original) { original in
+                let erased: any _OriginalInvoker = _ClosureInvoker(original: original, tuple: tuple)
+                withUnsafePointer(to: erased) { point._runInsteadHooks(&call.pointee, original: UnsafeRawPointer($0)) }
+            }
+        }
+        let outcome = point._end(call)
+        if let error = outcome.error {
+            if outcome.hasResult { result.deinitialize(count: 1) }
+            throw error
+        }
+        if outcome.hasResult { return result.move() }
+        if R.self == Void.self { return unsafeBitCast((), to: R.self) }
+        point._reportMissingResult()
+    }
+    // Original only (suppressed, reentrant), or no result was made.
+    return try original(repeat each tuple.pointee)
 }
 
 /// The number of types in a pack: a constant in specialized code.
