@@ -267,14 +267,13 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
         let recordOffset = (slotOffset + MemoryLayout<UnsafeMutableRawPointer?>.stride + recordAlignment - 1) & ~(recordAlignment - 1)
         // Unprotected: the buffer is only written through typed pointers of
         // known size, and a stack canary costs every hooked set a check.
-        _withUnprotectedUnsafeTemporaryAllocation(byteCount: recordOffset + MemoryLayout<CallBack>.size,
-                                                  alignment: Swift.max(MemoryLayout<Value>.alignment, recordAlignment)) { memory in
-            _set(newValue, in: memory.baseAddress.unsafelyUnwrapped, slotOffset: slotOffset, recordOffset: recordOffset)
-        }
+        _propertySet(self, newValue, byteCount: recordOffset + MemoryLayout<CallBack>.size,
+                     alignment: Swift.max(MemoryLayout<Value>.alignment, recordAlignment),
+                     slotOffset: slotOffset, recordOffset: recordOffset)
     }
 
-    /// The body of ``_set(_:)``, forced into its closure (which is then small
-    /// enough to be inlined): one function per set, not two.
+    /// The body of ``_set(_:)``, forced into the closure of `_propertySet`,
+    /// which is inlined in turn: one function per set.
     @inlinable @inline(__always)
     func _set(_ newValue: Value, in base: UnsafeMutableRawPointer, slotOffset: Int, recordOffset: Int) {
         let old = base.bindMemory(to: Value.self, capacity: 2)
@@ -344,3 +343,13 @@ enum _Unowned {
     }
 }
 
+/// The stack block of a hooked set, and its body run in it. A free function,
+/// not a method: the closure of a method of the generic class was left out
+/// of line (a second function per set, 27 instructions more), this one is
+/// inlined.
+@inlinable @inline(__always)
+func _propertySet<Value>(_ point: PropertyHook<Value>, _ newValue: Value, byteCount: Int, alignment: Int, slotOffset: Int, recordOffset: Int) {
+    _withUnprotectedUnsafeTemporaryAllocation(byteCount: byteCount, alignment: alignment) { memory in
+        point._set(newValue, in: memory.baseAddress.unsafelyUnwrapped, slotOffset: slotOffset, recordOffset: recordOffset)
+    }
+}
