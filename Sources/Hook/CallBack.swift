@@ -55,6 +55,8 @@ public struct CallBack {
     @usableFromInline var _vetoed = false
     /// Set by `_begin`: no veto and no instead hook, so the caller runs the original itself.
     @usableFromInline var _runsPlainOriginal = false
+    /// Set by `_begin`: the call's one hook is an after hook (`_leave` runs it without a loop).
+    @usableFromInline var _loneAfter = false
 
     /// Scalar codes (`CType._scalarCode`) of the arguments, then of the result.
     @inlinable var codes: UnsafeMutablePointer<UInt8> { point.codes }

@@ -182,7 +182,7 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
             } else {
                 _runInsteadHooks(&call.pointee, original: nil)  // invokeOriginal() reaches _invokeOriginal below
             }
-            _finish(call)
+            _finish(call, isCFunction: true)
         }
     }
 

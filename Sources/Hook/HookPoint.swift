@@ -323,6 +323,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         let position = hooks.isSingle ? hooks.single._withUnsafeGuaranteedRef({ $0.position }) : .before
         if position == .after {
             call.pointee._runsPlainOriginal = true
+            call.pointee._loneAfter = true
         } else if position == .before {
             _runBeforeHooks(call)
         }
@@ -358,35 +359,36 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// Runs the after hooks, leaves the frame and destroys the record.
     /// Inlined like ``_begin(_:_:_:target:oldValue:)``: a lone after hook
     /// of a call that was not vetoed runs from here.
+    /// (Typed hook points only: closures and methods, never a C function.)
     @inlinable @inline(__always)
     final func _end(_ record: UnsafeMutablePointer<CallBack>) -> _Outcome {
-        _leave(record)
+        _leave(record, isCFunction: false)
         let call = record.move()
-        return _Outcome(hasResult: call._hasResult || isCFunction, error: call._error)
+        return _Outcome(hasResult: call._hasResult, error: call._error)
     }
 
     /// ``_end(_:)`` for a caller that needs no outcome (a property set, a C
     /// call: what they return is in place already). The record's one
     /// reference is its error: with none, the record needs no destroying,
-    /// and the call releases no nil error.
+    /// and the call releases no nil error. `isCFunction`: a constant of the
+    /// caller (`self.isCFunction`), so that the test is not made per call.
     @inlinable @inline(__always)
-    final func _finish(_ record: UnsafeMutablePointer<CallBack>) {
-        _leave(record)
+    final func _finish(_ record: UnsafeMutablePointer<CallBack>, isCFunction: Bool) {
+        _leave(record, isCFunction: isCFunction)
         if _slowPath(record.pointee._error != nil) { _ = record.move() }
     }
 
     /// Runs the after hooks and leaves the frame (the record stays).
     @inlinable @inline(__always)
-    final func _leave(_ record: UnsafeMutablePointer<CallBack>) {
-        let hooks = record.pointee.hooks
-        if hooks.isSingle, !record.pointee._vetoed {
-            let hook = hooks.single
-            if hook._withUnsafeGuaranteedRef({ $0.position == .after }) {
-                if isCFunction { record.pointee._hasResult = true }
-                record.pointee._position = .after
-                _run(hook, &record.pointee)
-            }
-        } else {
+    final func _leave(_ record: UnsafeMutablePointer<CallBack>, isCFunction: Bool) {
+        if record.pointee._loneAfter {
+            // `_begin` found one after hook and nothing else: no veto is
+            // possible, and it runs here without a loop.
+            if isCFunction { record.pointee._hasResult = true }
+            record.pointee._position = .after
+            _run(record.pointee.hooks.single, &record.pointee)
+        } else if !record.pointee.hooks.isSingle {
+            // (A lone before or instead hook has no after hook to run.)
             _runAfterHooks(record)
         }
         hk_thread_leave(record.pointee.thread)

@@ -291,7 +291,7 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
             } else {
                 _runInsteadHooks(&call.pointee, original: nil)  // invokeOriginal() reaches _invokeOriginal below
             }
-            _finish(call)
+            _finish(call, isCFunction: false)
             // `move()`, not `deinitialize(count:)`: unspecialized, that one
             // is a call to the runtime's array destroy.
             _ = new.move()
