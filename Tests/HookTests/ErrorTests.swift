@@ -1,4 +1,5 @@
 import CHookTestSupport
+import Foundation
 @testable import Hook
 import Testing
 
@@ -115,6 +116,46 @@ struct ErrorTests {
         } catch {
             #expect(error.kind == .callBackExpired)
         }
+    }
+
+    /// A record is live only in its own call: not in a later call at the same
+    /// depth of the same thread (which gets a new serial), still in a call
+    /// nested inside it, and not on another thread while it runs.
+    @Test func aCallBackIsLiveOnlyInItsOwnCall() throws {
+        final class Seen: @unchecked Sendable {
+            var first: CallBack?
+            var firstLiveInLaterCall: Bool?
+            var outerLiveInNestedCall: Bool?
+            var liveOnAnotherThread: Bool?
+        }
+        let seen = Seen()
+        let inner = ClosureHook(name: "inner") { (x: Int) in x }
+        let outer = ClosureHook(name: "outer") { (x: Int) in inner(x) }
+        outer.before { call in
+            let x = try call.argument(0, as: Int.self)
+            if x == 1 { seen.first = call }
+            if x == 2 { seen.firstLiveInLaterCall = seen.first?.isLive }
+            if x == 3 {
+                nonisolated(unsafe) let copy = call
+                let done = DispatchSemaphore(value: 0)
+                Thread {
+                    seen.liveOnAnotherThread = copy.isLive
+                    done.signal()
+                }.start()
+                done.wait()
+            }
+        }
+        var outerCall: CallBack?
+        outer.before { call in outerCall = call }
+        inner.before { _ in seen.outerLiveInNestedCall = outerCall?.isLive }
+        #expect(outer(1) == 1)
+        #expect(seen.first?.isLive == false)
+        #expect(outer(2) == 2)
+        #expect(seen.firstLiveInLaterCall == false)
+        #expect(seen.outerLiveInNestedCall == true)
+        #expect(outer(3) == 3)
+        #expect(seen.liveOnAnotherThread == false)
+        #expect(throws: HookError.self) { try seen.first?.argument(0, as: Int.self) }
     }
 
     /// A plain closure property is no @HookableMethod: the message names the

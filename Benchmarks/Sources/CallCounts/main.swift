@@ -65,6 +65,14 @@ let cases: [String: (Int) -> Int] = [
         while i < n { model.value = i; i += 1 }
         return model.value
     },
+    "property-read": { n in
+        // As the benchmark's: the hook reads the new value, typed.
+        let model = Model()
+        model.$value.after { call in if try call.argument(0, as: Int.self) == -1 { print("unreachable") } }
+        var i = 0
+        while i < n { model.value = i; i += 1 }
+        return model.value
+    },
     "property-idle": { n in
         let model = Model()
         _ = model.$value

@@ -187,10 +187,13 @@ static inline void *hk_lock_thread_get(void) { return hk_lock_thread; }
 static inline void hk_lock_thread_set(void *record) { hk_lock_thread = record; }
 
 // Whether frame `index` with `serial` is still running on the calling thread.
+// `t` and `index` are a call record's: a registered thread (non-null) and a
+// frame it entered (0 ..< HK_MAX_DEPTH). Comparing the serial is enough: every
+// frame entered gets a new one, and a frame left has 0 (the thread's record
+// starts zeroed), so neither a returned call nor a later call at the same
+// depth matches.
 static inline int hk_frame_is_live(const hk_thread *t, int index, uint64_t serial) {
-  if (t == 0 || hk_current_thread != t || index < 0) return 0;
-  int d = atomic_load_explicit(&((hk_thread *)t)->depth, memory_order_relaxed);
-  return index < d && t->serial[index] == serial;
+  return hk_current_thread == t && t->serial[index] == serial;
 }
 
 
