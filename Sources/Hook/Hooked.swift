@@ -242,8 +242,10 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     }
 
     /// A set from the property's setter once the hook point exists: through
-    /// the hooks if there are any, else a plain store.
-    @inlinable @inline(never)
+    /// the hooks if there are any, else a plain store. Inlined into the
+    /// setter: the test and the store are a few instructions, and a hooked
+    /// set is one call (to `_set`, which stays out of line).
+    @inlinable @inline(__always)
     final func _setAsProperty(_ newValue: Value) {
         if _fastPath(!hasHooks) {
             storage.pointee = newValue
@@ -258,7 +260,7 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     /// slot and the call's record: a binding's delivery runs this code
     /// unspecialized, where each `withUnsafePointer` would be a call into a
     /// generic function with a closure of its own.
-    @inlinable
+    @inlinable @inline(never)
     func _set(_ newValue: Value) {
         if _isProbed, _KeyPathResolver.answerProbe(self) { return }
         let stride = MemoryLayout<Value>.stride

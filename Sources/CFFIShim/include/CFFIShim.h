@@ -117,16 +117,18 @@ static inline void hk_thread_publish_depth(hk_thread *t, int depth) {
 // which is what lets writers on other threads see it.
 static inline int hk_thread_enter(hk_thread *t, uintptr_t point) {
   if (t->suppressed > 0) return -1;
-  int d = atomic_load_explicit(&t->depth, memory_order_relaxed);
-  for (int i = d - 1; i >= 0; i--) {
-    // Exact match only: a frame tagged with bit 0 is running its original, not a hook.
-    if (atomic_load_explicit(&t->active[i], memory_order_relaxed) == point) return -1;
-  }
+  // Unsigned and capped first: the compiler then knows the frame index is
+  // not negative, and callers' `frame >= 0` tests fold away.
+  unsigned d = (unsigned)atomic_load_explicit(&t->depth, memory_order_relaxed);
   if (d >= HK_MAX_DEPTH) return -1;
+  for (unsigned i = d; i > 0; i--) {
+    // Exact match only: a frame tagged with bit 0 is running its original, not a hook.
+    if (atomic_load_explicit(&t->active[i - 1], memory_order_relaxed) == point) return -1;
+  }
   atomic_store_explicit(&t->active[d], point, memory_order_relaxed);
   t->serial[d] = ++t->next_serial;
-  hk_thread_publish_depth(t, d + 1);
-  return d;
+  hk_thread_publish_depth(t, (int)d + 1);
+  return (int)d;
 }
 
 // Like enter, but also succeeds when the point is already active: used by
