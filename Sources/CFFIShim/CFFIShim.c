@@ -73,6 +73,7 @@ hk_thread *hk_thread_register(void) {
   pthread_once(&membarrier_once, register_membarrier);
   hk_thread *t = (hk_thread *)calloc(1, sizeof(hk_thread));
   if (!t) abort(); // a few hundred bytes once per thread; nothing sensible to do without them
+  t->limit = HK_MAX_DEPTH;
   pthread_mutex_lock(&registry_lock);
   t->next = registry_head;
   if (registry_head) registry_head->prev = t;

@@ -37,10 +37,12 @@ public struct CallBack {
     @usableFromInline let frame: Int32
     /// The object of a property or method call (unretained: it is alive during its own call).
     @usableFromInline let callTarget: Unmanaged<AnyObject>?
-    /// Runs the original of a typed hook point (an `any _OriginalInvoker` on the caller's stack).
-    @usableFromInline var _original: UnsafeRawPointer?
     /// The value a `@Hooked` property held before this set.
     @usableFromInline let oldValuePointer: UnsafeRawPointer?
+    // The fields below start as zero, and lie together: a record is made
+    // with two stores for all of them.
+    /// Runs the original of a typed hook point (an `any _OriginalInvoker` on the caller's stack).
+    @usableFromInline var _original: UnsafeRawPointer?
     @usableFromInline var insteadIndex: Int32 = 0
     @usableFromInline var originalCalled = false
 

@@ -65,6 +65,9 @@ typedef struct hk_thread {
   _Atomic(int) depth;
   // > 0 inside withoutHooks { }: every hook point runs its original only.
   int suppressed;
+  // The depth below which a frame may be entered: HK_MAX_DEPTH, or 0 while
+  // suppressed (one test in hk_thread_enter for both).
+  uint8_t limit;
   uint64_t next_serial;
   // While a key path is resolved to its hook point on this thread, where the
   // hooked setter or getter that the access reaches records its hook point
@@ -116,11 +119,11 @@ static inline void hk_thread_publish_depth(hk_thread *t, int depth) {
 // The announcement is ordered before any later load of the hook snapshot,
 // which is what lets writers on other threads see it.
 static inline int hk_thread_enter(hk_thread *t, uintptr_t point) {
-  if (t->suppressed > 0) return -1;
-  // Unsigned and capped first: the compiler then knows the frame index is
-  // not negative, and callers' `frame >= 0` tests fold away.
+  // Unsigned and capped first (suppressed: a cap of 0): the compiler then
+  // knows the frame index is not negative, and callers' `frame >= 0` tests
+  // fold away.
   unsigned d = (unsigned)atomic_load_explicit(&t->depth, memory_order_relaxed);
-  if (d >= HK_MAX_DEPTH) return -1;
+  if (d >= t->limit) return -1;
   for (unsigned i = d; i > 0; i--) {
     // Exact match only: a frame tagged with bit 0 is running its original, not a hook.
     if (atomic_load_explicit(&t->active[i - 1], memory_order_relaxed) == point) return -1;
@@ -164,8 +167,14 @@ static inline void hk_frame_set_running_original(hk_thread *t, int index, uintpt
 static inline int hk_thread_is_suppressed(hk_thread *t) { return t->suppressed > 0; }
 // How many frames are active on this thread (its own state only).
 static inline int hk_thread_depth(hk_thread *t) { return atomic_load_explicit(&t->depth, memory_order_relaxed); }
-static inline void hk_thread_suppress(hk_thread *t) { t->suppressed++; }
-static inline void hk_thread_unsuppress(hk_thread *t) { t->suppressed--; }
+static inline void hk_thread_suppress(hk_thread *t) {
+  t->suppressed++;
+  t->limit = 0;
+}
+static inline void hk_thread_unsuppress(hk_thread *t) {
+  t->suppressed--;
+  if (t->suppressed == 0) t->limit = HK_MAX_DEPTH;
+}
 
 // The pending key-path probe of the calling thread, or NULL.
 static inline void *hk_thread_probe(void) {
