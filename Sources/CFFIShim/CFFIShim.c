@@ -74,6 +74,7 @@ hk_thread *hk_thread_register(void) {
   hk_thread *t = (hk_thread *)calloc(1, sizeof(hk_thread));
   if (!t) abort(); // a few hundred bytes once per thread; nothing sensible to do without them
   t->limit = HK_MAX_DEPTH;
+  t->asymmetric = (uint8_t)__atomic_load_n(&hk_asymmetric_fence, __ATOMIC_RELAXED);
   pthread_mutex_lock(&registry_lock);
   t->next = registry_head;
   if (registry_head) registry_head->prev = t;

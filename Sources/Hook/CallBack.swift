@@ -43,21 +43,22 @@ public struct CallBack {
     // with two stores for all of them.
     /// Runs the original of a typed hook point (an `any _OriginalInvoker` on the caller's stack).
     @usableFromInline var _original: UnsafeRawPointer?
+    @usableFromInline var _error: (any Error)?
     @usableFromInline var insteadIndex: Int32 = 0
     @usableFromInline var originalCalled = false
-
-    /// Where the hook that holds this record runs.
-    public var position: HookPosition { _position }
-    @usableFromInline var _position: HookPosition = .before
     /// Whether ``result`` holds the call's result: after the original ran,
     /// or once a hook set it.
     public var hasResult: Bool { _hasResult }
     @usableFromInline var _hasResult = false
-    @usableFromInline var _error: (any Error)?
     @usableFromInline var _vetoed = false
+    // The next three are set together by `_begin` for a lone after hook.
+    /// Where the hook that holds this record runs.
+    public var position: HookPosition { _position }
+    @usableFromInline var _position: HookPosition = .before
     /// Set by `_begin`: no veto and no instead hook, so the caller runs the original itself.
     @usableFromInline var _runsPlainOriginal = false
-    /// Set by `_begin`: the call's one hook is an after hook (`_leave` runs it without a loop).
+    /// Set by `_begin`: the call's one hook is an after hook (`_leave` runs it
+    /// without a loop), and `_position` is `.after` already.
     @usableFromInline var _loneAfter = false
 
     /// Scalar codes (`CType._scalarCode`) of the arguments, then of the result.

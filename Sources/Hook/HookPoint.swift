@@ -322,6 +322,8 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
             target: target, original: nil, oldValue: oldValue))
         let position = hooks.isSingle ? hooks.single._withUnsafeGuaranteedRef({ $0.position }) : .before
         if position == .after {
+            // (Nothing runs between here and the hook: it may say "after" now.)
+            call.pointee._position = .after
             call.pointee._runsPlainOriginal = true
             call.pointee._loneAfter = true
         } else if position == .before {
@@ -385,13 +387,12 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
             // `_begin` found one after hook and nothing else: no veto is
             // possible, and it runs here without a loop.
             if isCFunction { record.pointee._hasResult = true }
-            record.pointee._position = .after
             _run(record.pointee.hooks.single, &record.pointee)
         } else if !record.pointee.hooks.isSingle {
             // (A lone before or instead hook has no after hook to run.)
             _runAfterHooks(record)
         }
-        hk_thread_leave(record.pointee.thread)
+        hk_thread_leave_frame(record.pointee.thread, record.pointee.frame)
     }
 
     /// Runs the after hooks of a call (any but a lone after hook of a call not vetoed).

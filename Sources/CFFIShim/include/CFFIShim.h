@@ -68,6 +68,9 @@ typedef struct hk_thread {
   // The depth below which a frame may be entered: HK_MAX_DEPTH, or 0 while
   // suppressed (one test in hk_thread_enter for both).
   uint8_t limit;
+  // hk_asymmetric_fence, copied at registration (made before any thread
+  // registers, never changed): read where the thread's record is at hand.
+  uint8_t asymmetric;
   uint64_t next_serial;
   // While a key path is resolved to its hook point on this thread, where the
   // hooked setter or getter that the access reaches records its hook point
@@ -103,7 +106,7 @@ extern int hk_asymmetric_fence;
 // Publishes frame depth `depth` so that it is ordered before any later load of
 // the hook snapshot, as seen by a writer that runs hk_points_active.
 static inline void hk_thread_publish_depth(hk_thread *t, int depth) {
-  if (hk_asymmetric_fence) {
+  if (t->asymmetric) {
     atomic_store_explicit(&t->depth, depth, memory_order_relaxed);
     // The light half: the compiler keeps the store before the snapshot load;
     // the CPU's store buffer is drained by the writer's membarrier.
@@ -124,7 +127,7 @@ static inline int hk_thread_enter(hk_thread *t, uintptr_t point) {
   // fold away.
   unsigned d = (unsigned)atomic_load_explicit(&t->depth, memory_order_relaxed);
   if (d >= t->limit) return -1;
-  for (unsigned i = d; i > 0; i--) {
+  for (unsigned i = d; i > 0; i--) {  // (none at depth 0: the common case)
     // Exact match only: a frame tagged with bit 0 is running its original, not a hook.
     if (atomic_load_explicit(&t->active[i - 1], memory_order_relaxed) == point) return -1;
   }
@@ -152,6 +155,14 @@ static inline void hk_thread_leave(hk_thread *t) {
   t->serial[d] = 0;
   atomic_store_explicit(&t->active[d], 0, memory_order_release);
   atomic_store_explicit(&t->depth, d, memory_order_release);
+}
+
+// hk_thread_leave for a caller that knows the frame's index (a call record):
+// the innermost frame, so the depth becomes that index.
+static inline void hk_thread_leave_frame(hk_thread *t, int frame) {
+  t->serial[frame] = 0;
+  atomic_store_explicit(&t->active[frame], 0, memory_order_release);
+  atomic_store_explicit(&t->depth, frame, memory_order_release);
 }
 
 // The serial number of frame `index` of the calling thread.
