@@ -71,8 +71,13 @@ hk_thread *hk_thread_register(void) {
   // Before this thread can announce a frame: the choice of fence is made once,
   // before any thread uses the plain-store announcement.
   pthread_once(&membarrier_once, register_membarrier);
-  hk_thread *t = (hk_thread *)calloc(1, sizeof(hk_thread));
+  // Whole cache lines of its own: records allocated one after the other
+  // would otherwise share a line, and each thread's calls write its record
+  // (a frame's point, serial and depth) while the other's read theirs.
+  size_t size = (sizeof(hk_thread) + 63) & ~(size_t)63;
+  hk_thread *t = (hk_thread *)aligned_alloc(64, size);
   if (!t) abort(); // a few hundred bytes once per thread; nothing sensible to do without them
+  memset(t, 0, size);
   t->limit = HK_MAX_DEPTH;
   t->asymmetric = (uint8_t)__atomic_load_n(&hk_asymmetric_fence, __ATOMIC_RELAXED);
   pthread_mutex_lock(&registry_lock);
