@@ -320,13 +320,12 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
             point: self, hooks: hooks, arguments: arguments, result: result,
             thread: thread, frame: frame, serial: hk_frame_serial(thread, frame),
             target: target, original: nil, oldValue: oldValue))
-        let position = hooks.isSingle ? hooks.single._withUnsafeGuaranteedRef({ $0.position }) : .before
-        if position == .after {
+        if hooks.isLoneAfter {
             // (Nothing runs between here and the hook: it may say "after" now.)
             call.pointee._position = .after
             call.pointee._runsPlainOriginal = true
             call.pointee._loneAfter = true
-        } else if position == .before {
+        } else if !hooks.isSingle || hooks.single._withUnsafeGuaranteedRef({ $0.position == .before }) {
             _runBeforeHooks(call)
         }
         // (A lone instead hook, a binding's: nothing runs before it.)

@@ -88,6 +88,8 @@ extension PropertyHook {
     @inlinable
     public func _setThroughHooks(_ newValue: Value, unlessOnlyHookIs hook: UInt) {
         let bits = current.load(ordering: .relaxed)
+        // (A lone hook's word is its address with bit 1, and bit 2 if it
+        // is an after hook: the binding's is not.)
         if _fastPath(bits == 0 || bits == Int(bitPattern: hook | 2)) {
             storage.pointee = newValue
         } else {

@@ -53,7 +53,10 @@ final class _HookSnapshot: ManagedBuffer<_HookCounts, Unmanaged<HookToken>> {
 
 /// The hooks a call reads: the published word of a hook point with its
 /// probe bit cleared. Bit 1 set: one hook, the word is a +1 ``HookToken``
-/// (no snapshot is made for a single hook); otherwise a +1 `_HookSnapshot`.
+/// (no snapshot is made for a single hook), and bit 2 says whether it is an
+/// after hook (the most common set of hooks, told without reading the
+/// token); otherwise a +1 `_HookSnapshot`. (Objects are 16-byte aligned:
+/// the low four bits of their address are free.)
 @usableFromInline
 struct _Hooks {
     @usableFromInline let bits: Int
@@ -64,8 +67,12 @@ struct _Hooks {
     @inlinable @inline(__always)
     var isSingle: Bool { bits & 2 != 0 }
 
+    /// One hook, an after hook.
     @inlinable @inline(__always)
-    var single: Unmanaged<HookToken> { .fromOpaque(UnsafeRawPointer(bitPattern: bits & ~3).unsafelyUnwrapped) }
+    var isLoneAfter: Bool { bits & 4 != 0 }
+
+    @inlinable @inline(__always)
+    var single: Unmanaged<HookToken> { .fromOpaque(UnsafeRawPointer(bitPattern: bits & ~7).unsafelyUnwrapped) }
 
     @inlinable @inline(__always)
     var snapshot: Unmanaged<_HookSnapshot> { .fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped) }
@@ -119,7 +126,7 @@ struct _Hooks {
     static func publish(_ tokens: [HookToken]) -> Int {
         switch tokens.count {
         case 0: return 0
-        case 1: return Int(bitPattern: Unmanaged.passRetained(tokens[0]).toOpaque()) | 2
+        case 1: return Int(bitPattern: Unmanaged.passRetained(tokens[0]).toOpaque()) | 2 | (tokens[0].position == .after ? 4 : 0)
         default: return Int(bitPattern: Unmanaged.passRetained(_HookSnapshot.make(tokens)).toOpaque())
         }
     }
