@@ -127,9 +127,11 @@ static inline int hk_thread_enter(hk_thread *t, uintptr_t point) {
   // fold away.
   unsigned d = (unsigned)atomic_load_explicit(&t->depth, memory_order_relaxed);
   if (d >= t->limit) return -1;
-  for (unsigned i = d; i > 0; i--) {  // (none at depth 0: the common case)
-    // Exact match only: a frame tagged with bit 0 is running its original, not a hook.
-    if (atomic_load_explicit(&t->active[i - 1], memory_order_relaxed) == point) return -1;
+  if (__builtin_expect(d != 0, 0)) {  // (none at depth 0: the common case)
+    for (unsigned i = d; i > 0; i--) {
+      // Exact match only: a frame tagged with bit 0 is running its original, not a hook.
+      if (atomic_load_explicit(&t->active[i - 1], memory_order_relaxed) == point) return -1;
+    }
   }
   atomic_store_explicit(&t->active[d], point, memory_order_relaxed);
   t->serial[d] = ++t->next_serial;
