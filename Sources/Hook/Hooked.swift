@@ -263,10 +263,9 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     @inlinable @inline(never)
     func _set(_ newValue: Value) {
         if _isProbed, _KeyPathResolver.answerProbe(self) { return }
-        let stride = MemoryLayout<Value>.stride
-        let slotOffset = (2 * stride + 7) & ~7
+        let slotOffset = _align(2 * MemoryLayout<Value>.stride, MemoryLayout<UnsafeMutableRawPointer?>.alignment)
         let recordAlignment = MemoryLayout<CallBack>.alignment
-        let recordOffset = (slotOffset + MemoryLayout<UnsafeMutableRawPointer?>.stride + recordAlignment - 1) & ~(recordAlignment - 1)
+        let recordOffset = _align(slotOffset + MemoryLayout<UnsafeMutableRawPointer?>.stride, recordAlignment)
         // Unprotected: the buffer is only written through typed pointers of
         // known size, and a stack canary costs every hooked set a check.
         _propertySet(self, newValue, byteCount: recordOffset + MemoryLayout<CallBack>.size,

@@ -167,13 +167,13 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
 
     /// Writes under the group's lock: at once, or deferred to the end of the batch.
     @inlinable
-    func _write(_ newValue: Value, _ thread: Unmanaged<_LockThread>) {
-        if _Graph.inBatch(thread) {
+    func _write(_ newValue: Value, _ lease: _Lease) {
+        if lease.inBatch {
             _writeInBatch(newValue)
             return
         }
         _store(newValue)
-        _Graph.flush(thread)
+        _Graph.flush(lease.thread)
     }
 
     /// Stores through the hooks if there are any, and tells the computeds

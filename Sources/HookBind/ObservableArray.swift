@@ -108,7 +108,7 @@ public final class ObservableArray<Element>: Subscribable, @unchecked Sendable {
         let result = try body(&editor)
         if editor.edited {
             identities.pending = (editor.ids, base.replaced || editor.replaced)
-            storage._write(editor.elements, root.thread)
+            storage._write(editor.elements, root)
         }
         return result
     }

@@ -136,13 +136,6 @@ enum _Graph {
     @usableFromInline
     static var state: _GraphState { _LockThread.current.graph }
 
-    /// Whether `thread` (the calling thread's record) is in a batch (no
-    /// reference counting: every write asks).
-    @usableFromInline
-    static func inBatch(_ thread: Unmanaged<_LockThread>) -> Bool {
-        thread._withUnsafeGuaranteedRef { $0.graph.batchDepth > 0 }
-    }
-
     /// How many rounds of publishing one change may cause (subscribers that
     /// write what they observe start new rounds) before the rest is dropped.
     static let maximumRounds = 1_000
