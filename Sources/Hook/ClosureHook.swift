@@ -44,18 +44,32 @@ public final class ClosureHook<each A, R>: HookPoint, _TupleArguments, @unchecke
     }
 
     /// The hooked closure, of the original's type.
+    ///
+    /// Its body holds the call path of a lone typed after hook
+    /// (``afterReturning(owner:_:)``): a call through it makes no call more
+    /// than the original's and the hook's. (The price: the body saves more
+    /// registers, which a call with no hook pays too.)
     @inlinable
     public var function: (repeat each A) -> R {
-        { (args: repeat each A) -> R in self.callAsFunction(repeat each args) }
+        { (args: repeat each A) -> R in
+            let hooks = _Hooks(bits: self.current.load(ordering: .relaxed))
+            guard hooks.bits != 0 else { return self.original(repeat each args) }
+            if hooks.isLoneTypedAfter, let result = try! self._callWithTypedAfter(self.original, repeat each args) {
+                return result
+            }
+            return self._hookedCall(repeat each args)
+        }
     }
 
     /// Calls the hooked closure: `hook(1, 2)`.
     ///
-    /// Small, so that it inlines into ``function``'s closure: with no hook a
-    /// call is one load and a test more than the original's.
+    /// Small, so that it inlines where it is called: with no hook a call is
+    /// one load and a test more than the original's.
     @inlinable @inline(__always)
     public func callAsFunction(_ args: repeat each A) -> R {
-        guard hasHooks else { return original(repeat each args) }
+        let hooks = _Hooks(bits: current.load(ordering: .relaxed))
+        guard hooks.bits != 0 else { return original(repeat each args) }
+        if hooks.isLoneTypedAfter { return _typedAfterCall(repeat each args) }
         return _hookedCall(repeat each args)
     }
 
@@ -65,6 +79,45 @@ public final class ClosureHook<each A, R>: HookPoint, _TupleArguments, @unchecke
         // Cannot throw: the original does not, and CallBack.setError refuses
         // a closure that cannot throw.
         try! _typedCall(self, target: nil, original, escapable: original, repeat each args)
+    }
+
+    /// A call whose one hook is a typed after hook (a racy hint: checked
+    /// again inside). Apart from `_hookedCall`, whose stack is larger.
+    @inlinable @inline(never)
+    func _typedAfterCall(_ args: repeat each A) -> R {
+        if let result = try! _callWithTypedAfter(original, repeat each args) { return result }
+        return _hookedCall(repeat each args)
+    }
+
+    /// Adds a typed after hook: it receives the result and then the
+    /// arguments, as values, after each call that returns.
+    ///
+    /// ```swift
+    /// let add = ClosureHook(name: "add") { (a: Int, b: Int) in a + b }
+    /// add.afterReturning { sum, a, b in print("\(a) + \(b) = \(sum)") }
+    /// add(2, 3)   // prints "2 + 3 = 5"
+    /// ```
+    ///
+    /// The cheapest way to observe calls: when it is the hook point's only
+    /// hook, a call makes no ``CallBack`` (nothing to check at run time,
+    /// the types are the closure's own). Among other hooks it runs as an
+    /// after hook in the order added, and sees the arguments as the
+    /// original received them (after before hooks) and the result an
+    /// instead hook or an earlier after hook left. It observes: to replace
+    /// the result, use ``HookPoint/after(owner:_:)``.
+    ///
+    /// Like any hook it runs on the calling thread, under the reentrancy
+    /// guard (calls of this hook point made from inside it run the
+    /// original only), and not inside ``HookPoint/withoutHooks(_:)``; an
+    /// error it throws goes to ``HookPoint/hookErrorHandler``.
+    ///
+    /// - Parameters:
+    ///   - owner: If given, the hook is tied to it, as with ``HookPoint/after(owner:_:)``.
+    ///   - body: The hook: the result, then each argument.
+    /// - Returns: A token whose `remove()` detaches the hook.
+    @discardableResult
+    public func afterReturning(owner: AnyObject? = nil, _ body: @escaping (R, repeat each A) throws -> Void) -> HookToken {
+        _addTypedAfter(owner: owner, body)
     }
 
     /// The hooked closure as a C function pointer, made by a libffi trampoline,
@@ -164,7 +217,19 @@ public final class ThrowingClosureHook<each A, R>: HookPoint, _TupleArguments, @
     /// A call through the hooks (specialized in the caller's module, not inlined).
     @inlinable @inline(never)
     func _hookedCall(_ args: repeat each A) throws -> R {
-        try _typedCall(self, target: nil, original, escapable: original, repeat each args)
+        if _Hooks(bits: current.load(ordering: .relaxed)).isLoneTypedAfter,
+           let result = try _callWithTypedAfter(original, repeat each args) {
+            return result
+        }
+        return try _typedCall(self, target: nil, original, escapable: original, repeat each args)
+    }
+
+    /// Adds a typed after hook: it receives the result and then the
+    /// arguments, as values, after each call that returns (not after one
+    /// that throws). See ``ClosureHook/afterReturning(owner:_:)``.
+    @discardableResult
+    public func afterReturning(owner: AnyObject? = nil, _ body: @escaping (R, repeat each A) throws -> Void) -> HookToken {
+        _addTypedAfter(owner: owner, body)
     }
 
     var _tupleID: ObjectIdentifier { ObjectIdentifier((repeat each A).self) }

@@ -151,6 +151,20 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         let runsWhenVetoed = position != .after || shape.kind != "property" || seesVetoedSets
         let token = HookToken(point: self, position: position, owner: owner.map(_HookOwner.init),
                               runsWhenVetoed: runsWhenVetoed, isInternal: isInternal, body: body)
+        return insert(token, owner: owner, first: first)
+    }
+
+    /// Adds a typed after hook (see ``ClosureHook/afterReturning(owner:_:)``).
+    func _addTypedAfter<each A, R>(owner: AnyObject?, _ body: @escaping (R, repeat each A) throws -> Void) -> HookToken {
+        let runsWhenVetoed = shape.kind != "property"
+        let token = _TypedAfterHook<repeat each A, R>(point: self, owner: owner.map(_HookOwner.init),
+                                                      runsWhenVetoed: runsWhenVetoed, body)
+        return insert(token, owner: owner, first: false)
+    }
+
+    /// Publishes `token` among the hooks, in position order.
+    private func insert(_ token: HookToken, owner: AnyObject?, first: Bool) -> HookToken {
+        let position = token.position
         update { hooks, _ in
             // After the last hook of its position (hooks are kept in position
             // order), or before the first one.
@@ -426,6 +440,57 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
                 report(error, at: call.position)
             }
         }
+    }
+
+    /// A call whose one hook is a typed after hook (`_TypedAfterHook`), for a
+    /// caller that saw one (a racy hint): the original runs in the frame,
+    /// then the hook with the result and the arguments, with no record.
+    /// Returns nil, with nothing run and the frame left, when the hooks
+    /// changed meanwhile: the caller takes the general path.
+    @inlinable @inline(__always)
+    final func _callWithTypedAfter<each A, R>(_ original: (repeat each A) throws -> R,
+                                              _ args: repeat each A) throws -> R? {
+        let thread = hk_thread_self().unsafelyUnwrapped
+        // No record is made: the frame needs no serial.
+        let frame = hk_thread_enter_unrecorded(thread, pointID)
+        // Reentrant or suppressed: the original only.
+        guard frame >= 0 else { return try original(repeat each args) }
+        let hooks = _Hooks(bits: current.load(ordering: .sequentiallyConsistent))
+        guard hooks.isLoneTypedAfter else {
+            hk_thread_leave_unrecorded(thread, frame)
+            return nil
+        }
+        // Tagged while the original runs, so that a recursive original is hooked again.
+        hk_frame_set_running_original(thread, frame, pointID, 1)
+        let result: R
+        do {
+            result = try original(repeat each args)
+        } catch {
+            // An after-returning hook does not run for a call that threw.
+            hk_thread_leave_unrecorded(thread, frame)
+            throw error
+        }
+        hk_frame_set_running_original(thread, frame, pointID, 0)
+        Unmanaged<_TypedAfterHook<repeat each A, R>>.fromOpaque(hooks.single.toOpaque())._withUnsafeGuaranteedRef { hook in
+            if _slowPath(hook.owner != nil), _ownerIsGone(hook) {
+            } else {
+                do {
+                    try hook.typedBody(result, repeat each args)
+                } catch {
+                    report(error, at: .after)
+                }
+            }
+        }
+        hk_thread_leave_unrecorded(thread, frame)
+        return result
+    }
+
+    /// Whether `hook` is tied to an owner that is gone (then it is detached).
+    @usableFromInline
+    final func _ownerIsGone(_ hook: HookToken) -> Bool {
+        guard let owner = hook.owner, owner.object == nil else { return false }
+        detachOrphans()
+        return true
     }
 
     /// Runs a hook tied to an owner, if the owner is alive.

@@ -11,7 +11,7 @@ import Synchronization
 ///
 /// The token is the hook itself: the hook point's snapshot holds it, and the
 /// call path runs its body through an unretained reference.
-public final class HookToken: @unchecked Sendable {
+public class HookToken: @unchecked Sendable {
     /// The hook.
     @usableFromInline let body: HookBody
     /// `nil` for hooks not tied to an owner.
@@ -26,13 +26,18 @@ public final class HookToken: @unchecked Sendable {
     /// HookBind's own bookkeeping (an observable's graph, an array's
     /// change list): not counted by `hookCount`, kept by `removeAllHooks()`.
     let isInternal: Bool
+    /// A typed after hook (`_TypedAfterHook`): a lone one is run by the
+    /// typed call path without a record.
+    let isTypedAfter: Bool
     private let removed = Atomic<Bool>(false)
     /// The hook point, by an unowned reference (`_Unowned`): its memory, not the point.
     private let pointMemory: UnsafeMutableRawPointer
 
-    init(point: HookPoint, position: HookPosition, owner: _HookOwner?, runsWhenVetoed: Bool, isInternal: Bool = false, body: @escaping HookBody) {
+    init(point: HookPoint, position: HookPosition, owner: _HookOwner?, runsWhenVetoed: Bool, isInternal: Bool = false,
+         isTypedAfter: Bool = false, body: @escaping HookBody) {
         self.body = body
         self.isInternal = isInternal
+        self.isTypedAfter = isTypedAfter
         self.owner = owner
         self.position = position
         self.runsWhenVetoed = runsWhenVetoed
@@ -42,15 +47,43 @@ public final class HookToken: @unchecked Sendable {
     deinit { _Unowned.drop(pointMemory) }
 
     /// Detaches the hook. Later calls do nothing.
-    public func remove() {
+    public final func remove() {
         guard !removed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         guard let point = _Unowned.object(pointMemory) else { return }
         unsafeDowncast(point, to: HookPoint.self).remove(self)
     }
 
     /// Whether `remove()` has not been called yet.
-    public var isActive: Bool { !removed.load(ordering: .acquiring) }
+    public final var isActive: Bool { !removed.load(ordering: .acquiring) }
 
     /// Whether the hook is tied to an owner that is gone.
-    var isOrphaned: Bool { owner.map { $0.object == nil } ?? false }
+    final var isOrphaned: Bool { owner.map { $0.object == nil } ?? false }
+}
+
+/// A typed after hook (``ClosureHook/afterReturning(owner:_:)``): its body
+/// takes the result and the arguments as values. When it is the hook
+/// point's one hook, the call path runs it with no `CallBack` at all; among
+/// other hooks it runs as an after hook like any other, through `body`,
+/// which reads the record.
+@usableFromInline
+final class _TypedAfterHook<each A, R>: HookToken, @unchecked Sendable {
+    @usableFromInline let typedBody: (R, repeat each A) throws -> Void
+
+    init(point: HookPoint, owner: _HookOwner?, runsWhenVetoed: Bool, _ typedBody: @escaping (R, repeat each A) throws -> Void) {
+        self.typedBody = typedBody
+        super.init(point: point, position: .after, owner: owner, runsWhenVetoed: runsWhenVetoed, isTypedAfter: true) { call in
+            try _TypedAfterHook.run(typedBody, &call)
+        }
+    }
+
+    /// Runs `typedBody` in a call with a record: only once the call has a
+    /// result (not when it threw, or an instead hook made none), with the
+    /// arguments the original received.
+    private static func run(_ typedBody: (R, repeat each A) throws -> Void, _ call: inout CallBack) throws {
+        guard call._hasResult, call._error == nil else { return }
+        let slots = call.argumentPointers
+        var i = 0
+        try typedBody(call.resultPointer.assumingMemoryBound(to: R.self).pointee,
+                      repeat _TypedLayout.load((each A).self, slots, &i))
+    }
 }

@@ -237,4 +237,140 @@ struct ClosureHookTests {
         _ = point("ab", Box(3))
         #expect(seen == ["2 ab [2, 3] true pair"])
     }
+
+    // MARK: afterReturning, the typed after hook
+
+    @Test func afterReturningGetsTheResultAndTheArgumentsTyped() throws {
+        var seen: [String] = []
+        let add = ClosureHook(name: "add") { (a: Int, b: Int) in a + b }
+        let token = add.afterReturning { sum, a, b in seen.append("\(a)+\(b)=\(sum)") }
+        let f = add.function
+        #expect(f(2, 3) == 5)         // through the function
+        #expect(add(4, 5) == 9)       // through callAsFunction
+        #expect(add.hookCount == 1)
+        token.remove()
+        #expect(f(1, 1) == 2)
+        #expect(seen == ["2+3=5", "4+5=9"])
+        #expect(add.hookCount == 0)
+
+        // No arguments, a Void result, a reference type.
+        var count = 0
+        let zero = ClosureHook(name: "zero") { 42 }
+        zero.afterReturning { value in count += value }
+        #expect(zero() == 42)
+        let log = ClosureHook(name: "log") { (box: Box, text: String) in box.value += text.count }
+        log.afterReturning { (_: Void, box: Box, text: String) in seen.append("\(text) -> \(box.value)") }
+        let box = Box(1)
+        log(box, "abc")
+        #expect(count == 42)
+        #expect(seen.last == "abc -> 4")
+    }
+
+    @Test func afterReturningAmongOtherHooksSeesTheirChanges() throws {
+        var order: [String] = []
+        let add = ClosureHook(name: "add") { (a: Int, b: Int) in a + b }
+        add.before { call in
+            order.append("before")
+            try call.setArgument(0, to: try call.argument(0, as: Int.self) * 10)
+        }
+        add.afterReturning { sum, a, b in order.append("typed \(a) \(b) \(sum)") }
+        add.after { call in
+            order.append("after")
+            try call.setResult(try call.result(as: Int.self) + 1)
+        }
+        // The typed hook runs where it was added, sees the changed argument,
+        // and the result as the hooks before it left it.
+        let f = add.function
+        #expect(f(1, 2) == 13)
+        #expect(order == ["before", "typed 10 2 12", "after"])
+
+        // An instead hook's result.
+        let twice = ClosureHook(name: "twice") { (x: Int) in x * 2 }
+        twice.instead { call in try call.setResult(-1) }
+        twice.afterReturning { result, x in order.append("instead \(x) \(result)") }
+        #expect(twice(5) == -1)
+        #expect(order.last == "instead 5 -1")
+    }
+
+    @Test func afterReturningDoesNotRunWhenTheCallThrows() throws {
+        var seen: [Int] = []
+        let parse = ThrowingClosureHook(name: "parse") { (text: String) throws -> Int in
+            guard let value = Int(text) else { throw Failure(code: 1) }
+            return value
+        }
+        parse.afterReturning { value, _ in seen.append(value) }
+        #expect(try parse("7") == 7)
+        #expect(throws: Failure(code: 1)) { try parse("x") }
+        let f = parse.function
+        #expect(try f("8") == 8)
+        // Among other hooks too.
+        parse.before { _ in }
+        #expect(throws: Failure(code: 1)) { try f("y") }
+        #expect(try parse("9") == 9)
+        #expect(seen == [7, 8, 9])
+    }
+
+    @Test func afterReturningErrorsGoToTheHandler() throws {
+        let errors = Shared<[String]>([])
+        let square = ClosureHook(name: "square") { (x: Int) in x * x }
+        square.hookErrorHandler = { error, position in errors.mutate { $0.append("\(position) \(error)") } }
+        square.afterReturning { result, _ in if result > 10 { throw Failure(code: result) } }
+        #expect(square(3) == 9)
+        let f = square.function
+        #expect(f(4) == 16)   // the caller still gets the result
+        #expect(errors.value == ["after Failure(code: 16)"])
+    }
+
+    @Test func afterReturningIsGuardedAgainstReentryAndSuppressed() throws {
+        var calls = 0
+        let point = ClosureHook(name: "twice") { (x: Int) in x * 2 }
+        var inner: [Int] = []
+        point.afterReturning { [unowned point] result, _ in
+            calls += 1
+            // Calling the hook point from its own hook runs the original only.
+            let f = point.function
+            inner.append(f(result))
+        }
+        #expect(point(1) == 2)
+        #expect(calls == 1)
+        #expect(inner == [4])
+        let f = point.function
+        #expect(withoutHooks { f(1) } == 2)
+        #expect(point.withoutHooks { point(1) } == 2)
+        #expect(calls == 1)
+    }
+
+    @Test func afterReturningSeesEveryLevelOfARecursiveOriginal() throws {
+        var seen: [String] = []
+        var factorial: ((Int) -> Int)!
+        let point = ClosureHook(name: "factorial") { (n: Int) -> Int in n <= 1 ? 1 : n * factorial(n - 1) }
+        factorial = point.function
+        point.afterReturning { result, n in seen.append("\(n)! = \(result)") }
+        #expect(factorial(4) == 24)
+        #expect(seen == ["1! = 1", "2! = 2", "3! = 6", "4! = 24"])
+        factorial = nil  // break the cycle through the function
+    }
+
+    @Test func afterReturningStopsWithItsOwner() throws {
+        var seen: [Int] = []
+        let point = ClosureHook(name: "id") { (x: Int) in x }
+        var owner: Box? = Box(0)
+        point.afterReturning(owner: owner) { result, _ in seen.append(result) }
+        let f = point.function
+        #expect(f(1) == 1)
+        owner = nil
+        #expect(f(2) == 2)
+        #expect(point(3) == 3)
+        #expect(seen == [1])
+        #expect(point.hookCount == 0)   // detached by the call that found the owner gone
+        // An owner with a bag detaches its hooks as it goes.
+        var bagOwner: BaggedObserver? = BaggedObserver()
+        point.afterReturning(owner: bagOwner) { result, _ in seen.append(result) }
+        #expect(point(4) == 4)
+        #expect(point.hookCount == 1)
+        bagOwner = nil
+        #expect(point.hookCount == 0)
+        #expect(point(5) == 5)
+        #expect(seen == [1, 4])
+    }
 }

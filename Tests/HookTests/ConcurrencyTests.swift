@@ -133,4 +133,44 @@ struct ConcurrencyTests {
         #expect(level.hookCount == 1)
         #expect(scale.hookCount == 1)
     }
+
+    @Test func aLoneAfterReturningHookSeesEveryCallWhileOtherHooksComeAndGo() throws {
+        // The permanent hook is alone most of the time (the typed call path
+        // with no record) and shares the point with a churned hook at other
+        // times (the general path): every call must reach it exactly once.
+        let scale = ClosureHook(name: "scale") { (x: Int, factor: Int) in x &* factor }
+        let calls = Counter(), wrong = Counter(), extra = Counter()
+        scale.afterReturning { result, x, factor in
+            calls.increment()
+            if result != x &* factor { wrong.increment() }
+        }
+        let threads = 8, rounds = 20_000
+        let done = Atomic<Int>(0)
+        let churn = Counter()
+        onThreads(threads + 1) { index in
+            if index == threads {
+                while done.load(ordering: .acquiring) < threads {
+                    let a = scale.after { _ in extra.increment() }
+                    let b = scale.afterReturning { _, _, _ in extra.increment() }
+                    a.remove()
+                    let c = scale.before { _ in }
+                    b.remove()
+                    c.remove()
+                    churn.increment()
+                }
+                return
+            }
+            let f = scale.function
+            for i in 0..<rounds {
+                // Both call paths: the function's body and callAsFunction.
+                let result = i & 1 == 0 ? f(i, index) : scale(i, index)
+                if result != i &* index { wrong.increment() }
+            }
+            done.add(1, ordering: .releasing)
+        }
+        #expect(calls.value.load(ordering: .relaxed) == threads * rounds)
+        #expect(wrong.value.load(ordering: .relaxed) == 0)
+        #expect(churn.value.load(ordering: .relaxed) > 0)
+        #expect(scale.hookCount == 1)
+    }
 }

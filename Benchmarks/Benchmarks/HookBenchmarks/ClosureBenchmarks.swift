@@ -32,6 +32,14 @@ func closureBenchmarks(_ configuration: Benchmark.Configuration) {
     Benchmark("swift/after: (Int, Int) -> Int, ClosureHook, one after hook reading the result", configuration: configuration) { benchmark in
         for _ in benchmark.scaledIterations { blackHole(closureLoop(afterFunction, callsPerSample)) }
     }
+    let typed = ClosureHook(name: "add") { (a: Int, b: Int) in a &+ b }
+    typed.afterReturning { sum, _, _ in
+        if sum == -1 { print("unreachable") }
+    }
+    let typedFunction = typed.function
+    Benchmark("swift/typed: (Int, Int) -> Int, ClosureHook, one typed after hook (afterReturning) reading the result", configuration: configuration) { benchmark in
+        for _ in benchmark.scaledIterations { blackHole(closureLoop(typedFunction, callsPerSample)) }
+    }
     // The same hooked closure handed to C as a function pointer, called from the C loop.
     let pointer = ClosureHook(name: "add") { (a: Int64, b: Int64) in a &+ b }
     Benchmark("swift/cpointer: (Int64, Int64) -> Int64, ClosureHook called through its C function pointer", configuration: configuration) { benchmark in

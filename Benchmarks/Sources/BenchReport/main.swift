@@ -64,6 +64,7 @@ let cases: [Case] = [
     Case(id: "swift/direct", label: "closure (Int, Int) -> Int: plain", isBaseline: true),
     Case(id: "swift/none", label: "closure: ClosureHook, no hooks", floor: "swift/direct", zeroAllocations: true),
     Case(id: "swift/after", label: "closure: ClosureHook, one after hook", floor: "swift/direct", targets: [.nsOverFloor(10)], zeroAllocations: true),
+    Case(id: "swift/typed", label: "closure: ClosureHook, one typed after hook (afterReturning)", floor: "swift/direct", targets: [.nsOverFloor(10)], zeroAllocations: true),
     Case(id: "swift/cpointer", label: "closure: ClosureHook through its C function pointer", floor: "c/floor", zeroAllocations: true),
     Case(id: "property/plain", label: "property set: plain stored property", isBaseline: true),
     Case(id: "property/none", label: "property set: @Hooked, no hooks", floor: "property/plain", targets: [.nsOverFloor(2)], zeroAllocations: true),

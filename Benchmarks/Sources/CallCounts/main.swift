@@ -54,6 +54,11 @@ let cases: [String: (Int) -> Int] = [
         hook.after { call in if try call.result(as: Int.self) == -1 { print("unreachable") } }
         return closureLoop(hook.function, n)
     },
+    "closure-typed": { n in
+        let hook = ClosureHook(name: "add") { (a: Int, b: Int) in a &+ b }
+        hook.afterReturning { sum, _, _ in if sum == -1 { print("unreachable") } }
+        return closureLoop(hook.function, n)
+    },
     "closure-none": { n in
         let hook = ClosureHook(name: "add") { (a: Int, b: Int) in a &+ b }
         return closureLoop(hook.function, n)

@@ -139,6 +139,28 @@ static inline int hk_thread_enter(hk_thread *t, uintptr_t point) {
   return (int)d;
 }
 
+// hk_thread_enter for a call that makes no record (a lone typed after hook):
+// the frame gets no serial. Its serial stays 0, as every frame left has, so
+// no record is live in it.
+static inline int hk_thread_enter_unrecorded(hk_thread *t, uintptr_t point) {
+  unsigned d = (unsigned)atomic_load_explicit(&t->depth, memory_order_relaxed);
+  if (d >= t->limit) return -1;
+  if (__builtin_expect(d != 0, 0)) {
+    for (unsigned i = d; i > 0; i--) {
+      if (atomic_load_explicit(&t->active[i - 1], memory_order_relaxed) == point) return -1;
+    }
+  }
+  atomic_store_explicit(&t->active[d], point, memory_order_relaxed);
+  hk_thread_publish_depth(t, (int)d + 1);
+  return (int)d;
+}
+
+// Leaves a frame entered by hk_thread_enter_unrecorded (its serial is 0 already).
+static inline void hk_thread_leave_unrecorded(hk_thread *t, int frame) {
+  atomic_store_explicit(&t->active[frame], 0, memory_order_release);
+  atomic_store_explicit(&t->depth, frame, memory_order_release);
+}
+
 // Like enter, but also succeeds when the point is already active: used by
 // `withoutHooks(on:)`, which only needs the point marked.
 static inline int hk_thread_push(hk_thread *t, uintptr_t point) {

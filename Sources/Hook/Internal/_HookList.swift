@@ -53,10 +53,11 @@ final class _HookSnapshot: ManagedBuffer<_HookCounts, Unmanaged<HookToken>> {
 
 /// The hooks a call reads: the published word of a hook point with its
 /// probe bit cleared. Bit 1 set: one hook, the word is a +1 ``HookToken``
-/// (no snapshot is made for a single hook), and bit 2 says whether it is an
+/// (no snapshot is made for a single hook), bit 2 says whether it is an
 /// after hook (the most common set of hooks, told without reading the
-/// token); otherwise a +1 `_HookSnapshot`. (Objects are 16-byte aligned:
-/// the low four bits of their address are free.)
+/// token) and bit 3 whether it is a typed one (`_TypedAfterHook`);
+/// otherwise a +1 `_HookSnapshot`. (Objects are 16-byte aligned: the low
+/// four bits of their address are free.)
 @usableFromInline
 struct _Hooks {
     @usableFromInline let bits: Int
@@ -71,8 +72,13 @@ struct _Hooks {
     @inlinable @inline(__always)
     var isLoneAfter: Bool { bits & 4 != 0 }
 
+    /// One hook, a typed after hook (`_TypedAfterHook`). (Any word: the
+    /// probe bit is not looked at.)
     @inlinable @inline(__always)
-    var single: Unmanaged<HookToken> { .fromOpaque(UnsafeRawPointer(bitPattern: bits & ~7).unsafelyUnwrapped) }
+    var isLoneTypedAfter: Bool { bits & 14 == 14 }
+
+    @inlinable @inline(__always)
+    var single: Unmanaged<HookToken> { .fromOpaque(UnsafeRawPointer(bitPattern: bits & ~15).unsafelyUnwrapped) }
 
     @inlinable @inline(__always)
     var snapshot: Unmanaged<_HookSnapshot> { .fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped) }
@@ -126,7 +132,10 @@ struct _Hooks {
     static func publish(_ tokens: [HookToken]) -> Int {
         switch tokens.count {
         case 0: return 0
-        case 1: return Int(bitPattern: Unmanaged.passRetained(tokens[0]).toOpaque()) | 2 | (tokens[0].position == .after ? 4 : 0)
+        case 1:
+            let token = tokens[0]
+            let after = token.position == .after ? 4 : 0
+            return Int(bitPattern: Unmanaged.passRetained(token).toOpaque()) | 2 | after | (token.isTypedAfter ? 8 : 0)
         default: return Int(bitPattern: Unmanaged.passRetained(_HookSnapshot.make(tokens)).toOpaque())
         }
     }
