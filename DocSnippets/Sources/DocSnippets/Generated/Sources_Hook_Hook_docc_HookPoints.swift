@@ -23,8 +23,16 @@ func Sources_Hook_Hook_docc_HookPoints_16() async throws {
     print(greet("ada", 1))                             // the same, callAsFunction
 }
 
-// Sources/Hook/Hook.docc/HookPoints.md:47
-func Sources_Hook_Hook_docc_HookPoints_47() async throws {
+// Sources/Hook/Hook.docc/HookPoints.md:41
+func Sources_Hook_Hook_docc_HookPoints_41() async throws {
+    let add = ClosureHook(name: "add") { (a: Int, b: Int) in a + b }
+    add.afterReturning { sum, a, b in print("\(a) + \(b) = \(sum)") }
+    let plus: (Int, Int) -> Int = add.function
+    print(plus(2, 3))                                  // "2 + 3 = 5", then 5
+}
+
+// Sources/Hook/Hook.docc/HookPoints.md:65
+func Sources_Hook_Hook_docc_HookPoints_65() async throws {
     var numbers: [Int32] = [3, 1, 5, 2, 4]
     var descending = true                                   // captured state
     let compare = ClosureHook { (a: UnsafeRawPointer?, b: UnsafeRawPointer?) -> Int32 in
@@ -40,8 +48,8 @@ func Sources_Hook_Hook_docc_HookPoints_47() async throws {
     print(numbers, comparisons)                             // [5, 4, 3, 2, 1] and how many calls C made
 }
 
-// Sources/Hook/Hook.docc/HookPoints.md:71
-func Sources_Hook_Hook_docc_HookPoints_71() async throws {
+// Sources/Hook/Hook.docc/HookPoints.md:89
+func Sources_Hook_Hook_docc_HookPoints_89() async throws {
     final class Person {
         @Hooked var name = ""
     }
@@ -57,8 +65,8 @@ func Sources_Hook_Hook_docc_HookPoints_71() async throws {
     ada.name = ""                                       // vetoed: stays "Ada", the after hook does not run
 }
 
-// Sources/Hook/Hook.docc/HookPoints.md:119
-func Sources_Hook_Hook_docc_HookPoints_119() async throws {
+// Sources/Hook/Hook.docc/HookPoints.md:137
+func Sources_Hook_Hook_docc_HookPoints_137() async throws {
     final class Account {
         private(set) var balance = 0
         @HookableMethod(Account.depositBody) var deposit        // the one line
@@ -71,15 +79,15 @@ func Sources_Hook_Hook_docc_HookPoints_119() async throws {
     print(account.deposit(-5))                                  // 0
 }
 
-// Sources/Hook/Hook.docc/HookPoints.md:144
-func Sources_Hook_Hook_docc_HookPoints_144() async throws {
+// Sources/Hook/Hook.docc/HookPoints.md:162
+func Sources_Hook_Hook_docc_HookPoints_162() async throws {
     let byCTypes = Signature(returning: .double, arguments: [.int32, .structure([.float, .int32])])
     let bySwiftTypes = Signature(returning: Double.self, arguments: Int32.self, Pair.self)
     print(byCTypes == bySwiftTypes)                         // true: the same signature
     let callback = Signature(arguments: UnsafeRawPointer?.self)     // returns void
 }
 
-// Sources/Hook/Hook.docc/HookPoints.md:160
+// Sources/Hook/Hook.docc/HookPoints.md:178
 // struct Pair { float x; int32_t tag; };   (imported from a C module)
 extension Pair: @retroactive CRepresentable {
     public static let cType = CType.structure([.float, .int32])
