@@ -162,6 +162,11 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         return insert(token, owner: owner, first: false)
     }
 
+    /// Adds a typed hook made by a subclass (see `_TypedSetHook`).
+    func _addTyped(_ token: HookToken, owner: AnyObject?) -> HookToken {
+        insert(token, owner: owner, first: false)
+    }
+
     /// Publishes `token` among the hooks, in position order.
     private func insert(_ token: HookToken, owner: AnyObject?, first: Bool) -> HookToken {
         let position = token.position

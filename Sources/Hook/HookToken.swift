@@ -87,3 +87,28 @@ final class _TypedAfterHook<each A, R>: HookToken, @unchecked Sendable {
                       repeat _TypedLayout.load((each A).self, slots, &i))
     }
 }
+
+/// A typed after hook of a property (``PropertyHook/didSet(owner:_:)``): its
+/// body takes the value before the set and the value stored. Alone on its
+/// hook point, a set runs it with no `CallBack`; among other hooks it runs
+/// as an after hook through `body`, which reads the record.
+@usableFromInline
+final class _TypedSetHook<Value>: HookToken, @unchecked Sendable {
+    @usableFromInline let typedBody: (Value, Value) throws -> Void
+
+    init(point: HookPoint, owner: _HookOwner?, _ typedBody: @escaping (Value, Value) throws -> Void) {
+        self.typedBody = typedBody
+        // Not for a vetoed set, as any user's after hook of a property.
+        super.init(point: point, position: .after, owner: owner, runsWhenVetoed: false, isTypedAfter: true) { call in
+            try _TypedSetHook.run(typedBody, &call)
+        }
+    }
+
+    /// Runs `typedBody` in a set with a record, once a value was stored
+    /// (not when an instead hook stored none).
+    private static func run(_ typedBody: (Value, Value) throws -> Void, _ call: inout CallBack) throws {
+        guard call._hasResult, let old = call.oldValuePointer else { return }
+        try typedBody(old.assumingMemoryBound(to: Value.self).pointee,
+                      call.argumentPointers[0].unsafelyUnwrapped.assumingMemoryBound(to: Value.self).pointee)
+    }
+}

@@ -263,6 +263,7 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     @inlinable @inline(never)
     func _set(_ newValue: Value) {
         if _isProbed, _KeyPathResolver.answerProbe(self) { return }
+        if _Hooks(bits: current.load(ordering: .relaxed)).isLoneTypedAfter, _setWithTypedAfter(newValue) { return }
         let slotOffset = _align(2 * MemoryLayout<Value>.stride, MemoryLayout<UnsafeMutableRawPointer?>.alignment)
         let recordAlignment = MemoryLayout<CallBack>.alignment
         let recordOffset = _align(slotOffset + MemoryLayout<UnsafeMutableRawPointer?>.stride, recordAlignment)
@@ -271,6 +272,69 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
         _propertySet(self, newValue, byteCount: recordOffset + MemoryLayout<CallBack>.size,
                      alignment: Swift.max(MemoryLayout<Value>.alignment, recordAlignment),
                      slotOffset: slotOffset, recordOffset: recordOffset)
+    }
+
+    /// A set whose one hook is a typed after hook (`_TypedSetHook`), for a
+    /// caller that saw one (a racy hint): the value is stored in a frame
+    /// without a serial, then the hook runs with the old and the new value,
+    /// with no record. `false`, with nothing done and the frame left, when
+    /// the hooks changed meanwhile: the caller takes the general path.
+    @inlinable @inline(__always)
+    final func _setWithTypedAfter(_ newValue: Value) -> Bool {
+        let thread = hk_thread_self().unsafelyUnwrapped
+        let frame = hk_thread_enter_unrecorded(thread, pointID)
+        guard frame >= 0 else {
+            // Reentrant or suppressed: the store only.
+            storage.pointee = newValue
+            return true
+        }
+        let hooks = _Hooks(bits: current.load(ordering: .sequentiallyConsistent))
+        guard hooks.isLoneTypedAfter else {
+            hk_thread_leave_unrecorded(thread, frame)
+            return false
+        }
+        // Moved out and in: no copy of either value.
+        let old = storage.move()
+        storage.initialize(to: newValue)
+        Unmanaged<_TypedSetHook<Value>>.fromOpaque(hooks.single.toOpaque())._withUnsafeGuaranteedRef { hook in
+            if _slowPath(hook.owner != nil), _ownerIsGone(hook) {
+            } else {
+                do {
+                    try hook.typedBody(old, newValue)
+                } catch {
+                    report(error, at: .after)
+                }
+            }
+        }
+        hk_thread_leave_unrecorded(thread, frame)
+        return true
+    }
+
+    /// Adds a typed after hook: it receives the value before the set and
+    /// the value stored, after each set that stores one.
+    ///
+    /// ```swift
+    /// model.$title.didSet { old, new in print("title: \(old) -> \(new)") }
+    /// ```
+    ///
+    /// The cheapest way to observe a property: when it is the hook point's
+    /// only hook, a set makes no ``CallBack``. Among other hooks it runs as
+    /// an after hook in the order added, and sees the value a before hook
+    /// chose; it does not run for a vetoed set. It observes: to change or
+    /// refuse a value, use ``HookPoint/before(owner:_:)``.
+    ///
+    /// Like any hook it runs on the setting thread, under the reentrancy
+    /// guard (a set of this property from inside it stores only), and not
+    /// inside ``HookPoint/withoutHooks(_:)``; an error it throws goes to
+    /// ``HookPoint/hookErrorHandler``.
+    ///
+    /// - Parameters:
+    ///   - owner: If given, the hook is tied to it, as with ``HookPoint/after(owner:_:)``.
+    ///   - body: The hook: the old value, then the new one.
+    /// - Returns: A token whose `remove()` detaches the hook.
+    @discardableResult
+    public func didSet(owner: AnyObject? = nil, _ body: @escaping (_ oldValue: Value, _ newValue: Value) throws -> Void) -> HookToken {
+        _addTyped(_TypedSetHook<Value>(point: self, owner: owner.map(_HookOwner.init), body), owner: owner)
     }
 
     /// The body of ``_set(_:)``, forced into the closure of `_propertySet`,

@@ -121,6 +121,22 @@ struct AllocationTests {
     }
 
     @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
+    func hookedPropertySetWithALoneDidSetHookAllocatesNothing() throws {
+        let person = Person()
+        let names = ["a", "b"]
+        person.age = 0
+        person.name = names[0]
+        var sum = 0
+        person.$age.didSet { old, new in sum &+= new &- old }
+        person.$name.didSet { old, new in sum &+= old.count &- new.count }
+        let count = try #require(mallocCount {
+            for i in 1...1_000 { person.age = i; person.name = names[i & 1] }
+        })
+        #expect(count == 0)
+        #expect(sum == 1_000)
+    }
+
+    @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
     func hookedPropertySetWithOneTypedAfterHookAllocatesNothing() throws {
         let person = Person()
         var sum = 0

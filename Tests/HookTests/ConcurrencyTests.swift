@@ -173,4 +173,34 @@ struct ConcurrencyTests {
         #expect(churn.value.load(ordering: .relaxed) > 0)
         #expect(scale.hookCount == 1)
     }
+
+    @Test func aLoneDidSetHookSeesEverySetWhileOtherHooksComeAndGo() throws {
+        let gauge = Gauge()
+        let sets = Counter(), wrong = Counter()
+        gauge.$level.didSet { _, new in
+            sets.increment()
+            if new < 0 { wrong.increment() }
+        }
+        let threads = 8, rounds = 10_000
+        let done = Atomic<Int>(0)
+        let churn = Counter()
+        onThreads(threads + 1) { index in
+            if index == threads {
+                while done.load(ordering: .acquiring) < threads {
+                    let a = gauge.$level.after { _ in }
+                    let b = gauge.$level.didSet { _, _ in }
+                    a.remove()
+                    b.remove()
+                    churn.increment()
+                }
+                return
+            }
+            for i in 0..<rounds { gauge.lock.withLock { gauge.level = i } }
+            done.add(1, ordering: .releasing)
+        }
+        #expect(sets.value.load(ordering: .relaxed) == threads * rounds)
+        #expect(wrong.value.load(ordering: .relaxed) == 0)
+        #expect(churn.value.load(ordering: .relaxed) > 0)
+        #expect(gauge.$level.hookCount == 1)
+    }
 }

@@ -195,4 +195,87 @@ struct HookableMethodTests {
         #expect(account.describe() == "balance 1")
         #expect(try MethodHook.of(account, \.describe) === account.$describe)
     }
+
+    // MARK: didSet, the typed after hook
+
+    @Test func didSetGetsTheOldAndTheNewValueTyped() throws {
+        let ada = Person()
+        ada.name = "first"
+        var seen: [String] = []
+        let token = ada.$name.didSet { old, new in seen.append("\(old) -> \(new)") }
+        ada.name = "Ada"
+        ada.name = "Ada L."
+        #expect(ada.$name.hookCount == 1)
+        token.remove()
+        ada.name = "gone"
+        #expect(seen == ["first -> Ada", "Ada -> Ada L."])
+        #expect(ada.name == "gone")
+        // Another object's property has its own hooks.
+        let bob = Person()
+        bob.$age.didSet { old, new in seen.append("age \(old) -> \(new)") }
+        bob.age = 3
+        ada.age = 4
+        #expect(seen.last == "age 0 -> 3")
+    }
+
+    @Test func didSetAmongOtherHooksSeesTheStoredValueAndNotVetoedSets() throws {
+        let ada = Person()
+        var seen: [String] = []
+        ada.$age.before { call in
+            let value = try call.argument(0, as: Int.self)
+            if value < 0 { try call.veto() } else { try call.setArgument(0, to: value * 10) }
+        }
+        ada.$age.didSet { old, new in seen.append("\(old) -> \(new)") }
+        ada.$age.after { _ in seen.append("after") }
+        ada.age = 1
+        ada.age = -5          // vetoed: nothing stored, no didSet
+        ada.age = 2
+        #expect(ada.age == 20)
+        #expect(seen == ["0 -> 10", "after", "10 -> 20", "after"])
+
+        // An instead hook that stores nothing: no didSet either.
+        let bob = Person()
+        bob.$age.instead { _ in }
+        bob.$age.didSet { _, new in seen.append("bob \(new)") }
+        bob.age = 7
+        #expect(bob.age == 0)
+        #expect(seen.count == 4)
+    }
+
+    @Test func didSetIsGuardedAgainstReentrySuppressedAndOwned() throws {
+        let ada = Person()
+        var seen: [Int] = []
+        ada.$age.didSet { [unowned ada] _, new in
+            seen.append(new)
+            ada.age = new + 1    // stores only: no recursion into the hook
+        }
+        ada.age = 1
+        #expect(ada.age == 2)
+        #expect(seen == [1])
+        ada.$age.withoutHooks { ada.age = 5 }
+        withoutHooks { ada.age = 6 }
+        #expect(seen == [1])
+        #expect(ada.age == 6)
+
+        var owner: Observer? = Observer()
+        let bob = Person()
+        bob.$name.didSet(owner: owner) { _, new in seen.append(new.count) }
+        bob.name = "abc"
+        owner = nil
+        bob.name = "abcdef"
+        #expect(seen == [1, 3])
+        #expect(bob.$name.hookCount == 0)
+        #expect(bob.name == "abcdef")
+    }
+
+    @Test func didSetErrorsGoToTheHandlerAndTheValueIsStored() throws {
+        let ada = Person()
+        let errors = Shared<[String]>([])
+        ada.$age.hookErrorHandler = { error, position in errors.mutate { $0.append("\(position) \(error)") } }
+        ada.$age.didSet { _, new in if new > 10 { throw Failure(code: new) } }
+        ada.age = 3
+        ada.age = 11
+        #expect(ada.age == 11)
+        #expect(errors.value == ["after Failure(code: 11)"])
+    }
 }

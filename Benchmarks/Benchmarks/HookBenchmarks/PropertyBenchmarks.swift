@@ -108,6 +108,13 @@ func propertyBenchmarks(_ configuration: Benchmark.Configuration) {
     Benchmark("property/after: set a @Hooked Int, one after hook reading the new value", configuration: configuration) { benchmark in
         for _ in benchmark.scaledIterations { for i in 0..<callsPerSample { setHooked(after, i) } }
     }
+    let typed = HookedModel()
+    try! PropertyHook.of(typed, \.value).didSet { _, new in
+        if new == -1 { print("unreachable") }
+    }
+    Benchmark("property/typed: set a @Hooked Int, one typed after hook (didSet) reading the new value", configuration: configuration) { benchmark in
+        for _ in benchmark.scaledIterations { for i in 0..<callsPerSample { setHooked(typed, i) } }
+    }
 
     let group = DidSetNode.Group()
     let p = DidSetNode(group: group), q = DidSetNode(group: group), r = DidSetNode(group: group)

@@ -69,6 +69,7 @@ let cases: [Case] = [
     Case(id: "property/plain", label: "property set: plain stored property", isBaseline: true),
     Case(id: "property/none", label: "property set: @Hooked, no hooks", floor: "property/plain", targets: [.nsOverFloor(2)], zeroAllocations: true),
     Case(id: "property/after", label: "property set: @Hooked, one after hook", floor: "property/plain", targets: [.nsOverFloor(10)], zeroAllocations: true),
+    Case(id: "property/typed", label: "property set: @Hooked, one typed after hook (didSet)", floor: "property/plain", targets: [.nsOverFloor(10)], zeroAllocations: true),
     Case(id: "hookable/plain", label: "method call: plain", isBaseline: true, benchmarkTarget: "HookableBenchmarks"),
     Case(id: "hookable/none", label: "method call: @Hookable, no hook point", floor: "hookable/plain", targets: [.nsOverFloor(2)], zeroAllocations: true, benchmarkTarget: "HookableBenchmarks"),
     Case(id: "hookable/idle", label: "method call: @Hookable, hook point, no hook", floor: "hookable/plain", targets: [.nsOverFloor(2)], zeroAllocations: true, benchmarkTarget: "HookableBenchmarks"),

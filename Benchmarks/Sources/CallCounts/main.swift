@@ -78,6 +78,14 @@ let cases: [String: (Int) -> Int] = [
         while i < n { model.value = i; i += 1 }
         return model.value
     },
+    "property-typed": { n in
+        // As the benchmark's: a didSet hook reading the new value.
+        let model = Model()
+        model.$value.didSet { _, new in if new == -1 { print("unreachable") } }
+        var i = 0
+        while i < n { model.value = i; i += 1 }
+        return model.value
+    },
     "property-idle": { n in
         let model = Model()
         _ = model.$value
