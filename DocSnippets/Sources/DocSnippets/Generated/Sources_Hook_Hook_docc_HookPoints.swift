@@ -65,8 +65,8 @@ func Sources_Hook_Hook_docc_HookPoints_89() async throws {
     ada.name = ""                                       // vetoed: stays "Ada", the after hook does not run
 }
 
-// Sources/Hook/Hook.docc/HookPoints.md:137
-func Sources_Hook_Hook_docc_HookPoints_137() async throws {
+// Sources/Hook/Hook.docc/HookPoints.md:143
+func Sources_Hook_Hook_docc_HookPoints_143() async throws {
     final class Account {
         private(set) var balance = 0
         @HookableMethod(Account.depositBody) var deposit        // the one line
@@ -79,15 +79,15 @@ func Sources_Hook_Hook_docc_HookPoints_137() async throws {
     print(account.deposit(-5))                                  // 0
 }
 
-// Sources/Hook/Hook.docc/HookPoints.md:162
-func Sources_Hook_Hook_docc_HookPoints_162() async throws {
+// Sources/Hook/Hook.docc/HookPoints.md:168
+func Sources_Hook_Hook_docc_HookPoints_168() async throws {
     let byCTypes = Signature(returning: .double, arguments: [.int32, .structure([.float, .int32])])
     let bySwiftTypes = Signature(returning: Double.self, arguments: Int32.self, Pair.self)
     print(byCTypes == bySwiftTypes)                         // true: the same signature
     let callback = Signature(arguments: UnsafeRawPointer?.self)     // returns void
 }
 
-// Sources/Hook/Hook.docc/HookPoints.md:178
+// Sources/Hook/Hook.docc/HookPoints.md:184
 // struct Pair { float x; int32_t tag; };   (imported from a C module)
 extension Pair: @retroactive CRepresentable {
     public static let cType = CType.structure([.float, .int32])
