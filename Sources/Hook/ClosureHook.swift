@@ -117,7 +117,7 @@ public final class ClosureHook<each A, R>: HookPoint, _TupleArguments, @unchecke
     /// - Returns: A token whose `remove()` detaches the hook.
     @discardableResult
     public func afterReturning(owner: AnyObject? = nil, _ body: @escaping (R, repeat each A) throws -> Void) -> HookToken {
-        _addTypedAfter(owner: owner, body)
+        _addTyped(_TypedAfterHook(point: self, owner: owner, body), owner: owner)
     }
 
     /// The hooked closure as a C function pointer, made by a libffi trampoline,
@@ -229,7 +229,7 @@ public final class ThrowingClosureHook<each A, R>: HookPoint, _TupleArguments, @
     /// that throws). See ``ClosureHook/afterReturning(owner:_:)``.
     @discardableResult
     public func afterReturning(owner: AnyObject? = nil, _ body: @escaping (R, repeat each A) throws -> Void) -> HookToken {
-        _addTypedAfter(owner: owner, body)
+        _addTyped(_TypedAfterHook(point: self, owner: owner, body), owner: owner)
     }
 
     var _tupleID: ObjectIdentifier { ObjectIdentifier((repeat each A).self) }

@@ -154,15 +154,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         return insert(token, owner: owner, first: first)
     }
 
-    /// Adds a typed after hook (see ``ClosureHook/afterReturning(owner:_:)``).
-    func _addTypedAfter<each A, R>(owner: AnyObject?, _ body: @escaping (R, repeat each A) throws -> Void) -> HookToken {
-        let runsWhenVetoed = shape.kind != "property"
-        let token = _TypedAfterHook<repeat each A, R>(point: self, owner: owner.map(_HookOwner.init),
-                                                      runsWhenVetoed: runsWhenVetoed, body)
-        return insert(token, owner: owner, first: false)
-    }
-
-    /// Adds a typed hook made by a subclass (see `_TypedSetHook`).
+    /// Adds a typed hook made by a subclass (`_TypedAfterHook`, `_TypedSetHook`).
     func _addTyped(_ token: HookToken, owner: AnyObject?) -> HookToken {
         insert(token, owner: owner, first: false)
     }
@@ -476,18 +468,26 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
             throw error
         }
         hk_frame_set_running_original(thread, frame, pointID, 0)
-        Unmanaged<_TypedAfterHook<repeat each A, R>>.fromOpaque(hooks.single.toOpaque())._withUnsafeGuaranteedRef { hook in
-            if _slowPath(hook.owner != nil), _ownerIsGone(hook) {
-            } else {
-                do {
-                    try hook.typedBody(result, repeat each args)
-                } catch {
-                    report(error, at: .after)
-                }
-            }
+        _runTyped(hooks.single, as: _TypedAfterHook<repeat each A, R>.self) { hook in
+            try hook.typedBody(result, repeat each args)
         }
         hk_thread_leave_unrecorded(thread, frame)
         return result
+    }
+
+    /// Runs a lone typed hook of a call without a record (`Hook`: the kind
+    /// this point makes, see `_Hooks`): skipped, and detached, if its owner
+    /// is gone; an error it throws goes to the handler.
+    @inlinable @inline(__always)
+    final func _runTyped<Hook: HookToken>(_ entry: Unmanaged<HookToken>, as type: Hook.Type, _ run: (Hook) throws -> Void) {
+        Unmanaged<Hook>.fromOpaque(entry.toOpaque())._withUnsafeGuaranteedRef { hook in
+            if _slowPath(hook.owner != nil), _ownerIsGone(hook) { return }
+            do {
+                try run(hook)
+            } catch {
+                report(error, at: .after)
+            }
+        }
     }
 
     /// Whether `hook` is tied to an owner that is gone (then it is detached).

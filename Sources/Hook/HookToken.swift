@@ -69,9 +69,10 @@ public class HookToken: @unchecked Sendable {
 final class _TypedAfterHook<each A, R>: HookToken, @unchecked Sendable {
     @usableFromInline let typedBody: (R, repeat each A) throws -> Void
 
-    init(point: HookPoint, owner: _HookOwner?, runsWhenVetoed: Bool, _ typedBody: @escaping (R, repeat each A) throws -> Void) {
+    init(point: HookPoint, owner: AnyObject?, _ typedBody: @escaping (R, repeat each A) throws -> Void) {
         self.typedBody = typedBody
-        super.init(point: point, position: .after, owner: owner, runsWhenVetoed: runsWhenVetoed, isTypedAfter: true) { call in
+        // (Closures only: a vetoed call with a result is one that returned.)
+        super.init(point: point, position: .after, owner: owner.map(_HookOwner.init), runsWhenVetoed: true, isTypedAfter: true) { call in
             try _TypedAfterHook.run(typedBody, &call)
         }
     }
@@ -96,10 +97,10 @@ final class _TypedAfterHook<each A, R>: HookToken, @unchecked Sendable {
 final class _TypedSetHook<Value>: HookToken, @unchecked Sendable {
     @usableFromInline let typedBody: (Value, Value) throws -> Void
 
-    init(point: HookPoint, owner: _HookOwner?, _ typedBody: @escaping (Value, Value) throws -> Void) {
+    init(point: HookPoint, owner: AnyObject?, _ typedBody: @escaping (Value, Value) throws -> Void) {
         self.typedBody = typedBody
         // Not for a vetoed set, as any user's after hook of a property.
-        super.init(point: point, position: .after, owner: owner, runsWhenVetoed: false, isTypedAfter: true) { call in
+        super.init(point: point, position: .after, owner: owner.map(_HookOwner.init), runsWhenVetoed: false, isTypedAfter: true) { call in
             try _TypedSetHook.run(typedBody, &call)
         }
     }

@@ -296,16 +296,7 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
         // Moved out and in: no copy of either value.
         let old = storage.move()
         storage.initialize(to: newValue)
-        Unmanaged<_TypedSetHook<Value>>.fromOpaque(hooks.single.toOpaque())._withUnsafeGuaranteedRef { hook in
-            if _slowPath(hook.owner != nil), _ownerIsGone(hook) {
-            } else {
-                do {
-                    try hook.typedBody(old, newValue)
-                } catch {
-                    report(error, at: .after)
-                }
-            }
-        }
+        _runTyped(hooks.single, as: _TypedSetHook<Value>.self) { hook in try hook.typedBody(old, newValue) }
         hk_thread_leave_unrecorded(thread, frame)
         return true
     }
@@ -334,7 +325,7 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     /// - Returns: A token whose `remove()` detaches the hook.
     @discardableResult
     public func didSet(owner: AnyObject? = nil, _ body: @escaping (_ oldValue: Value, _ newValue: Value) throws -> Void) -> HookToken {
-        _addTyped(_TypedSetHook<Value>(point: self, owner: owner.map(_HookOwner.init), body), owner: owner)
+        _addTyped(_TypedSetHook<Value>(point: self, owner: owner, body), owner: owner)
     }
 
     /// The body of ``_set(_:)``, forced into the closure of `_propertySet`,

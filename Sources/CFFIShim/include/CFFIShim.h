@@ -141,7 +141,8 @@ static inline int hk_thread_enter(hk_thread *t, uintptr_t point) {
 
 // hk_thread_enter for a call that makes no record (a lone typed after hook):
 // the frame gets no serial. Its serial stays 0, as every frame left has, so
-// no record is live in it.
+// no record is live in it. (Its test is hk_thread_enter's, written out again:
+// a shared helper returning the depth cost a typed call 3 instructions.)
 static inline int hk_thread_enter_unrecorded(hk_thread *t, uintptr_t point) {
   unsigned d = (unsigned)atomic_load_explicit(&t->depth, memory_order_relaxed);
   if (d >= t->limit) return -1;
@@ -155,11 +156,6 @@ static inline int hk_thread_enter_unrecorded(hk_thread *t, uintptr_t point) {
   return (int)d;
 }
 
-// Leaves a frame entered by hk_thread_enter_unrecorded (its serial is 0 already).
-static inline void hk_thread_leave_unrecorded(hk_thread *t, int frame) {
-  atomic_store_explicit(&t->active[frame], 0, memory_order_release);
-  atomic_store_explicit(&t->depth, frame, memory_order_release);
-}
 
 // Like enter, but also succeeds when the point is already active: used by
 // `withoutHooks(on:)`, which only needs the point marked.
@@ -181,12 +177,19 @@ static inline void hk_thread_leave(hk_thread *t) {
   atomic_store_explicit(&t->depth, d, memory_order_release);
 }
 
+
+// Leaves a frame entered by hk_thread_enter_unrecorded, the innermost (its
+// serial is 0 already): the depth becomes its index.
+static inline void hk_thread_leave_unrecorded(hk_thread *t, int frame) {
+  atomic_store_explicit(&t->active[frame], 0, memory_order_release);
+  atomic_store_explicit(&t->depth, frame, memory_order_release);
+}
+
 // hk_thread_leave for a caller that knows the frame's index (a call record):
 // the innermost frame, so the depth becomes that index.
 static inline void hk_thread_leave_frame(hk_thread *t, int frame) {
   t->serial[frame] = 0;
-  atomic_store_explicit(&t->active[frame], 0, memory_order_release);
-  atomic_store_explicit(&t->depth, frame, memory_order_release);
+  hk_thread_leave_unrecorded(t, frame);
 }
 
 // The serial number of frame `index` of the calling thread.
