@@ -39,15 +39,27 @@ static int registry_count = 0;
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
+// Records of exited threads, kept for the next thread that registers (linked
+// through `next`). A record is never freed: a CallBack kept past its call
+// names its record by address and its frame by serial, and a thread's serials
+// continue where the record's previous thread left them. So (record, serial)
+// names one frame for the life of the process, and a later thread whose
+// record has the same address never takes a dead thread's CallBack for one of
+// its own calls (whose memory, on the dead thread's stack, is gone). The pool
+// holds at most as many records as threads ever ran hooks at once.
+static hk_thread *free_records = 0;
+
 static void thread_exited(void *value) {
   hk_thread *t = (hk_thread *)value;
+  if (hk_current_thread == t) hk_current_thread = 0;
   pthread_mutex_lock(&registry_lock);
   if (t->prev) t->prev->next = t->next; else registry_head = t->next;
   if (t->next) t->next->prev = t->prev;
   registry_count--;
+  t->prev = 0;
+  t->next = free_records;
+  free_records = t;
   pthread_mutex_unlock(&registry_lock);
-  if (hk_current_thread == t) hk_current_thread = 0;
-  free(t);
 }
 
 static void make_exit_key(void) { pthread_key_create(&exit_key, thread_exited); }
@@ -75,12 +87,22 @@ hk_thread *hk_thread_register(void) {
   // would otherwise share a line, and each thread's calls write its record
   // (a frame's point, serial and depth) while the other's read theirs.
   size_t size = (sizeof(hk_thread) + 63) & ~(size_t)63;
-  hk_thread *t = (hk_thread *)aligned_alloc(64, size);
-  if (!t) abort(); // a few hundred bytes once per thread; nothing sensible to do without them
+  pthread_mutex_lock(&registry_lock);
+  hk_thread *t = free_records;
+  uint64_t next_serial = 0;
+  if (t) {
+    // An exited thread's record: every frame of it was left (serials 0);
+    // its serials go on from where they stopped.
+    free_records = t->next;
+    next_serial = t->next_serial;
+  } else {
+    t = (hk_thread *)aligned_alloc(64, size);
+    if (!t) abort(); // a few hundred bytes once per thread; nothing sensible to do without them
+  }
   memset(t, 0, size);
+  t->next_serial = next_serial;
   t->limit = HK_MAX_DEPTH;
   t->asymmetric = (uint8_t)__atomic_load_n(&hk_asymmetric_fence, __ATOMIC_RELAXED);
-  pthread_mutex_lock(&registry_lock);
   t->next = registry_head;
   if (registry_head) registry_head->prev = t;
   registry_head = t;

@@ -1,3 +1,4 @@
+import CFFIShim
 import Synchronization
 
 /// A hook point over an `async` Swift closure, and the hook point of an
@@ -168,18 +169,27 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
     @discardableResult
     public func after(owner: AnyObject? = nil, _ body: @escaping Body) -> HookToken { add(.after, owner: owner, body) }
 
-    /// Synchronous `CallBack` hooks cannot run across a suspension: use the async `add`.
-    @available(*, unavailable, message: "an async hook point takes hooks of (inout AsyncCallBack) async throws -> Void")
+    // Synchronous hooks, for code that holds this point as a `HookPoint`
+    // (a tracer over `[HookPoint]`, a test helper): a sync body is a valid
+    // async hook that does not suspend. It runs in its turn among the async
+    // hooks, with a `CallBack` of the call (see `AsyncCallBack._runSynchronously`).
+    // Unavailable on `AsyncClosureHook` itself, so that a closure written
+    // there is always the async `Body` (overloads would make
+    // `point.after { call in ... }` ambiguous); through `HookPoint`, these run.
+
+    /// A synchronous hook, added through ``HookPoint``: it runs as an async
+    /// hook that does not suspend, with a ``CallBack`` of the call.
+    @available(*, unavailable, message: "an async hook point takes hooks of (inout AsyncCallBack) async throws -> Void (a synchronous CallBack hook runs when added through HookPoint)")
     public override func add(_ position: HookPosition, owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken {
-        fatalError("unavailable")
+        add(position, owner: owner) { (call: inout AsyncCallBack<repeat each A, R>) in try call._runSynchronously(body) }
     }
 
-    @available(*, unavailable, message: "an async hook point takes hooks of (inout AsyncCallBack) async throws -> Void")
-    public override func before(owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken { fatalError("unavailable") }
-    @available(*, unavailable, message: "an async hook point takes hooks of (inout AsyncCallBack) async throws -> Void")
-    public override func instead(owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken { fatalError("unavailable") }
-    @available(*, unavailable, message: "an async hook point takes hooks of (inout AsyncCallBack) async throws -> Void")
-    public override func after(owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken { fatalError("unavailable") }
+    @available(*, unavailable, message: "an async hook point takes hooks of (inout AsyncCallBack) async throws -> Void (a synchronous CallBack hook runs when added through HookPoint)")
+    public override func before(owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken { super.before(owner: owner, body) }
+    @available(*, unavailable, message: "an async hook point takes hooks of (inout AsyncCallBack) async throws -> Void (a synchronous CallBack hook runs when added through HookPoint)")
+    public override func instead(owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken { super.instead(owner: owner, body) }
+    @available(*, unavailable, message: "an async hook point takes hooks of (inout AsyncCallBack) async throws -> Void (a synchronous CallBack hook runs when added through HookPoint)")
+    public override func after(owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken { super.after(owner: owner, body) }
 
     override func remove(_ token: HookToken) {
         hooks.withVisibleLock(self) { state in
@@ -297,6 +307,65 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
         }
         call.insteadIndex = saved.0
         call.originalCalled = saved.1
+    }
+}
+
+extension AsyncClosureHook: _TupleArguments {
+    var _tupleID: ObjectIdentifier { ObjectIdentifier((repeat each A).self) }
+    func _copyArguments(_ pointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>, to tuple: UnsafeMutableRawPointer) {
+        _TypedLayout.copyTuple(repeat (each A).self, slots: pointers, to: tuple)
+    }
+    func _assignArguments(_ pointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>, from tuple: UnsafeRawPointer) {
+        _TypedLayout.assignTuple(repeat (each A).self, slots: pointers, from: tuple)
+    }
+}
+
+extension AsyncCallBack {
+    /// Runs a synchronous hook (one added through ``HookPoint``) on this call.
+    ///
+    /// It gets a ``CallBack`` as a synchronous call's hook does: a frame of
+    /// the point entered on this thread for the hook's run (so the record is
+    /// live exactly while the hook runs, and a kept copy expires), the
+    /// arguments and the result copied to this stack, and what the hook
+    /// changed (arguments, result, error, veto) copied back. The one thing it
+    /// cannot do is ``CallBack/invokeOriginal()``: the original is async
+    /// (the record's hooks word is 0, which no synchronous call has, and
+    /// `invokeOriginal` refuses on it).
+    mutating func _runSynchronously(_ body: HookBody) throws {
+        let point = context.point
+        let thread = hk_thread_self()!
+        let frame = hk_thread_push(thread, point.pointID)
+        guard frame >= 0 else {
+            throw HookError(.invalidValue, point: point.name, "a synchronous hook could not run: \(HK_MAX_DEPTH) hook points are active on this thread")
+        }
+        defer { hk_thread_leave(thread) }
+        var arguments = self.arguments
+        let count = _packCount(repeat (each A).self)
+        let offsets = point._argumentOffsets
+        let target = context.target.map { Unmanaged.passUnretained($0) }
+        var thrown: (any Error)?
+        withUnsafeMutablePointer(to: &arguments) { tuple in
+            withUnsafeTemporaryAllocation(of: UnsafeMutableRawPointer?.self, capacity: Swift.max(count, 1)) { slots in
+                for i in 0..<count { slots[i] = UnsafeMutableRawPointer(tuple) + offsets[i] }
+                withUnsafeTemporaryAllocation(of: R.self, capacity: 1) { resultBuffer in
+                    let result = resultBuffer.baseAddress.unsafelyUnwrapped
+                    if let value = _result { result.initialize(to: value) }
+                    var call = CallBack(point: point, hooks: _Hooks(bits: 0), arguments: slots.baseAddress.unsafelyUnwrapped,
+                                        result: UnsafeMutableRawPointer(result), thread: thread, frame: frame,
+                                        serial: hk_frame_serial(thread, frame), target: target, original: nil, oldValue: nil)
+                    call._hasResult = _result != nil
+                    call._position = position
+                    call._error = error
+                    call._vetoed = isVetoed
+                    do { try body(&call) } catch { thrown = error }
+                    _result = call._hasResult ? result.move() : nil
+                    error = call._error
+                    isVetoed = call._vetoed
+                }
+            }
+        }
+        self.arguments = arguments
+        if let thrown { throw thrown }
     }
 }
 

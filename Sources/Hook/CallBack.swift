@@ -462,6 +462,11 @@ public struct CallBack {
         guard position == .instead else {
             throw HookError(.notInstead, point: point.name, "invokeOriginal() called from \(position.hookWithArticle)")
         }
+        // Only a synchronous hook of an async point has no hooks word (see
+        // `AsyncCallBack._runSynchronously`): its original must be awaited.
+        guard hooks.bits != 0 else {
+            throw HookError(.invalidValue, point: point.name, "invokeOriginal() from a synchronous instead hook of an async hook point: the original is async; add the hook to the AsyncClosureHook itself, as an async hook, to run it")
+        }
         if _error != nil { _error = nil }
         // Borrowed: a strong reference to the point would be a write every caller shares.
         Unmanaged.passUnretained(point)._withUnsafeGuaranteedRef { $0._runInstead(at: Int(insteadIndex) + 1, &self) }

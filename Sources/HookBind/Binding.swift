@@ -123,10 +123,12 @@ public final class Binding: @unchecked Sendable {
         for i in 0..<count { member(i)._withUnsafeGuaranteedRef { $0.token?.remove() } }
     }
 
-    /// Whether ``unbind()`` has not been called (and no hook of the binding was removed).
+    /// Whether the binding still delivers: ``unbind()`` has not been called,
+    /// and none of its hooks was removed (by its token, or by the ``HookBag``
+    /// of an owner that ended, see ``store(in:)``).
     public var isBound: Bool {
         guard !unbound.load(ordering: .acquiring) else { return false }
-        return (0..<count).allSatisfy { i in member(i)._withUnsafeGuaranteedRef { $0.token?.isActive ?? true } }
+        return (0..<count).allSatisfy { i in member(i)._withUnsafeGuaranteedRef { $0.hookIsAttached } }
     }
 
     /// Ties the binding to `bag`: it ends when the bag's owner deinitializes (see `HookOwner`).

@@ -126,12 +126,30 @@ struct BindingTests {
         final class Screen: HookOwner { let hookBag = HookBag() }
         let a = Holder(), b = Holder()
         var screen: Screen? = Screen()
-        try Binding.bind([.both(a, \.value), .both(b, \.value)]).store(in: screen!.hookBag)
+        let binding = try Binding.bind([.both(a, \.value), .both(b, \.value)]).store(in: screen!.hookBag)
         a.value = 1
         #expect(b.value == 1)
+        #expect(binding.isBound)
         screen = nil
         a.value = 2
         #expect(b.value == 1)
+        #expect(!binding.isBound)   // ended with its owner, as by unbind()
+        #expect(a.$value.hookCount == 0 && b.$value.hookCount == 0)
+    }
+
+    /// A binding one of whose hooks was removed by its token is no longer bound,
+    /// while its other members' hooks stay until `unbind()`.
+    @Test func removingOneOfTheBindingsHooksEndsIsBound() throws {
+        let a = Holder(), b = Holder(), c = Holder()
+        let binding = try Binding.bind([.both(a, \.value), .both(b, \.value), .observer(c, \.value)])
+        #expect(binding.isBound)
+        let bag = HookBag()
+        binding.store(in: bag)
+        #expect(bag.count == 2)     // the two posters' hooks: the observer has none
+        bag.removeAll()
+        #expect(!binding.isBound)
+        binding.unbind()
+        #expect(!binding.isBound)
     }
 
     @Test func deliveryFollowsTheOrderOfTheFishes() throws {

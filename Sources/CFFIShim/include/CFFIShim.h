@@ -86,7 +86,8 @@ typedef struct hk_thread {
 extern _Thread_local hk_thread *hk_current_thread
     __attribute__((tls_model("initial-exec")));
 
-// Allocates and registers this thread's state (once per thread; freed at thread exit).
+// Allocates and registers this thread's state (once per thread; at thread
+// exit it is unregistered and kept for the next thread that registers).
 hk_thread *hk_thread_register(void);
 
 // This thread's state, or NULL if it never used a hook point.
@@ -240,7 +241,10 @@ static inline void hk_lock_thread_set(void *record) { hk_lock_thread = record; }
 // frame it entered (0 ..< HK_MAX_DEPTH). Comparing the serial is enough: every
 // frame entered gets a new one, and a frame left has 0 (the thread's record
 // starts zeroed), so neither a returned call nor a later call at the same
-// depth matches.
+// depth matches. Nor does a call of a later thread: an exited thread's record
+// is kept, never freed, and the next thread to register takes it with its
+// serials going on from where they stopped (see hk_thread_register), so a
+// record's address and a serial name one frame for the life of the process.
 static inline int hk_frame_is_live(const hk_thread *t, int index, uint64_t serial) {
   return hk_current_thread == t && t->serial[index] == serial;
 }

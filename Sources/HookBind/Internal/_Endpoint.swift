@@ -92,6 +92,18 @@ class _Endpoint: @unchecked Sendable {
         return unsafeDowncast(token, to: HookToken.self)
     }
 
+    /// Whether the hook the binding added here was not removed (by
+    /// `unbind()`, its token, or the `HookBag` of an owner that ended). A
+    /// token that is gone while its hook point lives was removed; one that
+    /// went with its hook point (the point's object deinitialized) was not.
+    /// A member the binding put no hook on (one that only receives) has
+    /// nothing to lose.
+    final var hookIsAttached: Bool {
+        guard let tokenMemory else { return true }
+        if let token = _UnownedMemory.object(tokenMemory) { return unsafeDowncast(token, to: HookToken.self).isActive }
+        return postingPoint == nil
+    }
+
     /// A new endpoint for the same hook point (not adopted).
     func copy() -> _Endpoint { preconditionFailure("every endpoint kind copies itself") }
 
