@@ -166,3 +166,30 @@ public func _hookableActorSlot(_ object: AnyObject, _ field: StaticString, _ acc
     if _isDebugAssertConfiguration() { return _hookableFieldAddress(object, field) }
     return access()
 }
+
+// MARK: - Codable models
+//
+// `@Hookable` gives each method a stored slot (`_$name`), and Swift
+// synthesizes `Codable` over every stored property. A slot encodes nothing
+// and decodes as empty (no hook point yet): these keyed-container overloads,
+// more specific than the generic ones, are what the synthesized code calls,
+// so the JSON of a `@Hookable` model is the plain class's.
+
+extension _HookableSlot: Codable {
+    /// Encodes nothing: a slot holds the instance's hook point, not its value.
+    public func encode(to encoder: any Encoder) throws {}
+    /// An empty slot.
+    public init(from decoder: any Decoder) throws { self.init() }
+}
+
+extension KeyedEncodingContainer {
+    /// A `@Hookable` method's slot writes no key.
+    public mutating func encode<Point>(_ value: _HookableSlot<Point>, forKey key: Key) throws {}
+}
+
+extension KeyedDecodingContainer {
+    /// A `@Hookable` method's slot reads no key: it starts empty.
+    public func decode<Point>(_ type: _HookableSlot<Point>.Type, forKey key: Key) throws -> _HookableSlot<Point> {
+        _HookableSlot()
+    }
+}

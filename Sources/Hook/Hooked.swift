@@ -409,3 +409,55 @@ func _propertySet<Value>(_ point: PropertyHook<Value>, _ newValue: Value, byteCo
         point._set(newValue, in: memory.baseAddress.unsafelyUnwrapped, slotOffset: slotOffset, recordOffset: recordOffset)
     }
 }
+
+// MARK: - Conformances that follow the value's
+//
+// A `@Hooked` property stores a `Hooked<Value>`, and what Swift synthesizes
+// for the enclosing type (a `Codable` model, a `@Hookable` class that is
+// `Codable`) goes through it: each conformance is the value's, and the hook
+// point (the object's, not part of its value) takes no part.
+
+extension Hooked: Encodable where Value: Encodable {
+    /// Encodes the value alone: the JSON of a `@Hooked` property is the plain property's.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(_value)
+    }
+}
+
+extension Hooked: Decodable where Value: Decodable {
+    /// Decodes the value alone; the hook point is made on first need, as for any instance.
+    public init(from decoder: any Decoder) throws {
+        self.init(wrappedValue: try decoder.singleValueContainer().decode(Value.self))
+    }
+}
+
+extension Hooked: Equatable where Value: Equatable {
+    /// The values compared; hook points (each object's own) are not.
+    public static func == (lhs: Hooked, rhs: Hooked) -> Bool { lhs._value == rhs._value }
+}
+
+extension Hooked: Hashable where Value: Hashable {
+    /// The value's hash.
+    public func hash(into hasher: inout Hasher) { hasher.combine(_value) }
+}
+
+/// The value and a hook point, which is `Sendable` (it synchronizes itself).
+extension Hooked: Sendable where Value: Sendable {}
+
+// An optional `@Hooked` property keeps the plain optional's JSON: left out
+// when nil, and nil when its key is missing (synthesized code calls these,
+// more specific than the generic `encode`/`decode`, for a `Hooked<T?>`).
+extension KeyedEncodingContainer {
+    /// Encodes an optional `@Hooked` property as `encodeIfPresent` does a plain optional.
+    public mutating func encode<T: Encodable>(_ value: Hooked<T?>, forKey key: Key) throws {
+        try encodeIfPresent(value._value, forKey: key)
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// Decodes an optional `@Hooked` property as `decodeIfPresent` does a plain optional.
+    public func decode<T: Decodable>(_ type: Hooked<T?>.Type, forKey key: Key) throws -> Hooked<T?> {
+        Hooked(wrappedValue: try decodeIfPresent(T.self, forKey: key))
+    }
+}
