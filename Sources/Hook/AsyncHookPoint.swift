@@ -40,6 +40,13 @@ import Synchronization
 ///   call to stay on one thread).
 ///
 /// With no hook attached, a call is one atomic load and the original.
+///
+/// ## Through `HookPoint`
+/// Code that holds the point as a ``HookPoint`` (a tracer over
+/// `[HookPoint]`) may add synchronous ``CallBack`` hooks: each runs as an
+/// async hook that does not suspend, with a `CallBack` of the call (live
+/// while it runs). It reads and changes the call as on any hook point, but
+/// cannot ``CallBack/invokeOriginal()``, which throws: the original is async.
 public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
     /// The hook body of an async hook point.
     public typealias Body = (inout AsyncCallBack<repeat each A, R>) async throws -> Void

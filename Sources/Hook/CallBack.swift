@@ -25,7 +25,10 @@ import Glibc
 /// A `CallBack` describes memory of a call in progress: it is valid inside the
 /// hook that received it, on that thread, until the call returns. Used later
 /// or elsewhere, typed access throws ``HookError/Kind/callBackExpired`` and the
-/// boxed views are empty; it never reads stale memory.
+/// boxed views are empty; it never reads stale memory. (A record names its
+/// call by its thread's record and a serial that no other frame of the
+/// process gets, so a `CallBack` kept from a thread that has exited is not
+/// live in a later thread's call either.)
 public struct CallBack {
     @usableFromInline unowned(unsafe) let point: HookPoint
     /// The hooks of this call (unretained: the frame keeps the snapshot valid).

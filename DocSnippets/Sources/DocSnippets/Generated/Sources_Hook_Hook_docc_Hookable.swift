@@ -33,7 +33,32 @@ func Sources_Hook_Hook_docc_Hookable_22() async throws {
     print(account.deposit(-5))                      // 0
 }
 
-// Sources/Hook/Hook.docc/Hookable.md:134
+// Sources/Hook/Hook.docc/Hookable.md:98
+@Hookable
+final class Editor {
+    var offset = 0
+    func move(to offset: Int) { self.offset = offset }
+    func move(by delta: Int) { offset += delta }
+    func move(to offset: Int, by delta: Int) { self.offset = offset + delta }
+    func undo() { offset = 0 }
+    func undo(_ steps: Int) { offset -= steps }
+    func undo(_ steps: Int, _ times: Int) { offset -= steps * times }
+    func scale(_ factor: Int) { offset *= factor }
+    func scale(_ factor: Double) { offset = Int(Double(offset) * factor) }
+}
+
+func hookEveryOverload(of editor: Editor) {
+    editor.$move_to.before { call in print(call.selector) }      // move(to:)
+    editor.$move_by.before { _ in }
+    editor.$move_to_by.before { _ in }
+    editor.$undo_.before { _ in }                                // undo()
+    editor.$undo__.before { _ in }                               // undo(_:)
+    editor.$undo____.before { _ in }                             // undo(_:_:)
+    editor.$scale_Int.before { _ in }
+    editor.$scale_Double.before { _ in }
+}
+
+// Sources/Hook/Hook.docc/Hookable.md:164
 @Hookable
 actor Thermostat {
     var target = 20                  // $target: PropertyHook<Int>
@@ -42,8 +67,8 @@ actor Thermostat {
     func set(_ value: Int) { target = value }
 }
 
-// Sources/Hook/Hook.docc/Hookable.md:144
-func Sources_Hook_Hook_docc_Hookable_144() async throws {
+// Sources/Hook/Hook.docc/Hookable.md:174
+func Sources_Hook_Hook_docc_Hookable_174() async throws {
     let hall = await Thermostat(label: "hall")
     hall.$target.before { call in        // at most 25
         if try call.argument(0, as: Int.self) > 25 { try call.setArgument(0, to: 25) }
@@ -51,8 +76,8 @@ func Sources_Hook_Hook_docc_Hookable_144() async throws {
     await hall.set(30)                   // hall.target == 25
 }
 
-// Sources/Hook/Hook.docc/Hookable.md:196
-func Sources_Hook_Hook_docc_Hookable_196() async throws {
+// Sources/Hook/Hook.docc/Hookable.md:226
+func Sources_Hook_Hook_docc_Hookable_226() async throws {
     let cache = [7: "cached 7"]
     let fetch = AsyncClosureHook(name: "fetch") { (id: Int) async throws -> String in
         try await Task.sleep(for: .milliseconds(1))   // the original may suspend
@@ -70,9 +95,25 @@ func Sources_Hook_Hook_docc_Hookable_196() async throws {
     let text = try await fetch(42)                 // "item 42"
 }
 
-// Sources/Hook/Hook.docc/Hookable.md:257
+// Sources/Hook/Hook.docc/Hookable.md:266
+/// A tracer written once for every kind of hook point.
+func trace(_ points: [HookPoint]) {
+    for point in points {
+        point.after { call in print(call) }      // fetch(42) -> "item 42", double(4) -> 8
+    }
+}
+
+func traceBoth() async throws {
+    let fetch = AsyncClosureHook(name: "fetch") { (id: Int) async throws -> String in "item \(id)" }
+    let double = ClosureHook(name: "double") { (x: Int) in x * 2 }
+    trace([fetch, double])
+    _ = try await fetch(42)
+    _ = double(4)
+}
+
+// Sources/Hook/Hook.docc/Hookable.md:317
 extension AsyncSequenceContext {
-    func Sources_Hook_Hook_docc_Hookable_257() async throws {
+    func Sources_Hook_Hook_docc_Hookable_317() async throws {
         for await call in account.$deposit.calls() { print(call.arguments, call.result ?? "-") }
         for await name in name.values { print(name) }       // Observable
         for await value in signal.values { print(value) }   // Signal
