@@ -47,10 +47,9 @@ let package = Package(
             name: "HookMacros",
             dependencies: ["Hook", "HookMacrosPlugin"]
         ),
-        // C functions the demo hooks, and the bare libffi floor it measures against.
+        // C functions the demo hooks.
         .target(
-            name: "CHookDemoSupport",
-            dependencies: ["CFFIShim"]
+            name: "CHookDemoSupport"
         ),
         .executableTarget(
             name: "HookDemo",

@@ -76,7 +76,16 @@ let package = Package(
             path: "Sources/CallCounts"
         ),
         // Reads one run's export and prints ratios, checks allocations, draws the chart.
-        .executableTarget(name: "bench-report", dependencies: ["ThreadsTable"], path: "Sources/BenchReport"),
+        .executableTarget(name: "bench-report", dependencies: ["ThreadsTable", "BenchTargets"], path: "Sources/BenchReport"),
+        // The cases' targets, read by bench-report and hook-overhead alike.
+        .target(name: "BenchTargets"),
+        // A quick measure of what a hook costs, with those targets (no
+        // swift-syntax, no package-benchmark: its first build is Hook's).
+        .executableTarget(
+            name: "hook-overhead",
+            dependencies: ["CBenchSupport", "BenchTargets", .product(name: "Hook", package: "Hook"), .product(name: "HookBind", package: "Hook")],
+            path: "Sources/HookOverhead"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

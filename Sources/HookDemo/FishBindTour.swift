@@ -152,44 +152,6 @@ func fishBindTour() throws {
     }
 }
 
-// MARK: Overhead of a binding
-
-/// The floor: the same three-way sync written by hand with `didSet`.
-final class DidSetNode {
-    final class Group { var syncing = false }
-    let group: Group
-    unowned(unsafe) var first: DidSetNode?
-    unowned(unsafe) var second: DidSetNode?
-    var value = 0 {
-        didSet {
-            guard !group.syncing else { return }
-            group.syncing = true
-            first.unsafelyUnwrapped.value = value
-            second.unsafelyUnwrapped.value = value
-            group.syncing = false
-        }
-    }
-
-    init(group: Group) { self.group = group }
-}
-
-@inline(never) func setDidSet(_ m: DidSetNode, _ v: Int) { m.value = v }
-@inline(never) func setScalar(_ m: Scalar, _ v: Int) { m.value = v }
-
-func bindingOverhead(iterations n: Int, row: (String, Double, Double, String) -> Void) throws {
-    let group = DidSetNode.Group()
-    let p = DidSetNode(group: group), q = DidSetNode(group: group), r = DidSetNode(group: group)
-    (p.first, p.second, q.first, q.second, r.first, r.second) = (q, r, p, r, p, q)
-    let a = Scalar(), b = Scalar(), c = Scalar()
-    try Binding.bind([.both(a, \.value), .both(b, \.value), .both(c, \.value)])
-    let floor = nanoseconds(n) { setLoop(p, $0, setDidSet) }
-    let bound = nanoseconds(n) { setLoop(a, $0, setScalar) }
-    precondition(q.value == n - 1 && r.value == n - 1 && b.value == n - 1 && c.value == n - 1)
-    withExtendedLifetime((p, q, r)) {}
-    row("three-way sync by hand with didSet (floor)", floor, floor, "")
-    row("three-way bilateral Binding of @Hooked, one set", bound, floor, "0 alloc")
-}
-
 // MARK: XKVO
 
 /// XKVO's ViewController: a counted property and a login signal.

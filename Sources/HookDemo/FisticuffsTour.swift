@@ -106,28 +106,3 @@ func fisticuffsTour() throws {
     print("days: \(days.value)")
 }
 
-/// Rows for `hook-demo overhead`: one write to an Observable fanned out to
-/// 1 and 100 subscribers, and a diamond of computeds with one subscriber.
-/// (The same work with OpenCombine and Observation is in Benchmarks/.)
-func observableOverhead(iterations n: Int, row: (String, Double, Double, String) -> Void) {
-    let plain = PlainModel()
-    let storeNs = nanoseconds(n) { setLoop(plain, $0, setPlain) }
-    for subscribers in [1, 100] {
-        let observable = Observable(0)
-        var sum = 0
-        for _ in 0..<subscribers { observable.subscribe { _, new in sum &+= new } }
-        let iterations = max(n / subscribers, 1000)
-        let ns = nanoseconds(iterations) { count in for i in 0..<count { observable.value = i } }
-        precondition(sum != 0)
-        row("Observable write, \(subscribers) subscriber\(subscribers == 1 ? "" : "s")", ns, storeNs, "")
-    }
-    let a = Observable(0)
-    let b = Computed { a.value &* 2 }
-    let c = Computed { a.value &* 3 }
-    let d = Computed { b.value &+ c.value }
-    var last = 0
-    d.subscribe { _, new in last = new }
-    let diamondNs = nanoseconds(n / 10) { count in for i in 0..<count { a.value = i } }
-    precondition(last == (n / 10 - 1) * 5)
-    row("diamond a -> b, c -> d (one subscriber), one write", diamondNs, storeNs, "")
-}

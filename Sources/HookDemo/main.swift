@@ -1,5 +1,5 @@
-// hook-demo: a tour of Hook and HookBind. `swift run hook-demo` runs the tour;
-// `swift run -c release hook-demo overhead` measures what a hook costs.
+// hook-demo: a tour of Hook and HookBind: `swift run hook-demo`. (What a hook
+// costs: `cd Benchmarks && swift run -c release hook-overhead`.)
 import CHookDemoSupport
 import Foundation
 import Hook
@@ -241,121 +241,6 @@ func asyncTour() async throws {
     _ = await inbox.receive("world")
 }
 
-/// ns per call of `fn` over `iterations` calls made from a C loop; best of 5 runs.
-func nanosecondsPerCall(_ fn: BinaryOp, iterations: Int64) -> Double {
-    var best = Double.infinity
-    for _ in 0..<5 {
-        let clock = ContinuousClock()
-        var sum: Int64 = 0
-        let elapsed = clock.measure { sum = demo_call_loop(fn, iterations) }
-        precondition(sum == iterations * (iterations - 1) / 2 + iterations, "wrong sum: \(sum)")
-        let (seconds, attoseconds) = elapsed.components
-        let ns = (Double(seconds) * 1e9 + Double(attoseconds) / 1e9) / Double(iterations)
-        best = min(best, ns)
-    }
-    return best
-}
-
-func overhead() throws {
-    let iterations: Int64 = CommandLine.arguments.count > 2 ? Int64(CommandLine.arguments[2]) ?? 10_000_000 : 10_000_000
-    let signature = Signature(returning: Int64.self, arguments: Int64.self, Int64.self)
-    guard let passthrough = demo_make_passthrough(unsafeBitCast(demo_add as BinaryOp, to: UnsafeMutableRawPointer.self)) else {
-        print("libffi refused a closure for the floor")
-        return
-    }
-    let floor = unsafeBitCast(passthrough, to: BinaryOp.self)
-    let bare = try FunctionHook(cFunction: demo_add as BinaryOp, signature: signature, name: "add")
-    let typed = try FunctionHook(cFunction: demo_add as BinaryOp, signature: signature, name: "add")
-    typed.before { call in
-        let a = try call.argument(0, as: Int64.self)
-        let b = try call.argument(1, as: Int64.self)
-        if a == -1, b == -1 { print("unreachable") }
-    }
-    typed.after { call in
-        let r = try call.result(as: Int64.self)
-        if r == -1 { print("unreachable") }
-    }
-
-    print("Overhead: int64_t add(int64_t, int64_t), \(iterations) calls from a C loop, best of 5 (ns per call)")
-    let direct = nanosecondsPerCall(demo_add, iterations: iterations)
-    let floorNs = nanosecondsPerCall(floor, iterations: iterations)
-    // The hook points must outlive every call of their entries.
-    let none = withExtendedLifetime(bare) { nanosecondsPerCall(bare.entry(as: BinaryOp.self), iterations: iterations) }
-    let both = withExtendedLifetime(typed) { nanosecondsPerCall(typed.entry(as: BinaryOp.self), iterations: iterations) }
-    func row(_ name: String, _ ns: Double, target: String) {
-        let ratio = ns / floorNs
-        print("| \(name.padding(toLength: 52, withPad: " ", startingAt: 0)) | \(String(format: "%7.2f", ns)) | \(String(format: "%4.2fx", ratio)) | \(target.padding(toLength: 8, withPad: " ", startingAt: 0)) |")
-    }
-    print("| case                                                 |   ns    | floor | target   |")
-    print("| ---------------------------------------------------- | ------- | ----- | -------- |")
-    row("direct call through a pointer", direct, target: "")
-    row("bare libffi closure + ffi_call (the floor, in C)", floorNs, target: "1.00x")
-    row("FunctionHook, no hooks", none, target: "<= 1.10x")
-    row("FunctionHook, before + after reading typed arguments", both, target: "<= 1.50x")
-    try swiftOverhead(iterations: Int(iterations))
-}
-
-@inline(never) func callLoop(_ f: (Int, Int) -> Int, _ n: Int) -> Int {
-    var sum = 0
-    for i in 0..<n { sum &+= f(i, 1) }
-    return sum
-}
-
-final class PlainModel { var value = 0 }
-final class HookedModel { @Hooked var value = 0 }
-@inline(never) func setPlain(_ m: PlainModel, _ v: Int) { m.value = v }
-@inline(never) func setHooked(_ m: HookedModel, _ v: Int) { m.value = v }
-@inline(never) func setLoop<M>(_ m: M, _ n: Int, _ set: (M, Int) -> Void) { for i in 0..<n { set(m, i) } }
-
-/// ns per iteration of `body(n)`; best of 5 runs.
-func nanoseconds(_ n: Int, _ body: (Int) -> Void) -> Double {
-    var best = Double.infinity
-    for _ in 0..<5 {
-        let elapsed = ContinuousClock().measure { body(n) }
-        let (seconds, attoseconds) = elapsed.components
-        best = min(best, (Double(seconds) * 1e9 + Double(attoseconds) / 1e9) / Double(n))
-    }
-    return best
-}
-
-func swiftOverhead(iterations n: Int) throws {
-    func row(_ name: String, _ ns: Double, _ base: Double, target: String) {
-        let delta = ns - base
-        print("| \(name.padding(toLength: 52, withPad: " ", startingAt: 0)) | \(String(format: "%7.2f", ns)) | \(String(format: "%+6.2f", delta)) | \(target.padding(toLength: 9, withPad: " ", startingAt: 0)) |")
-    }
-    print("\nOverhead in Swift: \(n) calls or sets, best of 5 (ns per call; delta to the plain case)")
-    print("| case                                                 |   ns    | delta  | target    |")
-    print("| ---------------------------------------------------- | ------- | ------ | --------- |")
-    let plain: (Int, Int) -> Int = { $0 &+ $1 }
-    let bare = ClosureHook(name: "add") { (a: Int, b: Int) in a &+ b }
-    let hooked = ClosureHook(name: "add") { (a: Int, b: Int) in a &+ b }
-    hooked.after { call in
-        if try call.result(as: Int.self) == -1 { print("unreachable") }
-    }
-    let expected = callLoop(plain, n)
-    let plainNs = nanoseconds(n) { precondition(callLoop(plain, $0) == expected) }
-    let bareFunction = bare.function, hookedFunction = hooked.function
-    let bareNs = nanoseconds(n) { precondition(callLoop(bareFunction, $0) == expected) }
-    let afterNs = nanoseconds(n) { precondition(callLoop(hookedFunction, $0) == expected) }
-    row("plain closure (Int, Int) -> Int", plainNs, plainNs, target: "")
-    row("ClosureHook, no hooks", bareNs, plainNs, target: "")
-    row("ClosureHook, one after hook reading the result", afterNs, plainNs, target: "<= +5 ns")
-
-    let plainModel = PlainModel(), hookedModel = HookedModel(), afterModel = HookedModel()
-    try PropertyHook.of(afterModel, \.value).after { call in
-        if try call.argument(0, as: Int.self) == -1 { print("unreachable") }
-    }
-    let storeNs = nanoseconds(n) { setLoop(plainModel, $0, setPlain) }
-    let hookedNs = nanoseconds(n) { setLoop(hookedModel, $0, setHooked) }
-    let hookedAfterNs = nanoseconds(n) { setLoop(afterModel, $0, setHooked) }
-    precondition(plainModel.value == n - 1 && hookedModel.value == n - 1 && afterModel.value == n - 1)
-    row("plain stored property set", storeNs, storeNs, target: "")
-    row("@Hooked set, no hooks", hookedNs, storeNs, target: "<= +2 ns")
-    row("@Hooked set, one after hook reading the new value", hookedAfterNs, storeNs, target: "")
-    try bindingOverhead(iterations: n) { row($0, $1, $2, target: $3) }
-    observableOverhead(iterations: n) { row($0, $1, $2, target: $3) }
-}
-
 /// Runs the async tour from the synchronous top level, the main thread
 /// waiting: a top-level `await` would make the program end in
 /// `dispatch_main`, which valgrind (CI's leak check) cannot follow.
@@ -371,12 +256,8 @@ func runAsyncTour() throws {
 }
 
 do {
-    if CommandLine.arguments.dropFirst().first == "overhead" {
-        try overhead()
-    } else {
-        try tour()
-        try runAsyncTour()
-    }
+    try tour()
+    try runAsyncTour()
 } catch {
     print("hook-demo: \(error)")
 }

@@ -8,37 +8,19 @@
 //
 //   swift run -c release bench-report DIR [--markdown FILE] [--svg FILE] [--check-allocations]
 import Foundation
+import BenchTargets
 import ThreadsTable
 
 /// Calls, sets or writes per measured sample (`callsPerSample` in the benchmarks).
 let callsPerSample = 1_000.0
-
-enum Target {
-    /// At most this many times the floor.
-    case timesFloor(Double)
-    /// At most this many ns above the floor.
-    case nsOverFloor(Double)
-    /// At most this many times the peer.
-    case timesPeer(Double)
-    /// At most this many ns.
-    case ns(Double)
-
-    func describe() -> String {
-        switch self {
-        case .timesFloor(let x): "at most \(format(x))x the floor"
-        case .nsOverFloor(let ns): "at most +\(format(ns)) ns"
-        case .timesPeer(let x): "at most \(format(x))x the peer"
-        case .ns(let ns): "at most \(format(ns)) ns"
-        }
-    }
-}
 
 struct Case {
     let id: String
     let label: String
     var floor: String? = nil
     var peer: String? = nil
-    var targets: [Target] = []
+    /// Its targets: `BenchTargets.caseTargets`, shared with hook-overhead.
+    var targets: [Target] { BenchTargets.targets(for: id) }
     /// DESIGN.md: this path allocates nothing.
     var zeroAllocations = false
     /// The floor or the direct call: drawn grey.
@@ -53,36 +35,36 @@ struct Case {
 let cases: [Case] = [
     Case(id: "c/direct", label: "add: direct call through a pointer", floor: "c/floor", isBaseline: true),
     Case(id: "c/floor", label: "add: bare libffi closure + ffi_call (C, the floor)", isBaseline: true),
-    Case(id: "c/none", label: "add: FunctionHook, no hooks", floor: "c/floor", targets: [.timesFloor(1.1)], zeroAllocations: true),
+    Case(id: "c/none", label: "add: FunctionHook, no hooks", floor: "c/floor", zeroAllocations: true),
     Case(id: "c/before", label: "add: FunctionHook, one before hook", floor: "c/floor", zeroAllocations: true),
-    Case(id: "c/both", label: "add: FunctionHook, before + after reading typed arguments", floor: "c/floor", targets: [.timesFloor(1.3)], zeroAllocations: true),
+    Case(id: "c/both", label: "add: FunctionHook, before + after reading typed arguments", floor: "c/floor", zeroAllocations: true),
     Case(id: "c/instead", label: "add: FunctionHook, instead hook calling the original", floor: "c/floor", zeroAllocations: true),
     Case(id: "mix/direct", label: "5 args + 24-byte struct: direct call", floor: "mix/floor", isBaseline: true),
     Case(id: "mix/floor", label: "5 args + 24-byte struct: bare libffi closure (C, the floor)", isBaseline: true),
-    Case(id: "mix/none", label: "5 args + 24-byte struct: FunctionHook, no hooks", floor: "mix/floor", targets: [.timesFloor(1.1)], zeroAllocations: true),
-    Case(id: "mix/both", label: "5 args + 24-byte struct: FunctionHook, before + after", floor: "mix/floor", targets: [.timesFloor(1.3)], zeroAllocations: true),
+    Case(id: "mix/none", label: "5 args + 24-byte struct: FunctionHook, no hooks", floor: "mix/floor", zeroAllocations: true),
+    Case(id: "mix/both", label: "5 args + 24-byte struct: FunctionHook, before + after", floor: "mix/floor", zeroAllocations: true),
     Case(id: "swift/direct", label: "closure (Int, Int) -> Int: plain", isBaseline: true),
     Case(id: "swift/none", label: "closure: ClosureHook, no hooks", floor: "swift/direct", zeroAllocations: true),
-    Case(id: "swift/after", label: "closure: ClosureHook, one after hook", floor: "swift/direct", targets: [.nsOverFloor(10)], zeroAllocations: true),
-    Case(id: "swift/typed", label: "closure: ClosureHook, one typed after hook (afterReturning)", floor: "swift/direct", targets: [.nsOverFloor(10)], zeroAllocations: true),
+    Case(id: "swift/after", label: "closure: ClosureHook, one after hook", floor: "swift/direct", zeroAllocations: true),
+    Case(id: "swift/typed", label: "closure: ClosureHook, one typed after hook (afterReturning)", floor: "swift/direct", zeroAllocations: true),
     Case(id: "swift/cpointer", label: "closure: ClosureHook through its C function pointer", floor: "c/floor", zeroAllocations: true),
     Case(id: "property/plain", label: "property set: plain stored property", isBaseline: true),
-    Case(id: "property/none", label: "property set: @Hooked, no hooks", floor: "property/plain", targets: [.nsOverFloor(2)], zeroAllocations: true),
-    Case(id: "property/after", label: "property set: @Hooked, one after hook", floor: "property/plain", targets: [.nsOverFloor(10)], zeroAllocations: true),
-    Case(id: "property/typed", label: "property set: @Hooked, one typed after hook (didSet)", floor: "property/plain", targets: [.nsOverFloor(10)], zeroAllocations: true),
+    Case(id: "property/none", label: "property set: @Hooked, no hooks", floor: "property/plain", zeroAllocations: true),
+    Case(id: "property/after", label: "property set: @Hooked, one after hook", floor: "property/plain", zeroAllocations: true),
+    Case(id: "property/typed", label: "property set: @Hooked, one typed after hook (didSet)", floor: "property/plain", zeroAllocations: true),
     Case(id: "hookable/plain", label: "method call: plain", isBaseline: true, benchmarkTarget: "HookableBenchmarks"),
-    Case(id: "hookable/none", label: "method call: @Hookable, no hook point", floor: "hookable/plain", targets: [.nsOverFloor(2)], zeroAllocations: true, benchmarkTarget: "HookableBenchmarks"),
-    Case(id: "hookable/idle", label: "method call: @Hookable, hook point, no hook", floor: "hookable/plain", targets: [.nsOverFloor(2)], zeroAllocations: true, benchmarkTarget: "HookableBenchmarks"),
+    Case(id: "hookable/none", label: "method call: @Hookable, no hook point", floor: "hookable/plain", zeroAllocations: true, benchmarkTarget: "HookableBenchmarks"),
+    Case(id: "hookable/idle", label: "method call: @Hookable, hook point, no hook", floor: "hookable/plain", zeroAllocations: true, benchmarkTarget: "HookableBenchmarks"),
     Case(id: "hookable/after", label: "method call: @Hookable, one after hook", floor: "hookable/plain", zeroAllocations: true, benchmarkTarget: "HookableBenchmarks"),
     Case(id: "hookableset/plain", label: "property set: plain (the @Hookable class's peer)", isBaseline: true, benchmarkTarget: "HookableBenchmarks"),
-    Case(id: "hookableset/none", label: "property set: @Hookable, no hook point", floor: "hookableset/plain", targets: [.nsOverFloor(2)], zeroAllocations: true, benchmarkTarget: "HookableBenchmarks"),
-    Case(id: "hookableset/idle", label: "property set: @Hookable, hook point, no hook", floor: "hookableset/plain", targets: [.nsOverFloor(2)], zeroAllocations: true, benchmarkTarget: "HookableBenchmarks"),
+    Case(id: "hookableset/none", label: "property set: @Hookable, no hook point", floor: "hookableset/plain", zeroAllocations: true, benchmarkTarget: "HookableBenchmarks"),
+    Case(id: "hookableset/idle", label: "property set: @Hookable, hook point, no hook", floor: "hookableset/plain", zeroAllocations: true, benchmarkTarget: "HookableBenchmarks"),
     Case(id: "hookableset/after", label: "property set: @Hookable, one after hook", floor: "hookableset/plain", zeroAllocations: true, benchmarkTarget: "HookableBenchmarks"),
     Case(id: "sync3/didset", label: "three-way sync: didSet by hand (the floor)", isBaseline: true),
-    Case(id: "sync3/binding", label: "three-way sync: HookBind Binding", floor: "sync3/didset", peer: "sync3/opencombine", targets: [.timesPeer(0.5), .timesFloor(5)], zeroAllocations: true),
+    Case(id: "sync3/binding", label: "three-way sync: HookBind Binding", floor: "sync3/didset", peer: "sync3/opencombine", zeroAllocations: true),
     Case(id: "sync3/opencombine", label: "three-way sync: OpenCombine @Published + sink", floor: "sync3/didset", isPeer: true),
     Case(id: "sync3/observation", label: "three-way sync: Swift Observation", floor: "sync3/didset", isPeer: true),
-    Case(id: "fanout1/observable", label: "write, 1 subscriber: HookBind Observable", peer: "fanout1/opencombine", targets: [.ns(25), .timesPeer(0.15)], zeroAllocations: true),
+    Case(id: "fanout1/observable", label: "write, 1 subscriber: HookBind Observable", peer: "fanout1/opencombine", zeroAllocations: true),
     Case(id: "fanout1/opencombine", label: "write, 1 subscriber: OpenCombine CurrentValueSubject", isPeer: true),
     Case(id: "fanout1/observation", label: "write, 1 subscriber: Swift Observation", isPeer: true),
     Case(id: "fanout100/observable", label: "write, 100 subscribers: HookBind Observable", peer: "fanout100/opencombine"),
@@ -102,11 +84,6 @@ let cases: [Case] = [
     Case(id: "import/patch", label: "patch getenv in every loaded object + restore()"),
 ]
 
-func format(_ x: Double) -> String {
-    if x >= 100 { return String(format: "%.0f", x) }
-    if x >= 10 { return String(format: "%.1f", x) }
-    return String(format: "%.2f", x)
-}
 
 // MARK: Footprint (per object, at 1,000 and 100,000 objects a sample)
 
@@ -296,13 +273,7 @@ func table(_ results: [String: Measured]) -> String {
         let mallocs = results[c.id]?.mallocs.map { $0 == 0 ? "0" : format($0) } ?? ""
         var target = ""
         for t in c.targets {
-            var met: Bool?
-            switch t {
-            case .timesFloor(let x): met = floorNs.map { ns / $0 <= x }
-            case .nsOverFloor(let d): met = floorNs.map { ns - $0 <= d }
-            case .timesPeer(let x): met = peerNs.map { ns / $0 <= x }
-            case .ns(let limit): met = ns <= limit
-            }
+            let met = t.isMet(ns: ns, floor: floorNs, peer: peerNs)
             target += (target.isEmpty ? "" : "; ") + t.describe() + (met.map { $0 ? ": met" : ": **not met**" } ?? "")
         }
         if c.zeroAllocations {

@@ -1,4 +1,4 @@
-// C functions the demo hooks, and the bare libffi floor its overhead mode measures.
+// C functions the demo hooks.
 #ifndef CHOOKDEMOSUPPORT_H
 #define CHOOKDEMOSUPPORT_H
 #include <stdint.h>
@@ -14,14 +14,5 @@ extern demo_binary_op demo_operations[1];
 int64_t demo_apply(int index, int64_t a, int64_t b);
 // Installs `op` in the table, returning what was there.
 demo_binary_op demo_set_operation(int index, demo_binary_op op);
-
-// The floor of any libffi hook design: a libffi closure for
-// int64_t (int64_t, int64_t) whose handler only calls `original` with ffi_call.
-// Returns the closure's entry point, or NULL.
-void *demo_make_passthrough(void *original);
-
-// Calls `fn(i, 1)` for i in 0..<iterations and returns the sum (so the loop
-// runs in C, the same for every pointer measured).
-int64_t demo_call_loop(demo_binary_op fn, int64_t iterations);
 
 #endif
