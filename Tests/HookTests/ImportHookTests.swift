@@ -441,6 +441,37 @@ struct ImportHookTests {
         }
     }
 
+    /// ImportHooks.md, "Libraries loaded later": a hook needs an object loaded
+    /// now that imports the symbol. A library's export that nobody imports (a
+    /// plug-in's function, once the plug-in is loaded) is `.notImported`, with
+    /// or without a scope, and nothing is patched. (libbz2 imports some of its
+    /// own exports, `BZ2_bzlibVersion` among them, through slots of its own;
+    /// not `BZ2_bzBuffToBuffCompress`.)
+    @Test func aSymbolNobodyImportsYetIsNotImportedEvenWithoutAScope() throws {
+        // Global, as a plug-in whose exports others may use: its definition is found.
+        let library = try #require(dlopen("libbz2.so.1.0", RTLD_NOW | RTLD_GLOBAL))
+        defer { dlclose(library) }
+        let definition = try #require(dlsym(library, "BZ2_bzBuffToBuffCompress"))
+        let signature = Signature(returning: .int32, arguments: [.pointer, .pointer, .pointer, .uint32, .int32, .int32, .int32])
+        expectImportError(.notImported, symbol: "BZ2_bzBuffToBuffCompress", containing: "any loaded object") {
+            _ = try ImportHook(symbol: "BZ2_bzBuffToBuffCompress", signature: signature)
+        }
+        #expect(dlsym(nil, "BZ2_bzBuffToBuffCompress") == definition, "the symbol table is left alone")
+    }
+
+    /// ImportHooks.md, "What cannot be caught": some of a library's calls of
+    /// its own functions go through slots of its own, and those are patched:
+    /// libsqlite3 has a JUMP_SLOT and an API-table pointer for
+    /// `sqlite3_libversion_number`.
+    @Test func aLibrarysOwnSlotsForItsOwnFunctionArePatched() throws {
+        let hook = try ImportHook(symbol: "sqlite3_libversion_number", signature: Signature(returning: .int32, arguments: []),
+                                  in: ["libsqlite3.so.0"])
+        defer { try? hook.restore() }
+        let kinds = Set(hook.slots.filter { $0.object.hasSuffix("libsqlite3.so.0") }.map(\.kind))
+        #expect(kinds.contains(.jumpSlot))
+        #expect(kinds.contains(.dataPointer))
+    }
+
     @Test func mprotectRefused() throws {
         // The slot, found by a hook made and restored first.
         let hook = try ImportHook(symbol: "getenv", signature: getenvSignature, in: ["libsqlite3.so.0"])
