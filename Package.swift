@@ -23,9 +23,15 @@ let package = Package(
             name: "CFFIShim",
             linkerSettings: [.linkedLibrary("ffi")]
         ),
+        // C only: entry hooks (symbol lookup, the relocator on Zydis, the
+        // patching protocol). Debian: libzydis-dev.
+        .target(
+            name: "CEntryHooks",
+            linkerSettings: [.linkedLibrary("Zydis")]
+        ),
         .target(
             name: "Hook",
-            dependencies: ["CFFIShim"]
+            dependencies: ["CFFIShim", "CEntryHooks"]
         ),
         // Bindings made of hook points: Fish, Binding, Transformer.
         .target(

@@ -5,6 +5,7 @@
 #include <linux/membarrier.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -77,8 +78,18 @@ static void register_membarrier(void) {
   __atomic_store_n(&hk_asymmetric_fence, 1, __ATOMIC_SEQ_CST);
 }
 
+// A record with a frame limit of 0: every hook point called with it runs its
+// original only (hk_thread_enter returns -1 before writing anything). What a
+// thread gets while it registers: registering calls libc (pthread_once,
+// getenv, mmap), and an entry hook on one of those functions would otherwise
+// enter this function again, on the same thread, inside pthread_once.
+static hk_thread registering_record;  // zero: depth 0, limit 0
+static _Thread_local int registering __attribute__((tls_model("initial-exec")));
+
 hk_thread *hk_thread_register(void) {
   if (hk_current_thread) return hk_current_thread;
+  if (registering) return &registering_record;
+  registering = 1;
   pthread_once(&exit_key_once, make_exit_key);
   // Before this thread can announce a frame: the choice of fence is made once,
   // before any thread uses the plain-store announcement.
@@ -96,8 +107,13 @@ hk_thread *hk_thread_register(void) {
     free_records = t->next;
     next_serial = t->next_serial;
   } else {
-    t = (hk_thread *)aligned_alloc(64, size);
-    if (!t) abort(); // a few hundred bytes once per thread; nothing sensible to do without them
+    // mmap, not malloc: an entry hook on malloc runs this on a thread's first
+    // call, and a malloc here would call that hook again before the thread
+    // has a record (whose frames are what stops reentry). Page-aligned, so
+    // the record has whole cache lines of its own.
+    void *memory = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) abort(); // a few hundred bytes once per thread; nothing sensible to do without them
+    t = (hk_thread *)memory;
   }
   memset(t, 0, size);
   t->next_serial = next_serial;
@@ -110,6 +126,7 @@ hk_thread *hk_thread_register(void) {
   pthread_mutex_unlock(&registry_lock);
   hk_current_thread = t;
   pthread_setspecific(exit_key, t);
+  registering = 0;
   return t;
 }
 

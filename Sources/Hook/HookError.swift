@@ -42,6 +42,11 @@ public struct HookError: Error, Equatable, Sendable, CustomStringConvertible {
         case patchingFailed = "patching failed"
         /// ``ImportHook``: the symbol already has a hook point with another signature.
         case signatureMismatch = "signature mismatch"
+        /// ``EntryHook``: several loaded objects define the symbol (the message lists them; pass one as `in:`).
+        case ambiguousSymbol = "defined by several objects"
+        /// ``EntryHook``: the function's entry cannot be patched safely (too short, an instruction the
+        /// relocator does not handle, a branch into the displaced bytes), or not on this architecture.
+        case cannotPatch = "entry cannot be patched"
     }
 
     public let kind: Kind

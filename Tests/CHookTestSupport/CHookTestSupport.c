@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
+#include <stdatomic.h>
 
 #define ABI_SCALAR_DEF(NAME, T, EXPR) \
   static _Thread_local T seen_##NAME[2]; \
@@ -140,3 +141,55 @@ __attribute__((noinline)) int64_t abi_seven_ints(int8_t a, uint16_t b, int32_t c
 }
 // A narrow result computed so that the register's upper bits are not its sign.
 __attribute__((noinline)) int8_t abi_narrow_result(int32_t a) { return (int8_t)(a * 3); }
+
+// MARK: entry hooks
+
+// A `static` function, called directly by another function of this file: no
+// PLT, no GOT, no export. An entry hook finds it by name in the program's
+// .symtab. (`used`, `noinline`: the compiler keeps it a function of its own.)
+static __attribute__((noinline, used)) int64_t entry_static_scale(int64_t x) {
+  int64_t y = x * 3;
+  return y + 1;
+}
+int64_t entry_call_static_scale(int64_t x) { return entry_static_scale(x) + 1000; }
+
+// Counts every run of its body (all threads): a call that went through a
+// hook and one that did not each run it once.
+static _Atomic int64_t entry_target_runs;
+__attribute__((noinline)) int64_t entry_target(int64_t x) {
+  atomic_fetch_add_explicit(&entry_target_runs, 1, memory_order_relaxed);
+  return x * 2 + 1;
+}
+int64_t entry_target_run_count(void) { return atomic_load(&entry_target_runs); }
+
+// Calls entry_target in a loop from C (a direct call: no pointer); returns
+// how many results were wrong.
+int64_t entry_call_target_loop(int64_t from, int64_t count) {
+  int64_t wrong = 0;
+  for (int64_t i = from; i < from + count; i++) {
+    if (entry_target(i) != i * 2 + 1) wrong++;
+  }
+  return wrong;
+}
+
+// Shorter than the 5-byte jump (a `ret` at +1 after `xor eax, eax`), in
+// assembly so that no compiler setting gives it a prologue.
+__asm__(".text\n.globl entry_too_short\n.type entry_too_short, @function\n"
+        "entry_too_short:\n xorl %eax, %eax\n ret\n.size entry_too_short, .-entry_too_short\n");
+
+// A `loop` in its first bytes: a short branch with no long form.
+__asm__(".text\n.globl entry_with_loop\n.type entry_with_loop, @function\n"
+        "entry_with_loop:\n movq %rdi, %rcx\n1:\n loop 1b\n movq %rdi, %rax\n ret\n"
+        ".size entry_with_loop, .-entry_with_loop\n");
+
+// A branch back into its first 5 bytes: the jump would split an instruction it lands on.
+__asm__(".text\n.globl entry_branch_inside\n.type entry_branch_inside, @function\n"
+        "entry_branch_inside:\n xorl %eax, %eax\n2:\n incl %eax\n incl %eax\n cmpl %edi, %eax\n jl 2b\n ret\n"
+        ".size entry_branch_inside, .-entry_branch_inside\n");
+
+// The first instruction is RIP-relative (a load of a global), the second a
+// call: both relocated into the stub.
+int64_t entry_global = 40;
+__asm__(".text\n.globl entry_rip_relative\n.type entry_rip_relative, @function\n"
+        "entry_rip_relative:\n movq entry_global(%rip), %rax\n addq %rdi, %rax\n ret\n"
+        ".size entry_rip_relative, .-entry_rip_relative\n");

@@ -113,4 +113,19 @@ bool hk_test_malloc_counting_available(void);
 uint64_t hk_test_malloc_count(void);
 uint64_t hk_test_free_count(void);  // frees of non-null pointers on this thread
 
+// MARK: entry hooks
+// Calls a `static` function of the same file directly (x * 3 + 1, then + 1000).
+int64_t entry_call_static_scale(int64_t x);
+// x * 2 + 1, counting every run of its body.
+int64_t entry_target(int64_t x);
+int64_t entry_target_run_count(void);
+// Calls entry_target(from ..< from + count) directly; returns how many results were wrong.
+int64_t entry_call_target_loop(int64_t from, int64_t count);
+// Functions the relocator must refuse, and one it must relocate (in assembly).
+int32_t entry_too_short(void);
+int64_t entry_with_loop(int64_t n);
+int32_t entry_branch_inside(int32_t n);
+int64_t entry_rip_relative(int64_t x);   // entry_global + x
+extern int64_t entry_global;
+
 #endif

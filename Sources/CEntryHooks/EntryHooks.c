@@ -1,0 +1,846 @@
+// Entry hooks (see CEntryHooks.h and the "Entry hooks" article).
+#define _GNU_SOURCE
+#include "CEntryHooks.h"
+
+#if defined(__x86_64__) && defined(__linux__)
+
+#include <Zydis/Zydis.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+int hk_entry_supported(void) { return 1; }
+
+static void say(char *why, size_t size, const char *format, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *why, size_t size, const char *format, ...) {
+  if (!why || !size) return;
+  va_list list;
+  va_start(list, format);
+  vsnprintf(why, size, format, list);
+  va_end(list);
+}
+
+// MARK: - Loaded objects and their symbol tables
+
+typedef struct {
+  char path[512];
+  uintptr_t base;
+} object_ref;
+
+typedef struct {
+  object_ref *objects;
+  int count, capacity;
+} object_list;
+
+static int collect_object(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  object_list *list = data;
+  if (list->count == list->capacity) {
+    int capacity = list->capacity ? list->capacity * 2 : 64;
+    object_ref *grown = realloc(list->objects, (size_t)capacity * sizeof(object_ref));
+    if (!grown) return 1;
+    list->objects = grown;
+    list->capacity = capacity;
+  }
+  object_ref *ref = &list->objects[list->count];
+  const char *name = info->dlpi_name;
+  if (!name || !name[0]) {
+    // The program: its file is /proc/self/exe's target.
+    ssize_t n = readlink("/proc/self/exe", ref->path, sizeof ref->path - 1);
+    if (n <= 0) return 0;
+    ref->path[n] = 0;
+  } else {
+    snprintf(ref->path, sizeof ref->path, "%s", name);
+  }
+  ref->base = info->dlpi_addr;
+  list->count++;
+  return 0;
+}
+
+// A mapped ELF file and its two symbol tables.
+typedef struct {
+  void *map;
+  size_t size;
+  const Elf64_Sym *tables[2];   // .dynsym, .symtab
+  size_t counts[2];
+  const char *strings[2];
+} elf_file;
+
+static int elf_open(const char *path, elf_file *file) {
+  memset(file, 0, sizeof *file);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof(Elf64_Ehdr)) { close(fd); return -1; }
+  void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED) return -1;
+  file->map = map;
+  file->size = (size_t)st.st_size;
+  const Elf64_Ehdr *eh = map;
+  if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh->e_shoff == 0 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
+      eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > file->size) {
+    return 0;  // no section headers: no tables
+  }
+  const Elf64_Shdr *sections = (const Elf64_Shdr *)((const char *)map + eh->e_shoff);
+  for (int i = 0; i < eh->e_shnum; i++) {
+    int which = sections[i].sh_type == SHT_DYNSYM ? 0 : sections[i].sh_type == SHT_SYMTAB ? 1 : -1;
+    if (which < 0 || sections[i].sh_link >= eh->e_shnum) continue;
+    const Elf64_Shdr *strings = &sections[sections[i].sh_link];
+    if (sections[i].sh_offset + sections[i].sh_size > file->size || strings->sh_offset + strings->sh_size > file->size) continue;
+    file->tables[which] = (const Elf64_Sym *)((const char *)map + sections[i].sh_offset);
+    file->counts[which] = sections[i].sh_size / sizeof(Elf64_Sym);
+    file->strings[which] = (const char *)map + strings->sh_offset;
+  }
+  return 0;
+}
+
+static void elf_close(elf_file *file) {
+  if (file->map) munmap(file->map, file->size);
+}
+
+// Whether a symbol table name is `name` (or `name@...`, a versioned .symtab name).
+static int name_matches(const char *symbol, const char *name, size_t length) {
+  return strncmp(symbol, name, length) == 0 && (symbol[length] == 0 || symbol[length] == '@');
+}
+
+static void add_definition(hk_entry_definition *out, int max, int *count, const object_ref *object,
+                           const Elf64_Sym *sym, int from_symtab) {
+  const void *address = (const void *)(object->base + sym->st_value);
+  for (int i = 0; i < *count && i < max; i++) {
+    if (out[i].address == address && strcmp(out[i].object, object->path) == 0) {
+      if (!from_symtab) out[i].from_symtab_only = 0;
+      if (!out[i].size) out[i].size = sym->st_size;
+      return;
+    }
+  }
+  if (*count < max) {
+    hk_entry_definition *d = &out[*count];
+    memset(d, 0, sizeof *d);
+    d->address = address;
+    d->size = sym->st_size;
+    d->type = ELF64_ST_TYPE(sym->st_info);
+    d->from_symtab_only = from_symtab;
+    d->is_local = ELF64_ST_BIND(sym->st_info) == STB_LOCAL;
+    snprintf(d->object, sizeof d->object, "%s", object->path);
+  }
+  (*count)++;
+}
+
+static int versioned_lookup(const char *name, hk_entry_definition *out, int max) {
+  const char *at = strchr(name, '@');
+  char base[256];
+  size_t length = (size_t)(at - name);
+  if (length == 0 || length >= sizeof base) return 0;
+  memcpy(base, name, length);
+  base[length] = 0;
+  const char *version = at + 1;
+  if (*version == '@') version++;
+  if (!*version) return 0;
+  void *address = dlvsym(RTLD_DEFAULT, base, version);
+  if (!address) return 0;
+  Dl_info info;
+  const Elf64_Sym *sym = NULL;
+  if (!dladdr1(address, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym) return 0;
+  if (max > 0) {
+    memset(&out[0], 0, sizeof out[0]);
+    out[0].address = address;
+    out[0].size = sym->st_size;
+    out[0].type = ELF64_ST_TYPE(sym->st_info);
+    snprintf(out[0].object, sizeof out[0].object, "%s", info.dli_fname ? info.dli_fname : "");
+  }
+  return 1;
+}
+
+int hk_entry_find(const char *name, hk_entry_definition *out, int max) {
+  if (!name || !name[0]) return -1;
+  if (strchr(name, '@')) return versioned_lookup(name, out, max);
+  size_t length = strlen(name);
+  object_list list = {0};
+  dl_iterate_phdr(collect_object, &list);
+  int count = 0;
+  for (int o = 0; o < list.count; o++) {
+    elf_file file;
+    if (elf_open(list.objects[o].path, &file) != 0) continue;
+    for (int t = 0; t < 2; t++) {
+      for (size_t i = 0; i < file.counts[t]; i++) {
+        const Elf64_Sym *sym = &file.tables[t][i];
+        if (sym->st_shndx == SHN_UNDEF || sym->st_shndx == SHN_ABS || sym->st_value == 0) continue;
+        if (!name_matches(file.strings[t] + sym->st_name, name, length)) continue;
+        add_definition(out, max, &count, &list.objects[o], sym, t == 1);
+      }
+    }
+    elf_close(&file);
+  }
+  free(list.objects);
+  return count;
+}
+
+int hk_entry_find_address(const void *address, char *name, size_t name_size, hk_entry_definition *out) {
+  Dl_info info;
+  if (!dladdr(address, &info) || !info.dli_fname) return 0;
+  object_list list = {0};
+  dl_iterate_phdr(collect_object, &list);
+  int found = 0;
+  for (int o = 0; o < list.count && !found; o++) {
+    if (list.objects[o].base != (uintptr_t)info.dli_fbase &&
+        !(list.objects[o].base == 0 && strcmp(list.objects[o].path, info.dli_fname) == 0)) continue;
+    elf_file file;
+    if (elf_open(list.objects[o].path, &file) != 0) continue;
+    for (int t = 0; t < 2 && !found; t++) {
+      for (size_t i = 0; i < file.counts[t]; i++) {
+        const Elf64_Sym *sym = &file.tables[t][i];
+        int type = ELF64_ST_TYPE(sym->st_info);
+        if (sym->st_shndx == SHN_UNDEF || (type != STT_FUNC && type != STT_GNU_IFUNC)) continue;
+        uintptr_t start = list.objects[o].base + sym->st_value;
+        if ((uintptr_t)address != start && !((uintptr_t)address > start && (uintptr_t)address < start + sym->st_size)) continue;
+        int dummy = 0;
+        add_definition(out, 1, &dummy, &list.objects[o], sym, t == 1);
+        snprintf(name, name_size, "%s", file.strings[t] + sym->st_name);
+        found = 1;
+        break;
+      }
+    }
+    elf_close(&file);
+  }
+  free(list.objects);
+  return found;
+}
+
+typedef struct { const char *name; uintptr_t address; uint64_t size; } function_entry;
+
+static int by_address(const void *a, const void *b) {
+  uintptr_t x = ((const function_entry *)a)->address, y = ((const function_entry *)b)->address;
+  return x < y ? -1 : x > y;
+}
+
+int hk_entry_each_function(const char *object,
+                           int (*visit)(const char *name, const void *address, uint64_t size, void *context),
+                           void *context) {
+  object_list list = {0};
+  dl_iterate_phdr(collect_object, &list);
+  int result = -1;
+  size_t suffix = strlen(object);
+  for (int o = 0; o < list.count; o++) {
+    size_t length = strlen(list.objects[o].path);
+    if (length < suffix || strcmp(list.objects[o].path + length - suffix, object) != 0) continue;
+    elf_file file;
+    if (elf_open(list.objects[o].path, &file) != 0) break;
+    size_t total = file.counts[0] + file.counts[1], n = 0;
+    function_entry *entries = calloc(total ? total : 1, sizeof *entries);
+    for (int t = 0; t < 2 && entries; t++) {
+      for (size_t i = 0; i < file.counts[t]; i++) {
+        const Elf64_Sym *sym = &file.tables[t][i];
+        if (sym->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_size == 0) continue;
+        entries[n++] = (function_entry){file.strings[t] + sym->st_name, list.objects[o].base + sym->st_value, sym->st_size};
+      }
+    }
+    if (entries) qsort(entries, n, sizeof *entries, by_address);
+    result = 0;
+    for (size_t i = 0; entries && i < n; i++) {
+      if (i > 0 && entries[i].address == entries[i - 1].address) continue;  // an alias, or both tables
+      result++;
+      if (visit(entries[i].name, (const void *)entries[i].address, entries[i].size, context)) break;
+    }
+    free(entries);
+    elf_close(&file);
+    break;
+  }
+  free(list.objects);
+  return result;
+}
+
+// MARK: - Decoding and relocating
+
+static ZydisDecoder decoder;
+static pthread_once_t decoder_once = PTHREAD_ONCE_INIT;
+static void decoder_init(void) { ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64); }
+
+static int decode(const uint8_t *code, size_t available, ZydisDecodedInstruction *instruction) {
+  pthread_once(&decoder_once, decoder_init);
+  if (available > ZYDIS_MAX_INSTRUCTION_LENGTH) available = ZYDIS_MAX_INSTRUCTION_LENGTH;
+  return ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoder, ZYAN_NULL, code, available, instruction)) ? 0 : -1;
+}
+
+static int is_rip_relative(const ZydisDecodedInstruction *in) {
+  return (in->attributes & ZYDIS_ATTRIB_HAS_MODRM) && in->raw.modrm.mod == 0 && in->raw.modrm.rm == 5;
+}
+
+// The target of a relative branch, or 0 if `in` is none.
+static uintptr_t branch_target(const ZydisDecodedInstruction *in, uintptr_t at) {
+  if (!(in->attributes & ZYDIS_ATTRIB_IS_RELATIVE)) return 0;
+  for (int i = 0; i < 2; i++) {
+    if (in->raw.imm[i].is_relative) return at + in->length + (uintptr_t)in->raw.imm[i].value.s;
+  }
+  return 0;
+}
+
+// The condition code of a Jcc (0-15), or -1.
+static int condition_code(const ZydisDecodedInstruction *in) {
+  if (in->opcode_map == ZYDIS_OPCODE_MAP_DEFAULT && in->opcode >= 0x70 && in->opcode <= 0x7F) return in->opcode & 0xF;
+  if (in->opcode_map == ZYDIS_OPCODE_MAP_0F && in->opcode >= 0x80 && in->opcode <= 0x8F) return in->opcode & 0xF;
+  return -1;
+}
+
+static int ends_flow(const ZydisDecodedInstruction *in) {
+  switch (in->mnemonic) {
+  case ZYDIS_MNEMONIC_RET: case ZYDIS_MNEMONIC_JMP: case ZYDIS_MNEMONIC_UD2: case ZYDIS_MNEMONIC_INT3: case ZYDIS_MNEMONIC_HLT:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+static void put_absolute(uint8_t *out, uint64_t value) { memcpy(out, &value, 8); }
+
+int hk_entry_plan_make(const void *function, uint64_t size, const void *stub_address,
+                       hk_entry_plan *plan, char *why, size_t why_size) {
+  static const uint8_t endbr64[4] = {0xF3, 0x0F, 0x1E, 0xFA};
+  memset(plan, 0, sizeof *plan);
+  const uint8_t *f = function;
+  plan->function = f;
+  int offset = (size == 0 || size >= 4) && memcmp(f, endbr64, 4) == 0 ? 4 : 0;
+  plan->patch_offset = offset;
+  if (size && size < (uint64_t)offset + HK_ENTRY_PATCH_SIZE) {
+    say(why, why_size, "the function is %llu bytes, shorter than the %d-byte jump%s",
+        (unsigned long long)size, HK_ENTRY_PATCH_SIZE, offset ? " after its endbr64" : "");
+    return -1;
+  }
+  uint8_t *stub = plan->stub;
+  int length = 0;
+  if (offset) { memcpy(stub, endbr64, 4); length = 4; }
+  plan->stub_body = length;
+  const uintptr_t start = (uintptr_t)f + offset;
+  int displaced = 0;
+  while (displaced < HK_ENTRY_PATCH_SIZE) {
+    if (plan->count == HK_ENTRY_MAX_DISPLACED) {
+      say(why, why_size, "more than %d instructions in the first %d bytes", HK_ENTRY_MAX_DISPLACED, HK_ENTRY_PATCH_SIZE);
+      return -1;
+    }
+    size_t available = size ? (size_t)(size - offset - displaced) : ZYDIS_MAX_INSTRUCTION_LENGTH;
+    ZydisDecodedInstruction in;
+    const uintptr_t at = start + displaced;
+    if (decode((const uint8_t *)at, available, &in) != 0) {
+      say(why, why_size, "the bytes at +%d do not decode as an instruction", offset + displaced);
+      return -1;
+    }
+    if (ends_flow(&in) && displaced + in.length < HK_ENTRY_PATCH_SIZE) {
+      say(why, why_size, "the function ends (%s at +%d) inside the %d bytes the jump displaces",
+          ZydisMnemonicGetString(in.mnemonic), offset + displaced, HK_ENTRY_PATCH_SIZE);
+      return -1;
+    }
+    if (length + 16 + 14 > HK_ENTRY_STUB_SIZE) {
+      say(why, why_size, "the relocated instructions do not fit the stub");
+      return -1;
+    }
+    plan->old_offset[plan->count] = (uint8_t)displaced;
+    plan->new_offset[plan->count] = (uint16_t)length;
+    const uintptr_t copy_at = (uintptr_t)stub_address + length;
+    uintptr_t target = branch_target(&in, at);
+    if ((in.attributes & ZYDIS_ATTRIB_IS_RELATIVE) && !target && !is_rip_relative(&in)) {
+      say(why, why_size, "%s at +%d: a relative operand the relocator does not handle",
+          ZydisMnemonicGetString(in.mnemonic), offset + displaced);
+      return -1;
+    }
+    if (target) {
+      int cc = condition_code(&in);
+      if (in.mnemonic == ZYDIS_MNEMONIC_CALL) {
+        // call [rip+2]; jmp +8; .quad target: returns to the jmp, which skips the address.
+        const uint8_t code[8] = {0xFF, 0x15, 0x02, 0x00, 0x00, 0x00, 0xEB, 0x08};
+        memcpy(stub + length, code, 8);
+        put_absolute(stub + length + 8, target);
+        length += 16;
+      } else if (in.mnemonic == ZYDIS_MNEMONIC_JMP) {
+        const uint8_t code[6] = {0xFF, 0x25, 0x00, 0x00, 0x00, 0x00};
+        memcpy(stub + length, code, 6);
+        put_absolute(stub + length + 6, target);
+        length += 14;
+      } else if (cc >= 0) {
+        // The opposite condition skips the absolute jump that follows.
+        stub[length] = (uint8_t)(0x70 | (cc ^ 1));
+        stub[length + 1] = 14;
+        const uint8_t code[6] = {0xFF, 0x25, 0x00, 0x00, 0x00, 0x00};
+        memcpy(stub + length + 2, code, 6);
+        put_absolute(stub + length + 8, target);
+        length += 16;
+      } else {
+        say(why, why_size, "%s at +%d: a short branch with no long form (loop, jrcxz, xbegin)",
+            ZydisMnemonicGetString(in.mnemonic), offset + displaced);
+        return -1;
+      }
+    } else {
+      memcpy(stub + length, (const void *)at, in.length);
+      if (is_rip_relative(&in)) {
+        if (in.address_width != 64 || in.raw.disp.size != 32) {
+          say(why, why_size, "%s at +%d: an instruction-pointer-relative operand of an unusual form",
+              ZydisMnemonicGetString(in.mnemonic), offset + displaced);
+          return -1;
+        }
+        const uintptr_t referenced = at + in.length + (uintptr_t)in.raw.disp.value;
+        const int64_t moved = (int64_t)(referenced - (copy_at + in.length));
+        if (moved != (int32_t)moved) {
+          say(why, why_size, "%s at +%d: its RIP-relative operand is out of the trampoline's reach",
+              ZydisMnemonicGetString(in.mnemonic), offset + displaced);
+          return -1;
+        }
+        const int32_t disp = (int32_t)moved;
+        memcpy(stub + length + in.raw.disp.offset, &disp, 4);
+      }
+      length += in.length;
+    }
+    displaced += in.length;
+    plan->count++;
+  }
+  plan->patch_length = displaced;
+  memcpy(plan->original, (const void *)start, (size_t)displaced);
+  // A branch of the function (or of the displaced instructions) into the
+  // displaced bytes, other than to their start, would land inside the jump.
+  const uintptr_t end = start + displaced;
+  if (size) {
+    uintptr_t at = (uintptr_t)f;
+    while (at < (uintptr_t)f + size) {
+      ZydisDecodedInstruction in;
+      if (decode((const uint8_t *)at, (size_t)((uintptr_t)f + size - at), &in) != 0) break;  // data, padding: no claim past it
+      uintptr_t target = branch_target(&in, at);
+      if (target > start && target < end) {
+        say(why, why_size, "%s at +%lu branches to +%lu, inside the %d bytes the jump displaces",
+            ZydisMnemonicGetString(in.mnemonic), (unsigned long)(at - (uintptr_t)f),
+            (unsigned long)(target - (uintptr_t)f), displaced);
+        return -1;
+      }
+      at += in.length;
+    }
+  }
+  // Back to the first instruction after the displaced ones.
+  const uint8_t back[6] = {0xFF, 0x25, 0x00, 0x00, 0x00, 0x00};
+  memcpy(stub + length, back, 6);
+  put_absolute(stub + length + 6, end);
+  length += 14;
+  plan->stub_length = length;
+  return 0;
+}
+
+// MARK: - Trampoline pages
+
+#define PAGE 4096
+#define THUNK_OFFSET HK_ENTRY_STUB_SIZE
+
+void *hk_entry_page_reserve(const void *near, char *why, size_t why_size) {
+  FILE *maps = fopen("/proc/self/maps", "re");
+  if (!maps) { say(why, why_size, "/proc/self/maps could not be read"); return NULL; }
+  uintptr_t starts[4096], ends[4096];
+  int n = 0;
+  char line[512];
+  while (n < 4096 && fgets(line, sizeof line, maps)) {
+    unsigned long s, e;
+    if (sscanf(line, "%lx-%lx", &s, &e) == 2) { starts[n] = s; ends[n] = e; n++; }
+  }
+  fclose(maps);
+  const uintptr_t target = (uintptr_t)near & ~(uintptr_t)(PAGE - 1);
+  const uintptr_t reach = 0x7FF00000;  // a little under 2 GB: the jump and the stub's operands both fit
+  for (int attempt = 0; attempt < 64; attempt++) {
+    uintptr_t best = 0, best_distance = UINTPTR_MAX;
+    // The gaps between mappings (and before the first), nearest first.
+    uintptr_t previous_end = 0x10000;
+    for (int i = 0; i <= n; i++) {
+      uintptr_t gap_start = previous_end, gap_end = i < n ? starts[i] : 0x7FFFFFFFF000;
+      if (i < n && ends[i] > previous_end) previous_end = ends[i];
+      if (gap_end < gap_start + PAGE) continue;
+      uintptr_t candidate = target < gap_start ? gap_start : target >= gap_end - PAGE ? gap_end - PAGE : target;
+      uintptr_t distance = candidate > target ? candidate - target : target - candidate;
+      if (distance < best_distance) { best = candidate; best_distance = distance; }
+    }
+    if (!best || best_distance > reach) break;
+    void *page = mmap((void *)best, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (page == (void *)best) return page;
+    if (page != MAP_FAILED) munmap(page, PAGE);
+    // Taken meanwhile: mark it and look again.
+    if (n < 4096) { starts[n] = best; ends[n] = best + PAGE; n++; }
+    for (int i = n - 1; i > 0 && starts[i] < starts[i - 1]; i--) {
+      uintptr_t s = starts[i], e = ends[i];
+      starts[i] = starts[i - 1]; ends[i] = ends[i - 1];
+      starts[i - 1] = s; ends[i - 1] = e;
+    }
+  }
+  say(why, why_size, "no free page within 2 GB of %p for the trampoline", near);
+  return NULL;
+}
+
+int hk_entry_page_fill(void *page, const hk_entry_plan *plan, const void *target, char *why, size_t why_size) {
+  uint8_t *bytes = page;
+  memset(bytes, 0xCC, PAGE);
+  memcpy(bytes, plan->stub, (size_t)plan->stub_length);
+  const uint8_t jump[6] = {0xFF, 0x25, 0x00, 0x00, 0x00, 0x00};
+  memcpy(bytes + THUNK_OFFSET, jump, 6);
+  put_absolute(bytes + THUNK_OFFSET + 6, (uint64_t)(uintptr_t)target);
+  if (mprotect(page, PAGE, PROT_READ | PROT_EXEC) != 0) {
+    say(why, why_size, "mprotect(PROT_READ | PROT_EXEC) of the trampoline page refused (errno %d)", errno);
+    return -1;
+  }
+  return 0;
+}
+
+const void *hk_entry_page_thunk(const void *page) { return (const uint8_t *)page + THUNK_OFFSET; }
+
+// MARK: - Patching
+
+// Where a thread that meets the int3 on a patch's first byte is sent: the
+// copy of the first displaced instruction in the stub. Entries are added
+// under the patch lock, published by `site_count`, and never change.
+typedef struct { uintptr_t at; uintptr_t resume; } trap_site;
+#define MAX_SITES 65536
+static trap_site sites[MAX_SITES];
+static _Atomic int site_count;
+
+// The install in progress, for the other threads' handlers (fixups).
+typedef struct {
+  uintptr_t start;
+  int length;
+  int count;
+  const uint8_t *old_offset;
+  const uint16_t *new_offset;
+  uintptr_t stub;
+  uint32_t generation;
+} fixup_request;
+static _Atomic(fixup_request *) active_fixup;
+#define MAX_ACKS 4096
+// Answers: the round's generation (high 32 bits) and the thread's id, so that
+// a handler that read an earlier round's request never counts for this one.
+static _Atomic uint64_t acks[MAX_ACKS];
+static uint32_t generation;
+static _Atomic int ack_count;
+
+static struct sigaction previous_trap, previous_profile;
+static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
+static int handler_installed;
+static int sync_core = -1;  // 1: membarrier SYNC_CORE; 0: PRIVATE_EXPEDITED; -2: neither
+static int refuse_write;
+
+// SIGTRAP: an int3 on a patch's first byte (the instruction pointer is just
+// past it) sends the thread on to the stub; any other goes to whoever
+// handled SIGTRAP before.
+static void chain(int signal, siginfo_t *info, void *context, const struct sigaction *previous) {
+  if (previous->sa_flags & SA_SIGINFO) {
+    if (previous->sa_sigaction) previous->sa_sigaction(signal, info, context);
+    return;
+  }
+  if (previous->sa_handler == SIG_IGN) return;
+  if (previous->sa_handler != SIG_DFL && previous->sa_handler) {
+    previous->sa_handler(signal);
+    return;
+  }
+  // The default action, as without this handler (SIGPROF's and SIGTRAP's both end the process).
+  struct sigaction fallback;
+  memset(&fallback, 0, sizeof fallback);
+  fallback.sa_handler = SIG_DFL;
+  sigaction(signal, &fallback, NULL);
+  raise(signal);
+}
+
+static void trap_handler(int signal, siginfo_t *info, void *context) {
+  ucontext_t *uc = context;
+  greg_t *rip = &uc->uc_mcontext.gregs[REG_RIP];
+  uintptr_t at = (uintptr_t)*rip - 1;
+  int count = atomic_load_explicit(&site_count, memory_order_acquire);
+  for (int i = 0; i < count; i++) {
+    if (sites[i].at == at) {
+      *rip = (greg_t)sites[i].resume;
+      return;
+    }
+  }
+  chain(signal, info, context, &previous_trap);
+}
+
+// SIGPROF sent by a patcher (tgkill, this process): a thread stopped between
+// two displaced instructions moves to the next one's copy in the stub, then
+// answers. A signal of its own, not SIGTRAP: two SIGTRAPs pending at once
+// merge into one, and a patcher's could then hide an int3's. SIGPROF, because
+// Dispatch's worker threads (Swift concurrency's) leave it unblocked. Any
+// other SIGPROF (a profiler's timer) goes to whoever handled it before.
+static void fixup_handler(int signal, siginfo_t *info, void *context) {
+  fixup_request *request = atomic_load_explicit(&active_fixup, memory_order_acquire);
+  if (info->si_code != SI_TKILL || info->si_pid != getpid()) {
+    chain(signal, info, context, &previous_profile);
+    return;
+  }
+  if (!request) return;  // a late answer to a round that ended
+  ucontext_t *uc = context;
+  greg_t *rip = &uc->uc_mcontext.gregs[REG_RIP];
+  uintptr_t pc = (uintptr_t)*rip;
+  for (int i = 1; i < request->count; i++) {
+    if (pc == request->start + request->old_offset[i]) {
+      *rip = (greg_t)(request->stub + request->new_offset[i]);
+      break;
+    }
+  }
+  int slot = atomic_fetch_add(&ack_count, 1);
+  if (slot < MAX_ACKS) atomic_store(&acks[slot], ((uint64_t)request->generation << 32) | (uint32_t)syscall(SYS_gettid));
+}
+
+static int install_handler(char *why, size_t why_size) {
+  if (handler_installed) return 0;
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_sigaction = trap_handler;
+  action.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  if (sigaction(SIGTRAP, &action, &previous_trap) != 0) {
+    say(why, why_size, "sigaction(SIGTRAP) refused (errno %d)", errno);
+    return -1;
+  }
+  action.sa_sigaction = fixup_handler;
+  if (sigaction(SIGPROF, &action, &previous_profile) != 0) {
+    sigaction(SIGTRAP, &previous_trap, NULL);
+    say(why, why_size, "sigaction(SIGPROF) refused (errno %d)", errno);
+    return -1;
+  }
+  handler_installed = 1;
+  return 0;
+}
+
+// Every thread of the process: no core runs a stale copy of the code.
+static void serialize_cores(void) {
+  if (sync_core == -1) {
+    if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0) sync_core = 1;
+    else if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0) sync_core = 0;
+    else sync_core = -2;
+  }
+  if (sync_core == 1) syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
+  else if (sync_core == 0) syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+  atomic_thread_fence(memory_order_seq_cst);
+}
+
+static int thread_exists(pid_t tid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d", (int)tid);
+  return access(path, F_OK) == 0;
+}
+
+// For a thread that blocks SIGPROF: 1 if it is in a system call whose return
+// address is outside [start, end) (it cannot be stopped between two
+// displaced instructions), 0 if that is not known (it runs).
+static int thread_is_elsewhere(pid_t tid, uintptr_t start, uintptr_t end) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+  FILE *file = fopen(path, "re");
+  if (!file) return !thread_exists(tid);
+  int known = 0;
+  if (fgets(line, sizeof line, file) && line[0] >= '0' && line[0] <= '9') {
+    // "nr arg1 ... arg6 sp pc"
+    char *last = strrchr(line, ' ');
+    if (last) {
+      uintptr_t pc = (uintptr_t)strtoull(last + 1, NULL, 16);
+      known = pc < start || pc >= end;
+    }
+  }
+  fclose(file);
+  return known;
+}
+
+static int blocks_profile_signal(pid_t tid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
+  FILE *file = fopen(path, "re");
+  if (!file) return 0;
+  int blocked = 0;
+  while (fgets(line, sizeof line, file)) {
+    if (strncmp(line, "SigBlk:", 7) == 0) {
+      unsigned long long mask = strtoull(line + 7, NULL, 16);
+      blocked = (mask >> (SIGPROF - 1)) & 1;
+      break;
+    }
+  }
+  fclose(file);
+  return blocked;
+}
+
+// Interrupts every other thread once (SIGPROF); a thread stopped between two
+// displaced instructions resumes at the copy of the next one in the stub.
+// A thread that does not answer gets the signal again every 2 ms (two
+// SIGPROFs pending merge into one); one that blocks SIGPROF must be in a
+// system call elsewhere. 0 when every thread answered, exited or is elsewhere.
+static int fixup_round(const hk_entry_plan *plan, uintptr_t stub, char *why, size_t why_size) {
+  fixup_request request = {
+    (uintptr_t)plan->function + plan->patch_offset, plan->patch_length, plan->count,
+    plan->old_offset, plan->new_offset, stub, ++generation,
+  };
+  const uintptr_t end = request.start + (uintptr_t)request.length;
+  atomic_store(&ack_count, 0);
+  atomic_store_explicit(&active_fixup, &request, memory_order_release);
+  pid_t self = (pid_t)syscall(SYS_gettid), pid = getpid();
+  static pid_t pending[MAX_ACKS];  // under the patch lock
+  int pending_count = 0;
+  DIR *tasks = opendir("/proc/self/task");
+  if (!tasks) {
+    atomic_store(&active_fixup, NULL);
+    say(why, why_size, "/proc/self/task could not be read: the other threads cannot be moved off the displaced instructions");
+    return -1;
+  }
+  struct dirent *entry;
+  while ((entry = readdir(tasks)) && pending_count < MAX_ACKS) {
+    pid_t tid = (pid_t)atoi(entry->d_name);
+    if (tid > 0 && tid != self) pending[pending_count++] = tid;
+  }
+  closedir(tasks);
+  for (int i = 0; i < pending_count; i++) syscall(SYS_tgkill, pid, pending[i], SIGPROF);
+  int result = 0;
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  long last_send = 0;
+  while (pending_count > 0) {
+    int acked = atomic_load(&ack_count);
+    for (int i = 0; i < pending_count;) {
+      pid_t tid = pending[i];
+      int done = 0;
+      const uint64_t answer = ((uint64_t)request.generation << 32) | (uint32_t)tid;
+      for (int a = 0; a < acked && a < MAX_ACKS && !done; a++) done = atomic_load(&acks[a]) == answer;
+      if (!done) done = !thread_exists(tid) || (blocks_profile_signal(tid) && thread_is_elsewhere(tid, request.start, end));
+      if (done) pending[i] = pending[--pending_count]; else i++;
+    }
+    if (pending_count == 0) break;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long elapsed = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+    if (elapsed >= 5000) {
+      say(why, why_size, "thread %d did not answer SIGPROF within 5 s (it blocks the signal while it runs): nothing was patched",
+          (int)pending[0]);
+      result = -1;
+      break;
+    }
+    if (elapsed - last_send >= 2) {
+      for (int i = 0; i < pending_count; i++) syscall(SYS_tgkill, pid, pending[i], SIGPROF);
+      last_send = elapsed;
+    }
+    struct timespec pause = {0, 20000};
+    nanosleep(&pause, NULL);
+  }
+  atomic_store_explicit(&active_fixup, NULL, memory_order_release);
+  return result;
+}
+
+static void store_byte(uint8_t *at, uint8_t value) { __atomic_store_n(at, value, __ATOMIC_SEQ_CST); }
+
+int hk_entry_patch(const hk_entry_plan *plan, const void *stub, const void *thunk, char *why, size_t why_size) {
+  uint8_t *at = (uint8_t *)plan->function + plan->patch_offset;
+  const int n = plan->patch_length;
+  uint8_t desired[32];
+  if (thunk) {
+    int64_t rel = (int64_t)((uintptr_t)thunk - ((uintptr_t)at + HK_ENTRY_PATCH_SIZE));
+    if (rel != (int32_t)rel) {
+      say(why, why_size, "the trampoline is out of the jump's reach");
+      return -1;
+    }
+    int32_t rel32 = (int32_t)rel;
+    desired[0] = 0xE9;
+    memcpy(desired + 1, &rel32, 4);
+    memset(desired + 5, 0xCC, (size_t)(n - 5));
+  } else {
+    memcpy(desired, plan->original, (size_t)n);
+  }
+  pthread_mutex_lock(&patch_lock);
+  if (memcmp(at, desired, (size_t)n) == 0) {
+    pthread_mutex_unlock(&patch_lock);
+    return 0;
+  }
+  if (install_handler(why, why_size) != 0) {
+    pthread_mutex_unlock(&patch_lock);
+    return -1;
+  }
+  // The trap site, once per entry.
+  uintptr_t resume = (uintptr_t)stub + (uintptr_t)plan->stub_body;
+  int count = atomic_load(&site_count), known = 0;
+  for (int i = 0; i < count; i++) known |= sites[i].at == (uintptr_t)at;
+  if (!known) {
+    if (count == MAX_SITES) {
+      pthread_mutex_unlock(&patch_lock);
+      say(why, why_size, "more than %d entries patched in this process", MAX_SITES);
+      return -1;
+    }
+    sites[count] = (trap_site){(uintptr_t)at, resume};
+    atomic_store_explicit(&site_count, count + 1, memory_order_release);
+  }
+  uintptr_t first = (uintptr_t)at & ~(uintptr_t)(PAGE - 1);
+  uintptr_t last = ((uintptr_t)at + (uintptr_t)n - 1) & ~(uintptr_t)(PAGE - 1);
+  size_t span = last - first + PAGE;
+  if (refuse_write || mprotect((void *)first, span, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
+    int error = refuse_write ? EACCES : errno;
+    refuse_write = 0;
+    pthread_mutex_unlock(&patch_lock);
+    say(why, why_size, "write access to the code at %p was refused (mprotect: %s): a W^X policy (SELinux execmod, PaX) forbids patching code; nothing was written",
+        (void *)at, strerror(error));
+    return -1;
+  }
+  const uint8_t before = at[0];
+  store_byte(at, 0xCC);
+  serialize_cores();
+  if (thunk && fixup_round(plan, (uintptr_t)stub, why, why_size) != 0) {
+    store_byte(at, before);
+    serialize_cores();
+    mprotect((void *)first, span, PROT_READ | PROT_EXEC);
+    pthread_mutex_unlock(&patch_lock);
+    return -1;
+  }
+  for (int i = 1; i < n; i++) store_byte(at + i, desired[i]);
+  serialize_cores();
+  store_byte(at, desired[0]);
+  serialize_cores();
+  mprotect((void *)first, span, PROT_READ | PROT_EXEC);
+  pthread_mutex_unlock(&patch_lock);
+  return 0;
+}
+
+int hk_entry_is_patched(const hk_entry_plan *plan, const void *thunk) {
+  const uint8_t *at = plan->function + plan->patch_offset;
+  if (at[0] != 0xE9) return 0;
+  int32_t rel;
+  memcpy(&rel, at + 1, 4);
+  return (uintptr_t)at + HK_ENTRY_PATCH_SIZE + (intptr_t)rel == (uintptr_t)thunk;
+}
+
+void hk_entry_test_refuse_write(int refuse) { refuse_write = refuse; }
+
+#else  // not x86-64 Linux
+#include <stdio.h>
+
+int hk_entry_supported(void) { return 0; }
+int hk_entry_find(const char *name, hk_entry_definition *out, int max) { (void)name; (void)out; (void)max; return 0; }
+int hk_entry_find_address(const void *address, char *name, size_t name_size, hk_entry_definition *out) {
+  (void)address; (void)name; (void)name_size; (void)out; return 0;
+}
+int hk_entry_each_function(const char *object, int (*visit)(const char *, const void *, uint64_t, void *), void *context) {
+  (void)object; (void)visit; (void)context; return -1;
+}
+int hk_entry_plan_make(const void *function, uint64_t size, const void *stub_address, hk_entry_plan *plan, char *why, size_t why_size) {
+  (void)function; (void)size; (void)stub_address; (void)plan;
+  if (why && why_size) snprintf(why, why_size, "entry hooks are x86-64 Linux only");
+  return -1;
+}
+void *hk_entry_page_reserve(const void *near, char *why, size_t why_size) { (void)near; (void)why; (void)why_size; return 0; }
+int hk_entry_page_fill(void *page, const hk_entry_plan *plan, const void *target, char *why, size_t why_size) {
+  (void)page; (void)plan; (void)target; (void)why; (void)why_size; return -1;
+}
+const void *hk_entry_page_thunk(const void *page) { return page; }
+int hk_entry_patch(const hk_entry_plan *plan, const void *stub, const void *thunk, char *why, size_t why_size) {
+  (void)plan; (void)stub; (void)thunk; (void)why; (void)why_size; return -1;
+}
+int hk_entry_is_patched(const hk_entry_plan *plan, const void *thunk) { (void)plan; (void)thunk; return 0; }
+void hk_entry_test_refuse_write(int refuse) { (void)refuse; }
+
+#endif

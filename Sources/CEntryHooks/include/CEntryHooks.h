@@ -1,0 +1,111 @@
+// Entry hooks: finding a function by symbol in every loaded object, and
+// rewriting its first instructions into a jump, safely while other threads
+// run it. C, so that the patching protocol (signal handler, membarrier,
+// instruction decoding with Zydis) is in one place; `EntryHook` in Hook is
+// its Swift face. x86-64 Linux only.
+#ifndef CENTRYHOOKS_H
+#define CENTRYHOOKS_H
+#include <stddef.h>
+#include <stdint.h>
+
+// 1 where this file can patch entries (x86-64 Linux), else 0.
+int hk_entry_supported(void);
+
+// MARK: - Finding a function
+
+// One definition of a symbol.
+typedef struct {
+  const void *address;     // where it starts in memory
+  uint64_t size;           // st_size (0: unknown)
+  int type;                // ELF symbol type (STT_FUNC = 2, STT_GNU_IFUNC = 10, STT_OBJECT = 1, ...)
+  int from_symtab_only;    // found in .symtab, not in .dynsym (a local or non-exported one)
+  int is_local;            // STB_LOCAL (a `static` function)
+  char object[512];        // the defining object's path ("" never: the program's is /proc/self/exe's target)
+} hk_entry_definition;
+
+// Every definition named `name` in the loaded objects' .dynsym, and .symtab
+// read from the object's file (so the program's own functions and a
+// library's `static` ones, where the file keeps its symbol table). A name
+// `base@VERSION` (or `@@`) is looked up with dlvsym. Definitions at the same
+// address in the same object count once. Fills at most `max` of `out` and
+// returns how many there are (0: none), or -1 if the name is empty.
+int hk_entry_find(const char *name, hk_entry_definition *out, int max);
+
+// The definition that contains `address` (a function's entry or anywhere in
+// its body, by its size), found the same way; 1 if found, else 0.
+int hk_entry_find_address(const void *address, char *name, size_t name_size, hk_entry_definition *out);
+
+// Calls `visit` for each function symbol (STT_FUNC, defined, non-zero size)
+// of the loaded object whose path ends with `object` (its file name, say
+// "libz.so.1"), .dynsym and .symtab; returns how many, or -1 if no loaded
+// object matches. `visit` returning non-zero stops the walk.
+int hk_entry_each_function(const char *object,
+                           int (*visit)(const char *name, const void *address, uint64_t size, void *context),
+                           void *context);
+
+// MARK: - Relocating the displaced instructions
+
+#define HK_ENTRY_PATCH_SIZE 5
+#define HK_ENTRY_MAX_DISPLACED 8   // instructions displaced by the patch at most
+#define HK_ENTRY_STUB_SIZE 256
+
+// What patching a function's entry takes: where the jump goes, which bytes it
+// displaces, and the stub that runs them relocated and jumps back.
+typedef struct {
+  const uint8_t *function;   // the entry
+  int patch_offset;          // 4 after an `endbr64`, else 0: the jump starts here
+  int patch_length;          // bytes displaced (whole instructions, >= 5)
+  uint8_t original[32];      // their bytes
+  int count;                 // displaced instructions
+  uint8_t old_offset[HK_ENTRY_MAX_DISPLACED];   // each one's offset from the patch start
+  uint16_t new_offset[HK_ENTRY_MAX_DISPLACED];  // and its copy's offset in the stub
+  uint8_t stub[HK_ENTRY_STUB_SIZE];  // endbr64 (if the function has one), the relocated instructions, a jump back
+  int stub_length;
+  int stub_body;             // offset in the stub of the first relocated instruction
+} hk_entry_plan;
+
+// Plans the patch of the function at `function` (`size` bytes if known, else
+// 0) with its stub at `stub_address`. Returns 0, or -1 with the reason in
+// `why`: a function shorter than the patch, an instruction the relocator does
+// not handle, a branch of the function into the displaced bytes, an operand
+// out of the stub's reach, undecodable bytes. Reads the function's code only.
+int hk_entry_plan_make(const void *function, uint64_t size, const void *stub_address,
+                       hk_entry_plan *plan, char *why, size_t why_size);
+
+// MARK: - Trampoline pages
+
+// A page of executable memory within +-2 GB of `near`, holding `plan`'s stub at
+// its start and, after it, a thunk that jumps to `target` (an absolute
+// indirect jump, so `target` may be anywhere). Written while the page is
+// read-write, then made read-execute; never freed (a thread may be inside).
+// Returns the page (the stub's address), or NULL with the reason in `why`.
+// `reserve_only`: map the page and return it without writing (for planning
+// against its address first); then call hk_entry_page_fill.
+void *hk_entry_page_reserve(const void *near, char *why, size_t why_size);
+int hk_entry_page_fill(void *page, const hk_entry_plan *plan, const void *target, char *why, size_t why_size);
+// The thunk's address in a filled page.
+const void *hk_entry_page_thunk(const void *page);
+
+// MARK: - Patching
+
+// Points the entry of `plan`'s function at `thunk` (installs: a `jmp rel32`,
+// the rest of the displaced bytes int3) or puts its original bytes back
+// (`thunk` NULL), while other threads may be running it. The order is the
+// kernel's text_poke_bp: an int3 on the first byte, a core-serializing
+// membarrier, the other bytes, another, the first byte, another. A thread
+// that reaches the int3 meanwhile is sent on to the stub (the original) by a
+// SIGTRAP handler; when installing, each other thread is also interrupted
+// once (SIGTRAP by tgkill) before the other bytes are written, and one that
+// stopped between two displaced instructions resumes at that instruction's
+// copy in the stub. `stub` is the page's stub. Returns 0, or -1 with the
+// reason in `why` (write access to the code refused, a thread that never
+// answered): then the entry is as it was.
+int hk_entry_patch(const hk_entry_plan *plan, const void *stub, const void *thunk, char *why, size_t why_size);
+
+// 1 if the bytes at the entry are the jump of an installed patch to `thunk`.
+int hk_entry_is_patched(const hk_entry_plan *plan, const void *thunk);
+
+// Tests: refuse the next protection change of code (as a W^X policy would).
+void hk_entry_test_refuse_write(int refuse);
+
+#endif

@@ -1,0 +1,354 @@
+import CEntryHooks
+import CFFIShim
+import Glibc
+import Synchronization
+
+/// A hook point at the entry of any function in the process: its first
+/// instructions are rewritten into a jump, so every call runs the hooks,
+/// whoever makes it and however (a library calling its own functions, a
+/// `static` function, the program's own code, a function pointer taken long
+/// ago).
+///
+/// ```swift
+/// // Every step of sqlite3_exec, which calls sqlite3_step directly (no GOT slot).
+/// var steps = 0
+/// let step = try EntryHook(symbol: "sqlite3_step", signature: Signature(returning: .int32, arguments: [.pointer]))
+/// step.after { _ in steps += 1 }
+/// // ... sqlite3_exec(db, "SELECT ...", ...) ...
+/// try step.restore()
+/// ```
+///
+/// It is a ``FunctionHook`` whose ``FunctionHook/original`` is a stub that
+/// runs the displaced instructions, relocated, and jumps back into the
+/// function: every position, `CallBack`, typed access, instead hook, owner,
+/// token, the reentrancy guard and HookBind's fishes work as on any hook
+/// point. ``FunctionHook/entry`` is the libffi closure the jump leads to.
+///
+/// ## Finding the function
+/// By symbol in every loaded object: each object's dynamic symbol table and,
+/// read from its file, its full symbol table, so the program's own functions
+/// and a library's `static` ones are found where the file keeps its symbols.
+/// A versioned name (`memcpy@GLIBC_2.14`) is looked up with `dlvsym`. A
+/// symbol that several objects define is an error listing them: name one
+/// with `in:`. Or by address (``init(address:signature:name:)``).
+///
+/// ## Safe while other threads run the function
+/// The patch follows the kernel's `text_poke_bp`: an `int3` on the first
+/// byte, a core-serializing `membarrier`, the other bytes, another, the
+/// first byte, another. A thread that meets the `int3` meanwhile is sent on
+/// to the original by a `SIGTRAP` handler (chained to any handler installed
+/// before); before the other bytes are written, every other thread is
+/// interrupted once, and one stopped between two displaced instructions
+/// resumes at that instruction's copy in the stub. ``restore()`` puts the
+/// original bytes back the same way. Trampolines are never freed: a thread
+/// may still be inside one.
+///
+/// ## One hook point per function, for the life of the process
+/// A second `EntryHook` for the same function returns the same object (a
+/// different signature is `.signatureMismatch`); after ``restore()``, asking
+/// again reinstalls it. A function that also has an ``ImportHook`` runs each
+/// hook point's hooks once per call: the import hook's around the entry
+/// hook's.
+///
+/// ## What cannot be caught
+/// Code the compiler inlined into its callers (it never calls the function),
+/// and functions the relocator refuses, with the reason: shorter than the
+/// 5-byte jump, a branch of the function into the displaced bytes, an
+/// instruction it does not relocate (`loop`, `jrcxz`). x86-64 Linux only.
+public final class EntryHook: FunctionHook, _EntryHookMaking, @unchecked Sendable {
+    /// The function's name as asked for (or found for an address).
+    public let symbol: String
+    /// The path of the object that defines it.
+    public let object: String
+    /// The function's first byte.
+    public let address: UnsafeRawPointer
+
+    fileprivate init(symbol: String, object: String, address: UnsafeRawPointer, stub: UnsafeRawPointer, signature: Signature) throws(HookError) {
+        self.symbol = symbol
+        self.object = object
+        self.address = address
+        try super.init(function: stub, signature: signature, name: symbol)
+    }
+
+    public override var description: String { "EntryHook '\(symbol)' in \(object): \(signature)" }
+
+    /// Whether the function's entry jumps to the hook point now.
+    public var isInstalled: Bool { _EntryRegistry.shared.isInstalled(self) }
+
+    /// Puts the function's first bytes back as they were (the same protocol
+    /// as the patch), and removes every hook. Idempotent. Asking for the
+    /// function again reinstalls this hook point.
+    ///
+    /// - Throws: ``HookError`` `.protectionRefused` if the code could not be made writable.
+    public func restore() throws(HookError) {
+        try uninstall()
+        removeAllHooks()
+    }
+
+    /// Puts the function's first bytes back, keeping the hooks: calls run the
+    /// original only until ``install()``. Idempotent.
+    public func uninstall() throws(HookError) {
+        try _EntryRegistry.shared.setInstalled(self, false)
+    }
+
+    /// Patches the function's entry again after ``uninstall()`` or
+    /// ``restore()``. Idempotent.
+    public func install() throws(HookError) {
+        try _EntryRegistry.shared.setInstalled(self, true)
+    }
+
+    /// The function's displaced bytes as they were before the patch (for checks).
+    public var originalBytes: [UInt8] { _EntryRegistry.shared.originalBytes(of: self) }
+
+    /// Whether the relocator can patch the function at `address` (`size`
+    /// bytes, 0 if unknown), without patching anything: nil if it can, else
+    /// the reason. For surveys of a library's functions.
+    public static func refusal(at address: UnsafeRawPointer, size: Int) -> String? {
+        var plan = hk_entry_plan()
+        var why = [CChar](repeating: 0, count: 256)
+        // A stub 1 MB below the function: its operands are in reach, as on a real page.
+        let stub = UnsafeRawPointer(bitPattern: UInt(bitPattern: address) &- 0x100000)
+        return hk_entry_plan_make(address, UInt64(size), stub, &plan, &why, why.count) == 0 ? nil : _text(why)
+    }
+
+    /// Every function symbol of the loaded object whose path ends with
+    /// `object` (`"libz.so.1"`): name, address and size. Nil if no loaded object matches.
+    public static func functions(in object: String) -> [(name: String, address: UnsafeRawPointer, size: Int)]? {
+        final class Found { var all: [(name: String, address: UnsafeRawPointer, size: Int)] = [] }
+        let found = Found()
+        let status = withExtendedLifetime(found) {
+            hk_entry_each_function(object, { name, address, size, context in
+                let found = Unmanaged<Found>.fromOpaque(context!).takeUnretainedValue()
+                found.all.append((String(cString: name!), address!, Int(size)))
+                return 0
+            }, Unmanaged.passUnretained(found).toOpaque())
+        }
+        return status < 0 ? nil : found.all
+    }
+
+    /// Tests: the next patch is refused write access, as under a W^X policy.
+    static func refuseNextWrite() { hk_entry_test_refuse_write(1) }
+}
+
+/// How `EntryHook(symbol:...)` returns the hook point a function already has:
+/// an initializer in a protocol extension may assign `self`.
+public protocol _EntryHookMaking {}
+
+extension _EntryHookMaking where Self == EntryHook {
+    /// Hooks the entry of the function named `symbol`, or returns the hook point it already has.
+    ///
+    /// - Parameters:
+    ///   - symbol: As the symbol tables spell it (`"sqlite3_step"`, `"deflate"`,
+    ///     a `static` function's name), or versioned (`"memcpy@GLIBC_2.14"`).
+    ///   - signature: Its C signature. Variadic functions are refused.
+    ///   - object: The defining object, by path or file name (`"libz.so.1"`),
+    ///     when several define the symbol.
+    /// - Throws: ``HookError`` naming the symbol: `.symbolNotFound` (no
+    ///   definition, or a data object), `.ambiguousSymbol` (several objects
+    ///   define it: the message lists them), `.cannotPatch` (the relocator
+    ///   refuses it, with the reason), `.protectionRefused` (write access to
+    ///   the code refused), `.patchingFailed`, `.signatureMismatch` (it has a
+    ///   hook point with another signature); nothing is patched then.
+    public init(symbol: String, signature: Signature, in object: String? = nil) throws(HookError) {
+        self = try _EntryRegistry.shared.install(symbol: symbol, signature: signature, object: object)
+    }
+
+    /// Hooks the entry of the function that starts at `address`.
+    ///
+    /// - Throws: as ``init(symbol:signature:in:)``; `.invalidValue` if
+    ///   `address` lies inside a known function rather than at its start.
+    public init(address: UnsafeRawPointer, signature: Signature, name: String? = nil) throws(HookError) {
+        self = try _EntryRegistry.shared.install(address: address, signature: signature, name: name)
+    }
+}
+
+/// A NUL-terminated C string in a buffer, as text.
+private func _text(_ buffer: [CChar]) -> String {
+    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+// MARK: - The registry
+
+/// Every EntryHook of the process, by function address, and the lock that serializes patching.
+final class _EntryRegistry: @unchecked Sendable {
+    static let shared = _EntryRegistry()
+
+    private struct Entry {
+        let point: EntryHook
+        let plan: hk_entry_plan
+        let page: UnsafeMutableRawPointer
+        var isInstalled: Bool
+    }
+
+    private let entries = Mutex<[UInt: Entry]>([:])
+
+    private func locked<R, E: Error>(_ body: (inout [UInt: Entry]) throws(E) -> R) throws(E) -> R {
+        try entries.withVisibleLock(self) { (value: inout sending [UInt: Entry]) throws(E) -> sending R in
+            nonisolated(unsafe) let result = try body(&value)
+            return result
+        }
+    }
+
+    func isInstalled(_ point: EntryHook) -> Bool {
+        locked { $0[UInt(bitPattern: point.address)]?.isInstalled ?? false }
+    }
+
+    func originalBytes(of point: EntryHook) -> [UInt8] {
+        locked { entries in
+            guard var plan = entries[UInt(bitPattern: point.address)]?.plan else { return [] }
+            return withUnsafeBytes(of: &plan.original) { Array($0.prefix(Int(plan.patch_length))) }
+        }
+    }
+
+    private static func describe(_ type: Int32) -> String {
+        switch type {
+        case 1: "a data object"
+        case 3: "a section"
+        case 4: "a file"
+        case 5: "a common block"
+        case 6: "a thread-local variable"
+        default: "of ELF symbol type \(type)"
+        }
+    }
+
+    /// The one definition of `symbol` (in `object` if given).
+    private func definition(of symbol: String, object: String?) throws(HookError) -> (address: UnsafeRawPointer, size: UInt64, object: String) {
+        guard !symbol.isEmpty, !symbol.utf8.contains(0) else {
+            throw HookError(.symbolNotFound, point: symbol, "the symbol name is empty or contains a NUL byte")
+        }
+        guard hk_entry_supported() != 0 else {
+            throw HookError(.cannotPatch, point: symbol, "entry hooks are x86-64 Linux only")
+        }
+        var found = [hk_entry_definition](repeating: hk_entry_definition(), count: 32)
+        let count = Int(hk_entry_find(symbol, &found, Int32(found.count)))
+        let all = Array(found.prefix(Swift.min(count, found.count)))
+        func path(_ d: hk_entry_definition) -> String {
+            var d = d
+            return withUnsafeBytes(of: &d.object) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        }
+        func matches(_ d: hk_entry_definition) -> Bool {
+            guard let object else { return true }
+            let p = path(d)
+            return p == object || p.hasSuffix("/" + object)
+        }
+        let candidates = all.filter(matches)
+        guard !candidates.isEmpty else {
+            if let object, !all.isEmpty {
+                throw HookError(.symbolNotFound, point: symbol, "'\(symbol)' is not defined in \(object); it is defined in \(Set(all.map(path)).sorted().joined(separator: ", "))")
+            }
+            throw HookError(.symbolNotFound, point: symbol, "no loaded object defines '\(symbol)' (their dynamic symbol tables, and the symbol tables their files keep)")
+        }
+        let objects = Set(candidates.map(path))
+        guard objects.count == 1 else {
+            throw HookError(.ambiguousSymbol, point: symbol, "'\(symbol)' is defined by \(objects.count) objects: \(objects.sorted().joined(separator: ", ")); name one with in:")
+        }
+        // Within one object: a function (an IFUNC resolves to the implementation this CPU gets).
+        let functions = candidates.filter { $0.type == 2 || $0.type == 10 }
+        guard let chosen = functions.first else {
+            throw HookError(.symbolNotFound, point: symbol, "'\(symbol)' is \(Self.describe(candidates[0].type)), not a function")
+        }
+        if chosen.type == 10 {
+            guard let implementation = dlsym(UnsafeMutableRawPointer(bitPattern: 0), symbol) else {
+                throw HookError(.cannotPatch, point: symbol, "'\(symbol)' is an IFUNC whose implementation dlsym does not give")
+            }
+            var info = hk_entry_definition()
+            var name = [CChar](repeating: 0, count: 256)
+            let size = hk_entry_find_address(implementation, &name, name.count, &info) != 0 && info.address == UnsafeRawPointer(implementation) ? info.size : 0
+            return (UnsafeRawPointer(implementation), size, path(chosen))
+        }
+        guard functions.count == 1 || Set(functions.map { UInt(bitPattern: $0.address) }).count == 1 else {
+            throw HookError(.ambiguousSymbol, point: symbol, "'\(symbol)' names \(functions.count) functions in \(path(chosen)) (local ones of several files)")
+        }
+        return (chosen.address, chosen.size, path(chosen))
+    }
+
+    func install(symbol: String, signature: Signature, object: String?) throws(HookError) -> EntryHook {
+        try locked { (entries) throws(HookError) -> EntryHook in
+            let found = try definition(of: symbol, object: object)
+            return try install(&entries, symbol: symbol, address: found.address, size: found.size, object: found.object, signature: signature)
+        }
+    }
+
+    func install(address: UnsafeRawPointer, signature: Signature, name: String?) throws(HookError) -> EntryHook {
+        try locked { (entries) throws(HookError) -> EntryHook in
+            var info = hk_entry_definition()
+            var found = [CChar](repeating: 0, count: 256)
+            let known = hk_entry_find_address(address, &found, found.count, &info) != 0
+            let foundName = known ? _text(found) : nil
+            let symbol = name ?? foundName ?? "0x" + String(UInt(bitPattern: address), radix: 16)
+            guard hk_entry_supported() != 0 else {
+                throw HookError(.cannotPatch, point: symbol, "entry hooks are x86-64 Linux only")
+            }
+            if known, info.address != address {
+                let offset = UInt(bitPattern: address) &- UInt(bitPattern: info.address)
+                throw HookError(.invalidValue, point: symbol, "\(address) is +\(offset) into '\(foundName!)', not the start of a function")
+            }
+            var object = info
+            let path = known ? withUnsafeBytes(of: &object.object) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) } : "?"
+            return try install(&entries, symbol: symbol, address: address, size: known ? info.size : 0, object: path, signature: signature)
+        }
+    }
+
+    private func install(_ entries: inout [UInt: Entry], symbol: String, address: UnsafeRawPointer, size: UInt64,
+                         object: String, signature: Signature) throws(HookError) -> EntryHook {
+        let key = UInt(bitPattern: address)
+        if var entry = entries[key] {
+            guard entry.point.signature == signature else {
+                throw HookError(.signatureMismatch, point: symbol, """
+                    '\(entry.point.symbol)' already has an entry hook point with signature \(entry.point.signature); asked for \(signature)
+                    """)
+            }
+            if !entry.isInstalled {
+                try patch(entry, install: true, symbol: symbol)
+                entry.isInstalled = true
+                entries[key] = entry
+            }
+            return entry.point
+        }
+        var why = [CChar](repeating: 0, count: 512)
+        guard let page = hk_entry_page_reserve(address, &why, why.count) else {
+            throw HookError(.patchingFailed, point: symbol, _text(why))
+        }
+        var plan = hk_entry_plan()
+        guard hk_entry_plan_make(address, size, page, &plan, &why, why.count) == 0 else {
+            munmap(page, 4096)
+            throw HookError(.cannotPatch, point: symbol, "'\(symbol)' at \(address) in \(object): \(_text(why)); nothing was patched")
+        }
+        let point: EntryHook
+        do {
+            point = try EntryHook(symbol: symbol, object: object, address: address, stub: UnsafeRawPointer(page), signature: signature)
+        } catch {
+            munmap(page, 4096)
+            throw error
+        }
+        guard hk_entry_page_fill(page, &plan, point.entry, &why, why.count) == 0 else {
+            munmap(page, 4096)
+            throw HookError(.patchingFailed, point: symbol, _text(why))
+        }
+        let entry = Entry(point: point, plan: plan, page: page, isInstalled: true)
+        try patch(entry, install: true, symbol: symbol)
+        // Kept from here on, installed or restored: its trampoline page is never freed.
+        entries[key] = entry
+        return point
+    }
+
+    private func patch(_ entry: Entry, install: Bool, symbol: String) throws(HookError) {
+        var plan = entry.plan
+        var why = [CChar](repeating: 0, count: 512)
+        let thunk = install ? hk_entry_page_thunk(entry.page) : nil
+        guard hk_entry_patch(&plan, entry.page, thunk, &why, why.count) == 0 else {
+            let reason = _text(why)
+            throw HookError(reason.contains("write access") ? .protectionRefused : .patchingFailed, point: symbol, reason)
+        }
+    }
+
+    func setInstalled(_ point: EntryHook, _ installed: Bool) throws(HookError) {
+        try locked { (entries) throws(HookError) in
+            let key = UInt(bitPattern: point.address)
+            guard var entry = entries[key], entry.isInstalled != installed else { return }
+            try patch(entry, install: installed, symbol: point.symbol)
+            entry.isInstalled = installed
+            entries[key] = entry
+        }
+    }
+}

@@ -1,0 +1,315 @@
+import CHookTestSupport
+import Foundation
+@testable import Hook
+import Synchronization
+import Testing
+
+/// The address of `function`, a C function pointer.
+private func address<F>(_ function: F) -> UnsafeRawPointer { unsafeBitCast(function, to: UnsafeRawPointer.self) }
+
+private let int64Unary = Signature(returning: .int64, arguments: [.int64])
+
+/// The bytes at `address`.
+private func bytes(at address: UnsafeRawPointer, _ count: Int) -> [UInt8] {
+    Array(UnsafeBufferPointer(start: address.assumingMemoryBound(to: UInt8.self), count: count))
+}
+
+func expectEntryError(_ kind: HookError.Kind, point: String, containing text: String, _ body: () throws -> Void) {
+    do {
+        try body()
+        Issue.record("expected \(kind) for \(point)")
+    } catch let error as HookError {
+        #expect(error.kind == kind, "\(error)")
+        #expect(error.point == point, "\(error)")
+        #expect(error.description.contains(text), "\(error)")
+    } catch {
+        Issue.record("unexpected \(error)")
+    }
+}
+
+// One suite, serialized: an entry hook is process-wide (every caller of the
+// function goes through it while it is installed).
+@Suite("EntryHook: any function, hooked at its first instructions", .serialized)
+struct EntryHookTests {
+    /// Every step of a `sqlite3_exec` over 100 rows. (Debian's libsqlite3
+    /// calls its own exported functions through its PLT, so an `ImportHook`
+    /// scoped to it sees these steps too; where a library calls itself
+    /// directly it sees none: next test.)
+    @Test func sqliteStepsInsideExecAreSeenByTheEntryHook() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("steps.db").path
+        sqlite(path, "CREATE TABLE t(x); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) INSERT INTO t SELECT i FROM n;")
+        var db: OpaquePointer?
+        #expect(sqlite3_open(path, &db) == SQLITE_OK)
+        defer { sqlite3_close(db) }
+        #expect(sqlite3_exec(db, "SELECT count(*) FROM t", nil, nil, nil) == SQLITE_OK)   // the schema, read once
+        let entry = try EntryHook(symbol: "sqlite3_step", signature: Signature(returning: .int32, arguments: [.pointer]))
+        defer { try? entry.restore() }
+        #expect(entry.object.hasSuffix("libsqlite3.so.0"))
+        let steps = Shared(0), rows = Shared(0)
+        let me = threadID()   // other suites use SQLite meanwhile
+        entry.after { call in
+            guard threadID() == me else { return }
+            steps.mutate { $0 += 1 }
+            if try call.result(as: Int32.self) == SQLITE_ROW { rows.mutate { $0 += 1 } }
+        }
+        var seen: Int32 = 0
+        let status = withUnsafeMutablePointer(to: &seen) { counter in
+            sqlite3_exec(db, "SELECT x FROM t", { counter, _, _, _ in
+                counter!.assumingMemoryBound(to: Int32.self).pointee += 1
+                return 0
+            }, counter, nil)
+        }
+        #expect(status == SQLITE_OK && seen == 100)
+        #expect(rows.value == 100)                 // every step that produced a row
+        #expect(steps.value == 101)                // and the one that said done
+    }
+
+    /// Side by side: glibc's `strdup` calls `strlen` inside libc, through no
+    /// slot that names it. An `ImportHook` on `strlen` scoped to libc has
+    /// nothing to take over (`.notImported`); an entry hook on the
+    /// implementation `strlen` resolves to (an IFUNC) sees each of those calls.
+    @Test(.enabled(if: dlsym(nil, "__tsan_init") == nil && dlsym(nil, "__asan_init") == nil,
+                   "a sanitizer's runtime replaces strdup"))
+    func libcsOwnCallsAreSeenByTheEntryHookNotTheImportHook() throws {
+        let signature = Signature(returning: .uint64, arguments: [.pointer])
+        expectEntryError(.notImported, point: "strlen", containing: "no relocation of the loaded objects named libc.so.6 names 'strlen'") {
+            _ = try ImportHook(symbol: "strlen", signature: signature, in: ["libc.so.6"])
+        }
+        let entry = try EntryHook(symbol: "strlen", signature: signature, in: "libc.so.6")
+        defer { try? entry.restore() }
+        #expect(UnsafeMutableRawPointer(mutating: entry.address) == dlsym(nil, "strlen"))   // the implementation, not the resolver
+        let me = threadID()
+        let lengths = Shared<[UInt64]>([])
+        entry.after { call in if threadID() == me { let n = try call.result(as: UInt64.self); lengths.mutate { $0.append(n) } } }
+        let copy = strdup("seen from its entry: thirty-two")!
+        free(copy)
+        #expect(lengths.value.contains(31))
+    }
+
+    @Test func zlibsInternalCallsOfDeflateAreSeenWithTheirArguments() throws {
+        // int deflate(z_streamp strm, int flush): compress2 calls it once, with Z_FINISH.
+        let hook = try EntryHook(symbol: "deflate", signature: Signature(returning: .int32, arguments: [.pointer, .int32]), in: "libz.so.1")
+        defer { try? hook.restore() }
+        let flushes = Shared<[Int32]>([]), results = Shared<[Int32]>([])
+        let me = threadID()   // other suites use zlib meanwhile
+        hook.after { call in
+            guard threadID() == me else { return }
+            let stream = try call.argument(0, as: UnsafeMutableRawPointer?.self)
+            #expect(stream != nil)
+            flushes.mutate { $0.append((try? call.argument(1, as: Int32.self)) ?? -1) }
+            results.mutate { $0.append((try? call.result(as: Int32.self)) ?? -1) }
+        }
+        #expect(zlibRoundTrip(Array(repeating: 7, count: 10_000)) == Z_OK)
+        #expect(flushes.value == [Z_FINISH])
+        #expect(results.value == [Z_STREAM_END])
+    }
+
+    @Test func mallocAtItsEntrySeesLibcsOwnCallsAndDoesNotRecurse() throws {
+        let signature = Signature(returning: .pointer, arguments: [.uint64])
+        let hook = try EntryHook(symbol: "malloc", signature: signature, in: "libc.so.6")
+        defer { try? hook.restore() }
+        // Under a sanitizer, malloc is its runtime's, and libc's is never called.
+        let libcIsTheAllocator = dlsym(nil, "malloc") == UnsafeMutableRawPointer(mutating: hook.address)
+        let me = threadID()
+        let depth = Shared(0), deepest = Shared(0), sizes = Shared<[UInt64]>([])
+        hook.after { call in
+            guard threadID() == me else { return }
+            depth.mutate { $0 += 1 }
+            deepest.mutate { [d = depth.value] in $0 = max($0, d) }
+            let size = try call.argument(0, as: UInt64.self)
+            var copy = [UInt64](repeating: size, count: 64)   // allocates: runs the original only
+            copy.append(1)
+            sizes.mutate { $0.append(size) }
+            depth.mutate { $0 -= 1 }
+        }
+        let text = strdup("entry hooks reach libc's own calls")!
+        free(text)
+        if libcIsTheAllocator {
+            #expect(sizes.value.contains(35))   // strdup's malloc, made inside libc
+            #expect(deepest.value == 1)
+        }
+        try hook.restore()
+        #expect(!hook.isInstalled)
+    }
+
+    @Test func aStaticFunctionIsFoundInTheSymbolTableAndHooked() throws {
+        #expect(entry_call_static_scale(5) == 1016)
+        let hook = try EntryHook(symbol: "entry_static_scale", signature: int64Unary)
+        defer { try? hook.restore() }
+        #expect(hook.object == (try? String(contentsOfFile: "/proc/self/exe")) ?? hook.object)
+        let seen = Shared<[Int64]>([])
+        hook.before { call in
+            let x = try call.argument(0, as: Int64.self)
+            seen.mutate { $0.append(x) }
+            try call.setArgument(0, to: try call.argument(0, as: Int64.self) + 1)
+        }
+        #expect(entry_call_static_scale(5) == 1019)    // (5 + 1) * 3 + 1 + 1000
+        #expect(seen.value == [5])
+        try hook.restore()
+        #expect(entry_call_static_scale(5) == 1016)
+    }
+
+    @Test func everyPositionTypedAccessAndOwnersWork() throws {
+        let hook = try EntryHook(address: address(entry_target as @convention(c) (Int64) -> Int64), signature: int64Unary)
+        defer { try? hook.restore() }
+        #expect(hook.symbol == "entry_target")
+        let runs = entry_target_run_count()
+        final class Owner {}
+        var owner: Owner? = Owner()
+        hook.instead(owner: owner) { call in
+            if try call.argument(0, as: Int64.self) == 7 { try call.setResult(Int64(-7)); return }
+            try call.invokeOriginal()
+        }
+        #expect(entry_target(7) == -7)
+        #expect(entry_target(8) == 17)
+        #expect(entry_target_run_count() == runs + 1)
+        owner = nil
+        #expect(entry_target(7) == 15)
+        // The original, unhooked: the stub.
+        let original = unsafeBitCast(hook.original, to: (@convention(c) (Int64) -> Int64).self)
+        #expect(original(10) == 21)
+    }
+
+    @Test func restorePutsTheOriginalBytesBackAndASecondRequestSharesThePoint() throws {
+        let function = address(entry_rip_relative as @convention(c) (Int64) -> Int64)
+        let before = bytes(at: function, 16)
+        let hook = try EntryHook(symbol: "entry_rip_relative", signature: int64Unary)
+        #expect(bytes(at: function, 1) == [0xE9])
+        #expect(hook.originalBytes == Array(before.prefix(hook.originalBytes.count)))
+        let again = try EntryHook(symbol: "entry_rip_relative", signature: int64Unary)
+        #expect(again === hook)
+        let calls = Shared(0)
+        hook.after { _ in calls.mutate { $0 += 1 } }
+        #expect(entry_rip_relative(2) == 42)    // the RIP-relative load, relocated into the stub
+        #expect(calls.value == 1)
+        try hook.restore()
+        #expect(bytes(at: function, 16) == before)
+        #expect(hook.hookCount == 0)
+        #expect(entry_rip_relative(3) == 43)
+        #expect(calls.value == 1)
+        try hook.restore()                        // idempotent
+        // Asked again: the same point, installed again.
+        let third = try EntryHook(symbol: "entry_rip_relative", signature: int64Unary)
+        #expect(third === hook && hook.isInstalled)
+        try hook.restore()
+        #expect(bytes(at: function, 16) == before)
+    }
+
+    @Test func eightThreadsCallWhileTheEntryIsPatchedAndRestored1000Times() throws {
+        let function = address(entry_target as @convention(c) (Int64) -> Int64)
+        let before = bytes(at: function, 16)
+        let runsBefore = entry_target_run_count()
+        let hook = try EntryHook(symbol: "entry_target", signature: int64Unary)
+        let hooked = Atomic<Int>(0), wrongInHook = Atomic<Int>(0)
+        hook.after { call in
+            hooked.add(1, ordering: .relaxed)
+            if try call.result(as: Int64.self) != (try call.argument(0, as: Int64.self)) * 2 + 1 { wrongInHook.add(1, ordering: .relaxed) }
+        }
+        let stop = Atomic<Bool>(false), wrong = Atomic<Int>(0), calls = Atomic<Int>(0)
+        let group = DispatchGroup()
+        for t in 0..<8 {
+            group.enter()
+            let thread = Thread {
+                var i: Int64 = Int64(t) << 32
+                while !stop.load(ordering: .relaxed) {
+                    wrong.add(Int(entry_call_target_loop(i, 100)), ordering: .relaxed)
+                    calls.add(100, ordering: .relaxed)
+                    i += 100
+                }
+                group.leave()
+            }
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+        // Unpatched and patched again 1,000 times, the counting hook staying on the point.
+        var patches = 0
+        for _ in 0..<1000 {
+            try hook.uninstall()
+            #expect(!hook.isInstalled)
+            try hook.install()
+            patches += 1
+        }
+        #expect(hook.hookCount == 1)
+        stop.store(true, ordering: .relaxed)
+        group.wait()
+        try hook.restore()
+        #expect(patches == 1000)
+        #expect(wrong.load(ordering: .relaxed) == 0)
+        #expect(wrongInHook.load(ordering: .relaxed) == 0)
+        // Every call ran the original exactly once, hooked or not.
+        #expect(entry_target_run_count() - runsBefore == Int64(calls.load(ordering: .relaxed)))
+        #expect(hooked.load(ordering: .relaxed) > 0)
+        #expect(hooked.load(ordering: .relaxed) <= calls.load(ordering: .relaxed))
+        #expect(bytes(at: function, 16) == before)
+    }
+
+    @Test func errorsNameTheSymbol() throws {
+        expectEntryError(.symbolNotFound, point: "hk_no_such_function", containing: "no loaded object defines 'hk_no_such_function'") {
+            _ = try EntryHook(symbol: "hk_no_such_function", signature: int64Unary)
+        }
+        expectEntryError(.symbolNotFound, point: "entry_global", containing: "'entry_global' is a data object, not a function") {
+            _ = try EntryHook(symbol: "entry_global", signature: int64Unary)
+        }
+        expectEntryError(.symbolNotFound, point: "deflate", containing: "'deflate' is not defined in libsqlite3.so.0; it is defined in") {
+            _ = try EntryHook(symbol: "deflate", signature: int64Unary, in: "libsqlite3.so.0")
+        }
+        expectEntryError(.cannotPatch, point: "entry_too_short", containing: "shorter than the 5-byte jump") {
+            _ = try EntryHook(symbol: "entry_too_short", signature: Signature(returning: .int32, arguments: []))
+        }
+        expectEntryError(.cannotPatch, point: "entry_with_loop", containing: "loop") {
+            _ = try EntryHook(symbol: "entry_with_loop", signature: int64Unary)
+        }
+        expectEntryError(.cannotPatch, point: "entry_branch_inside", containing: "branches to +2, inside the") {
+            _ = try EntryHook(symbol: "entry_branch_inside", signature: Signature(returning: .int32, arguments: [.int32]))
+        }
+        // Nothing was written to any of them.
+        #expect(entry_too_short() == 0)
+        #expect(entry_with_loop(5) == 5)
+        #expect(entry_branch_inside(6) == 6)
+        // One function, two signatures.
+        let hook = try EntryHook(symbol: "entry_rip_relative", signature: int64Unary)
+        defer { try? hook.restore() }
+        expectEntryError(.signatureMismatch, point: "entry_rip_relative", containing: "already has an entry hook point") {
+            _ = try EntryHook(symbol: "entry_rip_relative", signature: Signature(returning: .int32, arguments: [.int32]))
+        }
+        // An address inside a function.
+        let inside = address(entry_call_static_scale as @convention(c) (Int64) -> Int64) + 4
+        expectEntryError(.invalidValue, point: "entry_call_static_scale", containing: "+4 into 'entry_call_static_scale', not the start of a function") {
+            _ = try EntryHook(address: inside, signature: int64Unary)
+        }
+    }
+
+    @Test func aRefusedWriteLeavesTheCodeAsItWas() throws {
+        let function = address(entry_call_static_scale as @convention(c) (Int64) -> Int64)
+        let before = bytes(at: function, 16)
+        EntryHook.refuseNextWrite()
+        expectEntryError(.protectionRefused, point: "entry_call_static_scale", containing: "W^X") {
+            _ = try EntryHook(symbol: "entry_call_static_scale", signature: int64Unary)
+        }
+        #expect(bytes(at: function, 16) == before)
+        #expect(entry_call_static_scale(1) == 1004)
+    }
+
+    /// The relocator over every function of real libraries: it never crashes,
+    /// and every refusal says why.
+    @Test(arguments: ["libc.so.6", "libsqlite3.so.0", "libz.so.1", "libswiftCore.so"])
+    func theRelocatorSurveysALibrary(_ library: String) throws {
+        let functions = try #require(EntryHook.functions(in: library), "\(library) is loaded")
+        #expect(functions.count > 50)
+        var accepted = 0
+        var reasons: [String: Int] = [:]
+        for function in functions {
+            if let why = EntryHook.refusal(at: function.address, size: function.size) {
+                #expect(!why.isEmpty)
+                let kind = why.replacing(/[+][0-9]+/, with: "+N").replacing(/[0-9]+ bytes/, with: "N bytes")
+                reasons[kind, default: 0] += 1
+            } else {
+                accepted += 1
+            }
+        }
+        print("relocator survey: \(library): \(functions.count) functions, \(accepted) accepted, \(functions.count - accepted) refused: \(reasons.sorted { $0.value > $1.value }.prefix(6))")
+        #expect(accepted * 10 > functions.count * 8, "most functions are accepted")
+    }
+}
