@@ -124,7 +124,7 @@ public final class Binding: @unchecked Sendable {
     }
 
     /// Whether the binding still delivers: ``unbind()`` has not been called,
-    /// and none of its hooks was removed (by its token, or by the ``HookBag``
+    /// and none of its hooks was removed (by its token, or by the `HookBag`
     /// of an owner that ended, see ``store(in:)``).
     public var isBound: Bool {
         guard !unbound.load(ordering: .acquiring) else { return false }
