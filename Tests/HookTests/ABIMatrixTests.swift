@@ -5,7 +5,7 @@ import Testing
 
 /// Every C type through a real C function: the original must see exactly the
 /// arguments, the caller get exactly the result, and the CallBack show both.
-@Suite("ABI matrix over real C functions")
+@Suite("ABI matrix over real C functions", .serialized)
 struct ABIMatrixTests {
     /// What a hook saw of one call.
     final class Seen: Sendable {
@@ -16,12 +16,23 @@ struct ABIMatrixTests {
     /// Hooks `original` with a before hook and an after hook that record the
     /// CallBack's arguments and result (typed and dynamic reads must agree).
     func hook<T: CRepresentable>(_ original: UnsafeRawPointer, _ signature: Signature, name: String, resultType: T.Type) throws -> (FunctionHook, Seen) {
-        let hook = try FunctionHook(function: original, signature: signature, name: name)
+        let hook: FunctionHook
+        if let collector = Self.entryHooks {
+            // The function itself patched: other suites' calls of it go through these hooks too, and are left out.
+            let entry = try EntryHook(address: original, signature: signature, name: name)
+            collector.made.append(entry)
+            hook = entry
+        } else {
+            hook = try FunctionHook(function: original, signature: signature, name: name)
+        }
         let seen = Seen()
+        let me = pthread_self()
         hook.before { call in
+            guard pthread_self() == me else { return }
             seen.arguments.value = try (0..<call.argumentCount).map { try call.argumentValue($0) }
         }
         hook.after { call in
+            guard pthread_self() == me else { return }
             let typed = try call.result(as: T.self)
             let dynamic = try call.resultValue()
             #expect(CValue(typed) == dynamic)
@@ -30,13 +41,32 @@ struct ABIMatrixTests {
         return (hook, seen)
     }
 
+    /// Set by the entry-hook runs of the matrix: `hook(...)` patches the
+    /// function's entry instead of making a libffi entry point, and tests call
+    /// the function itself (`callable`).
+    @TaskLocal static var entryHooks: EntryHookCollector?
+
+    final class EntryHookCollector: @unchecked Sendable { var made: [EntryHook] = [] }
+
+    /// Runs `body` with the matrix's hook points made as entry hooks, restored after.
+    func throughEntryHooks(_ body: () throws -> Void) throws {
+        let collector = EntryHookCollector()
+        defer { for hook in collector.made { try? hook.restore() } }
+        try Self.$entryHooks.withValue(collector) { try body() }
+    }
+
+    @Test func everyScalarThroughEntryHooks() throws { try throughEntryHooks { try everyScalarAsArgumentAndResult() } }
+    @Test func structsThroughEntryHooks() throws { try throughEntryHooks { try structsOfOneToSixtyFourBytesNestedAndReturnedByValue() } }
+    @Test func sixteenMixedArgumentsThroughEntryHooks() throws { try throughEntryHooks { try sixteenMixedArgumentsSomeOnTheStack() } }
+    @Test func sixthRegisterStructThroughEntryHooks() throws { try throughEntryHooks { try structInSixthIntegerRegisterAfterADouble() } }
+
     func checkScalar<T: CRepresentable>(
         _ type: T.Type, original: UnsafeRawPointer, a: T, b: T, expected: T,
         call: (UnsafeRawPointer, T, T) -> T, seen: (Int32) -> T
     ) throws {
         let signature = Signature(returning: T.self, arguments: T.self, T.self)
         let (hook, record) = try hook(original, signature, name: "\(T.self)", resultType: T.self)
-        let result = call(hook.entry, a, b)
+        let result = call(hook.callable, a, b)
         #expect(CValue(result) == CValue(expected), "caller's result for \(T.self)")
         #expect(CValue(seen(0)) == CValue(a), "original's first argument for \(T.self)")
         #expect(CValue(seen(1)) == CValue(b), "original's second argument for \(T.self)")
@@ -90,7 +120,7 @@ struct ABIMatrixTests {
         let signature = Signature(returning: S.self, arguments: S.self, Int32.self, S.self)
         let (hook, record) = try hook(original, signature, name: "\(S.self)", resultType: S.self)
         let tag: Int32 = -424242
-        let result = call(hook.entry, a, tag, b)
+        let result = call(hook.callable, a, tag, b)
         #expect(CValue(result) == CValue(b), "caller's result for \(S.self)")
         #expect(CValue(seen(0)) == CValue(a), "original's first argument for \(S.self)")
         #expect(CValue(seen(1)) == CValue(b), "original's third argument for \(S.self)")
@@ -154,7 +184,7 @@ struct ABIMatrixTests {
             .double, .int32, .float, .double, .uint64, .double, .float, .int8,
         ])
         let (hook, record) = try hook(address(of: abi_many as ManyFn), signature, name: "abi_many", resultType: Double.self)
-        let f = hook.entry(as: ManyFn.self)
+        let f = hook.callable(as: ManyFn.self)
         let result = f(-1, 2.5, 3.25, -4_000_000_000_000, 250, 6.125, 7.5, -8, 9.0625, 10, 11.75, 12.5, 13, 14.25, 15.5, -16)
         let m = abi_seen_many()
         let expectedArguments: [CValue] = [
@@ -179,7 +209,7 @@ struct ABIMatrixTests {
         let signature = Signature(returning: Double.self, arguments: UInt8.self, UInt8.self, UInt8.self, UInt8.self, UInt8.self, Double.self, SID.self)
         let (hook, record) = try hook(address(of: abi_sixth_register as Fn), signature, name: "abi_sixth_register", resultType: Double.self)
         let m = SID(i: 7, d: 42.5)
-        let result = hook.entry(as: Fn.self)(1, 2, 3, 4, 5, 2.25, m)
+        let result = hook.callable(as: Fn.self)(1, 2, 3, 4, 5, 2.25, m)
         #expect(abi_seen_sixth_register_x() == 2.25)
         #expect(CValue(abi_seen_sixth_register_m()) == CValue(m))
         #expect(result == 2.25 + 42.5 + 7 + 15)
@@ -330,4 +360,10 @@ struct ABIMatrixTests {
         #expect(entry(-50) == Int8(truncatingIfNeeded: -150))
         #expect(seen.value == [CValue(Int8(truncatingIfNeeded: 300)), CValue(Int8(truncatingIfNeeded: -150))])
     }
+}
+
+extension FunctionHook {
+    /// What a test calls: a FunctionHook's entry, or for an EntryHook the patched function itself.
+    var callable: UnsafeRawPointer { (self as? EntryHook)?.address ?? entry }
+    func callable<F>(as type: F.Type) -> F { unsafeBitCast(callable, to: F.self) }
 }

@@ -292,6 +292,38 @@ struct EntryHookTests {
         #expect(entry_call_static_scale(1) == 1004)
     }
 
+    /// Every zlib function the relocator accepts, entry-hooked at once with a
+    /// counting hook: a 1 MB compress2/uncompress round trip stays byte for
+    /// byte, and the functions it uses count their calls.
+    @Test func everyZlibFunctionHookedAtOnceLeavesARoundTripIntact() throws {
+        let functions = try #require(EntryHook.functions(in: "libz.so.1"))
+        // zlib passes integers and pointers only; deflateInit2_ takes 8 (two on the stack).
+        let generic = Signature(returning: .uint64, arguments: Array(repeating: .uint64, count: 6))
+        let eight = Signature(returning: .uint64, arguments: Array(repeating: .uint64, count: 8))
+        let me = threadID()
+        var hooks: [EntryHook] = []
+        var counts: [String: Shared<Int>] = [:]
+        defer { for hook in hooks { try? hook.restore() } }
+        for function in functions where EntryHook.refusal(at: function.address, size: function.size) == nil {
+            let hook = try EntryHook(address: function.address, signature: function.name == "deflateInit2_" ? eight : generic, name: function.name)
+            let count = Shared(0)
+            hook.before { _ in if threadID() == me { count.mutate { $0 += 1 } } }
+            hooks.append(hook)
+            counts[function.name] = count
+        }
+        #expect(hooks.count == functions.count)
+        var input = [UInt8](repeating: 0, count: 1 << 20)
+        var state: UInt32 = 12345
+        for i in input.indices {
+            state = state &* 1_103_515_245 &+ 12345
+            input[i] = i % 3 == 0 ? UInt8(truncatingIfNeeded: state >> 16) : UInt8(i % 61)
+        }
+        #expect(zlibRoundTrip(input) == Z_OK)
+        for name in ["compress2", "deflateInit2_", "deflate", "deflateEnd", "uncompress", "inflate", "inflateEnd"] {
+            #expect((counts[name]?.value ?? 0) > 0, "\(name) was called")
+        }
+    }
+
     /// The relocator over every function of real libraries: it never crashes,
     /// and every refusal says why.
     @Test(arguments: ["libc.so.6", "libsqlite3.so.0", "libz.so.1", "libswiftCore.so"])
