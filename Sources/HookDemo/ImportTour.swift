@@ -92,3 +92,33 @@ func importTour() throws {
     let real = unsafeBitCast(dlsym(nil, "getenv"), to: GetenvFn.self)
     print("after restore(), dlsym hands out the real getenv: \(real("HOOK_DEMO_MODE").map { String(cString: $0) } ?? "unset")")
 }
+
+/// Entry hooks: calls a library makes to its own functions, and a `static`
+/// function nobody exports, seen at the function's first instruction.
+func entryTour() throws {
+    section("Entry hooks: any function, hooked at its first instructions")
+    var db: OpaquePointer?
+    guard sqlite3_open(":memory:", &db) == SQLITE_OK else { throw CocoaError(.fileWriteUnknown) }
+    defer { sqlite3_close(db) }
+    sqlite3_exec(db, "CREATE TABLE t(x); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) INSERT INTO t SELECT i FROM n;", nil, nil, nil)
+    let step = try EntryHook(symbol: "sqlite3_step", signature: Signature(returning: .int32, arguments: [.pointer]))
+    let steps = WriteTally()
+    step.after { _ in steps.calls += 1 }
+    var rows: Int32 = 0
+    withUnsafeMutablePointer(to: &rows) { counter in
+        _ = sqlite3_exec(db, "SELECT x FROM t", { counter, _, _, _ in
+            counter!.assumingMemoryBound(to: Int32.self).pointee += 1
+            return 0
+        }, counter, nil)
+    }
+    try step.restore()
+    print("sqlite3_exec returned \(rows) rows; an entry hook on sqlite3_step saw SQLite call it \(steps.calls) times")
+
+    // A static C function of this program, found in its symbol table.
+    print("sum of the digits of \"2026-11-25\": \(demo_sum_digits("2026-11-25"))")
+    let digit = try EntryHook(symbol: "demo_digit_value", signature: Signature(returning: .int64, arguments: [.int64]))
+    digit.after { call in try call.setResult(try call.result(as: Int64.self) * 10) }
+    print("with an entry hook on the static demo_digit_value (result x 10): \(demo_sum_digits("2026-11-25"))")
+    try digit.restore()
+    print("restored: \(demo_sum_digits("2026-11-25"))")
+}

@@ -88,6 +88,7 @@ func tour() throws {
 
     try swiftTour()
     try importTour()
+    try entryTour()
     try fishBindTour()
     try xkvoTour()
     try fisticuffsTour()

@@ -15,4 +15,7 @@ int64_t demo_apply(int index, int64_t a, int64_t b);
 // Installs `op` in the table, returning what was there.
 demo_binary_op demo_set_operation(int index, demo_binary_op op);
 
+// The sum of the digits of `text`, through a `static` function of the same file.
+int64_t demo_sum_digits(const char *text);
+
 #endif
