@@ -8,6 +8,8 @@ import Testing
 private func address<F>(_ function: F) -> UnsafeRawPointer { unsafeBitCast(function, to: UnsafeRawPointer.self) }
 
 private let int64Unary = Signature(returning: .int64, arguments: [.int64])
+/// int deflate(z_streamp strm, int flush): one signature for every test (one hook point per function).
+private let deflateSignature = Signature(returning: .int32, arguments: [.pointer, .int32])
 
 /// The bytes at `address`.
 private func bytes(at address: UnsafeRawPointer, _ count: Int) -> [UInt8] {
@@ -90,7 +92,7 @@ struct EntryHookTests {
 
     @Test func zlibsInternalCallsOfDeflateAreSeenWithTheirArguments() throws {
         // int deflate(z_streamp strm, int flush): compress2 calls it once, with Z_FINISH.
-        let hook = try EntryHook(symbol: "deflate", signature: Signature(returning: .int32, arguments: [.pointer, .int32]), in: "libz.so.1")
+        let hook = try EntryHook(symbol: "deflate", signature: deflateSignature, in: "libz.so.1")
         defer { try? hook.restore() }
         let flushes = Shared<[Int32]>([]), results = Shared<[Int32]>([])
         let me = threadID()   // other suites use zlib meanwhile
@@ -305,7 +307,8 @@ struct EntryHookTests {
         var counts: [String: Shared<Int>] = [:]
         defer { for hook in hooks { try? hook.restore() } }
         for function in functions where EntryHook.refusal(at: function.address, size: function.size) == nil {
-            let hook = try EntryHook(address: function.address, signature: function.name == "deflateInit2_" ? eight : generic, name: function.name)
+            let signature = function.name == "deflateInit2_" ? eight : function.name == "deflate" ? deflateSignature : generic
+            let hook = try EntryHook(address: function.address, signature: signature, name: function.name)
             let count = Shared(0)
             hook.before { _ in if threadID() == me { count.mutate { $0 += 1 } } }
             hooks.append(hook)
