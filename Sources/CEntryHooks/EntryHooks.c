@@ -737,7 +737,26 @@ static int fixup_round(const hk_entry_plan *plan, uintptr_t stub, char *why, siz
 
 static void store_byte(uint8_t *at, uint8_t value) { __atomic_store_n(at, value, __ATOMIC_SEQ_CST); }
 
+// ThreadSanitizer delivers asynchronous signals late, at its next
+// interception point, with the context of the moment they arrived: a thread
+// could then never be moved off the displaced instructions (and a spinning
+// thread never answers). Entry hooks refuse to patch under it.
+static int under_thread_sanitizer(void) {
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  return 1;
+#endif
+#endif
+  return dlsym(RTLD_DEFAULT, "__tsan_init") != NULL;
+}
+
+int hk_entry_unavailable_under_sanitizer(void) { return under_thread_sanitizer(); }
+
 int hk_entry_patch(const hk_entry_plan *plan, const void *stub, const void *thunk, char *why, size_t why_size) {
+  if (under_thread_sanitizer()) {
+    say(why, why_size, "entry hooks are unavailable under ThreadSanitizer, which delivers signals late: threads inside the function could not be moved off the bytes the jump displaces; nothing was written");
+    return -1;
+  }
   uint8_t *at = (uint8_t *)plan->function + plan->patch_offset;
   const int n = plan->patch_length;
   uint8_t desired[32];
@@ -841,6 +860,7 @@ int hk_entry_patch(const hk_entry_plan *plan, const void *stub, const void *thun
   (void)plan; (void)stub; (void)thunk; (void)why; (void)why_size; return -1;
 }
 int hk_entry_is_patched(const hk_entry_plan *plan, const void *thunk) { (void)plan; (void)thunk; return 0; }
+int hk_entry_unavailable_under_sanitizer(void) { return 0; }
 void hk_entry_test_refuse_write(int refuse) { (void)refuse; }
 
 #endif

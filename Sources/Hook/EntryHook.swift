@@ -126,6 +126,10 @@ public final class EntryHook: FunctionHook, _EntryHookMaking, @unchecked Sendabl
         return status < 0 ? nil : found.all
     }
 
+    /// Whether entry hooks can patch in this process: false under
+    /// ThreadSanitizer, which delivers signals late (every install then throws `.cannotPatch`).
+    public static var isAvailable: Bool { hk_entry_supported() != 0 && hk_entry_unavailable_under_sanitizer() == 0 }
+
     /// Tests: the next patch is refused write access, as under a W^X policy.
     static func refuseNextWrite() { hk_entry_test_refuse_write(1) }
 }
@@ -291,6 +295,9 @@ final class _EntryRegistry: @unchecked Sendable {
 
     private func install(_ entries: inout [UInt: Entry], symbol: String, address: UnsafeRawPointer, size: UInt64,
                          object: String, signature: Signature) throws(HookError) -> EntryHook {
+        if hk_entry_unavailable_under_sanitizer() != 0 {
+            throw HookError(.cannotPatch, point: symbol, "entry hooks are unavailable under ThreadSanitizer, which delivers signals late: threads inside the function could not be moved off the bytes the jump displaces; nothing was written")
+        }
         let key = UInt(bitPattern: address)
         if var entry = entries[key] {
             guard entry.point.signature == signature else {
@@ -338,7 +345,9 @@ final class _EntryRegistry: @unchecked Sendable {
         let thunk = install ? hk_entry_page_thunk(entry.page) : nil
         guard hk_entry_patch(&plan, entry.page, thunk, &why, why.count) == 0 else {
             let reason = _text(why)
-            throw HookError(reason.contains("write access") ? .protectionRefused : .patchingFailed, point: symbol, reason)
+            let kind: HookError.Kind = reason.contains("write access") ? .protectionRefused
+                : hk_entry_unavailable_under_sanitizer() != 0 ? .cannotPatch : .patchingFailed
+            throw HookError(kind, point: symbol, reason)
         }
     }
 

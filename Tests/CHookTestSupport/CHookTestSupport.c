@@ -193,3 +193,9 @@ int64_t entry_global = 40;
 __asm__(".text\n.globl entry_rip_relative\n.type entry_rip_relative, @function\n"
         "entry_rip_relative:\n movq entry_global(%rip), %rax\n addq %rdi, %rax\n ret\n"
         ".size entry_rip_relative, .-entry_rip_relative\n");
+
+// For HookBind's entry-hook fish (a function of its own: one hook point per function).
+__attribute__((noinline)) int64_t entry_for_binding(int64_t x) {
+  int64_t y = x + 1;
+  return y - 1;
+}

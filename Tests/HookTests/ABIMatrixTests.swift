@@ -55,10 +55,10 @@ struct ABIMatrixTests {
         try Self.$entryHooks.withValue(collector) { try body() }
     }
 
-    @Test func everyScalarThroughEntryHooks() throws { try throughEntryHooks { try everyScalarAsArgumentAndResult() } }
-    @Test func structsThroughEntryHooks() throws { try throughEntryHooks { try structsOfOneToSixtyFourBytesNestedAndReturnedByValue() } }
-    @Test func sixteenMixedArgumentsThroughEntryHooks() throws { try throughEntryHooks { try sixteenMixedArgumentsSomeOnTheStack() } }
-    @Test func sixthRegisterStructThroughEntryHooks() throws { try throughEntryHooks { try structInSixthIntegerRegisterAfterADouble() } }
+    @Test(.enabled(if: EntryHook.isAvailable)) func everyScalarThroughEntryHooks() throws { try throughEntryHooks { try everyScalarAsArgumentAndResult() } }
+    @Test(.enabled(if: EntryHook.isAvailable)) func structsThroughEntryHooks() throws { try throughEntryHooks { try structsOfOneToSixtyFourBytesNestedAndReturnedByValue() } }
+    @Test(.enabled(if: EntryHook.isAvailable)) func sixteenMixedArgumentsThroughEntryHooks() throws { try throughEntryHooks { try sixteenMixedArgumentsSomeOnTheStack() } }
+    @Test(.enabled(if: EntryHook.isAvailable)) func sixthRegisterStructThroughEntryHooks() throws { try throughEntryHooks { try structInSixthIntegerRegisterAfterADouble() } }
 
     func checkScalar<T: CRepresentable>(
         _ type: T.Type, original: UnsafeRawPointer, a: T, b: T, expected: T,

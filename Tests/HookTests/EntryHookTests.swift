@@ -31,7 +31,8 @@ func expectEntryError(_ kind: HookError.Kind, point: String, containing text: St
 
 // One suite, serialized: an entry hook is process-wide (every caller of the
 // function goes through it while it is installed).
-@Suite("EntryHook: any function, hooked at its first instructions", .serialized)
+@Suite("EntryHook: any function, hooked at its first instructions", .serialized,
+       .enabled(if: EntryHook.isAvailable, "entry hooks are unavailable under ThreadSanitizer"))
 struct EntryHookTests {
     /// Every step of a `sqlite3_exec` over 100 rows. (Debian's libsqlite3
     /// calls its own exported functions through its PLT, so an `ImportHook`
@@ -106,6 +107,24 @@ struct EntryHookTests {
         #expect(zlibRoundTrip(Array(repeating: 7, count: 10_000)) == Z_OK)
         #expect(flushes.value == [Z_FINISH])
         #expect(results.value == [Z_STREAM_END])
+    }
+
+    /// A function with both an ImportHook and an entry hook: a call through
+    /// a patched slot runs each hook point's hooks once, the import hook's
+    /// around the entry hook's.
+    @Test func anImportHookAndAnEntryHookOnOneFunctionEachRunOnce() throws {
+        let imported = try ImportHook(symbol: "deflate", signature: deflateSignature, in: ["libz.so.1"])
+        defer { try? imported.restore() }
+        let entry = try EntryHook(symbol: "deflate", signature: deflateSignature, in: "libz.so.1")
+        defer { try? entry.restore() }
+        let me = threadID()
+        let order = Shared<[String]>([])
+        imported.before { _ in if threadID() == me { order.mutate { $0.append("import before") } } }
+        imported.after { _ in if threadID() == me { order.mutate { $0.append("import after") } } }
+        entry.before { _ in if threadID() == me { order.mutate { $0.append("entry before") } } }
+        entry.after { _ in if threadID() == me { order.mutate { $0.append("entry after") } } }
+        #expect(zlibRoundTrip(Array(repeating: 9, count: 4096)) == Z_OK)
+        #expect(order.value == ["import before", "entry before", "entry after", "import after"])
     }
 
     @Test func mallocAtItsEntrySeesLibcsOwnCallsAndDoesNotRecurse() throws {
@@ -326,7 +345,12 @@ struct EntryHookTests {
             #expect((counts[name]?.value ?? 0) > 0, "\(name) was called")
         }
     }
+}
 
+/// What needs no patching: the relocator's survey, and the refusal under
+/// ThreadSanitizer.
+@Suite("EntryHook: planning without patching")
+struct EntryHookPlanningTests {
     /// The relocator over every function of real libraries: it never crashes,
     /// and every refusal says why.
     @Test(arguments: ["libc.so.6", "libsqlite3.so.0", "libz.so.1", "libswiftCore.so"])
@@ -346,5 +370,13 @@ struct EntryHookTests {
         }
         print("relocator survey: \(library): \(functions.count) functions, \(accepted) accepted, \(functions.count - accepted) refused: \(reasons.sorted { $0.value > $1.value }.prefix(6))")
         #expect(accepted * 10 > functions.count * 8, "most functions are accepted")
+    }
+
+    @Test(.disabled(if: EntryHook.isAvailable, "only under ThreadSanitizer"))
+    func underThreadSanitizerAnInstallIsRefused() {
+        expectEntryError(.cannotPatch, point: "entry_target", containing: "unavailable under ThreadSanitizer") {
+            _ = try EntryHook(symbol: "entry_target", signature: int64Unary)
+        }
+        #expect(entry_target(3) == 7)
     }
 }

@@ -14,5 +14,6 @@ let benchmarks: @Sendable () -> Void = {
     scalingBenchmarks(configuration)
     footprintBenchmarks(configuration)
     importBenchmarks(configuration)
+    entryBenchmarks(configuration)
     threadsBenchmarks(configuration)
 }

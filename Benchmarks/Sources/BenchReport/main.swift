@@ -82,6 +82,11 @@ let cases: [Case] = [
     Case(id: "import/none", label: "imported call: ImportHook on malloc, no hooks", floor: "import/direct"),
     Case(id: "import/after", label: "imported call: ImportHook on malloc, one after hook", floor: "import/direct"),
     Case(id: "import/patch", label: "patch getenv in every loaded object + restore()"),
+    Case(id: "entry/direct", label: "add called directly, entry not patched", isBaseline: true),
+    Case(id: "entry/none", label: "add: EntryHook, no hooks", floor: "entry/direct", zeroAllocations: true),
+    Case(id: "entry/after", label: "add: EntryHook, one after hook", floor: "entry/direct", zeroAllocations: true),
+    Case(id: "entry/both", label: "add: EntryHook, before + after reading typed arguments", floor: "entry/direct", zeroAllocations: true),
+    Case(id: "entry/patch", label: "EntryHook install() + uninstall() of add"),
 ]
 
 

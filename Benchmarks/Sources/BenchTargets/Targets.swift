@@ -51,6 +51,8 @@ public let caseTargets: [String: [Target]] = [
     "hookableset/idle": [.nsOverFloor(2)],
     "sync3/binding": [.timesPeer(0.5), .timesFloor(5)],
     "fanout1/observable": [.ns(25), .timesPeer(0.15)],
+    // Issue 26: a hooked C call with one (typed) after hook within 10 ns of the direct call.
+    "entry/after": [.nsOverFloor(10)],
 ]
 
 /// The targets of case `id` (none for most).

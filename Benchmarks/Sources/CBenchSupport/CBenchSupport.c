@@ -5,6 +5,13 @@
 
 __attribute__((noinline)) int64_t bench_add(int64_t a, int64_t b) { return a + b; }
 
+// The same function, for the entry-hook cases: patching its entry changes no other case.
+// (Padded past the 5-byte jump: `add` alone compiles to 4 bytes in release.)
+__attribute__((noinline)) int64_t bench_add_entry(int64_t a, int64_t b) {
+  __asm__ volatile("nop; nop; nop; nop");
+  return a + b;
+}
+
 __attribute__((noinline)) int64_t bench_mix(int64_t a, double b, bench_triple t, int32_t c, int64_t d) {
   return a + (int64_t)b + t.x + (int64_t)t.y + t.z + c + d;
 }

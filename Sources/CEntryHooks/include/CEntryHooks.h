@@ -102,6 +102,9 @@ const void *hk_entry_page_thunk(const void *page);
 // answered): then the entry is as it was.
 int hk_entry_patch(const hk_entry_plan *plan, const void *stub, const void *thunk, char *why, size_t why_size);
 
+// 1 in a process run under ThreadSanitizer, where hk_entry_patch refuses.
+int hk_entry_unavailable_under_sanitizer(void);
+
 // 1 if the bytes at the entry are the jump of an installed patch to `thunk`.
 int hk_entry_is_patched(const hk_entry_plan *plan, const void *thunk);
 

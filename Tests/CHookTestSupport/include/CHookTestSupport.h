@@ -127,5 +127,7 @@ int64_t entry_with_loop(int64_t n);
 int32_t entry_branch_inside(int32_t n);
 int64_t entry_rip_relative(int64_t x);   // entry_global + x
 extern int64_t entry_global;
+// Returns x; hooked at its entry by HookBind's tests.
+int64_t entry_for_binding(int64_t x);
 
 #endif

@@ -7,6 +7,8 @@
 // int64_t add(int64_t, int64_t): the function every C case calls.
 int64_t bench_add(int64_t a, int64_t b);
 typedef int64_t (*bench_binary_op)(int64_t, int64_t);
+// The same, hooked at its entry by the entry/ cases only.
+int64_t bench_add_entry(int64_t a, int64_t b);
 
 // A 24-byte struct passed by value, and a 5-argument function taking it.
 typedef struct { int64_t x; double y; int32_t z; } bench_triple;
