@@ -443,10 +443,15 @@ int hk_entry_plan_make(const void *function, uint64_t size, const void *stub_add
 #define PAGE 4096
 #define THUNK_OFFSET HK_ENTRY_STUB_SIZE
 
+static pthread_mutex_t page_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void *hk_entry_page_reserve(const void *near, char *why, size_t why_size) {
   FILE *maps = fopen("/proc/self/maps", "re");
   if (!maps) { say(why, why_size, "/proc/self/maps could not be read"); return NULL; }
-  uintptr_t starts[4096], ends[4096];
+  // Static, not on the caller's stack (64 KB): callers are serialized by
+  // EntryHook's registry lock, and the patch lock besides.
+  static uintptr_t starts[4096], ends[4096];
+  pthread_mutex_lock(&page_lock);
   int n = 0;
   char line[512];
   while (n < 4096 && fgets(line, sizeof line, maps)) {
@@ -454,6 +459,7 @@ void *hk_entry_page_reserve(const void *near, char *why, size_t why_size) {
     if (sscanf(line, "%lx-%lx", &s, &e) == 2) { starts[n] = s; ends[n] = e; n++; }
   }
   fclose(maps);
+  void *found = NULL;
   const uintptr_t target = (uintptr_t)near & ~(uintptr_t)(PAGE - 1);
   const uintptr_t reach = 0x7FF00000;  // a little under 2 GB: the jump and the stub's operands both fit
   for (int attempt = 0; attempt < 64; attempt++) {
@@ -470,7 +476,7 @@ void *hk_entry_page_reserve(const void *near, char *why, size_t why_size) {
     }
     if (!best || best_distance > reach) break;
     void *page = mmap((void *)best, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    if (page == (void *)best) return page;
+    if (page == (void *)best) { found = page; break; }
     if (page != MAP_FAILED) munmap(page, PAGE);
     // Taken meanwhile: mark it and look again.
     if (n < 4096) { starts[n] = best; ends[n] = best + PAGE; n++; }
@@ -480,8 +486,9 @@ void *hk_entry_page_reserve(const void *near, char *why, size_t why_size) {
       starts[i - 1] = s; ends[i - 1] = e;
     }
   }
-  say(why, why_size, "no free page within 2 GB of %p for the trampoline", near);
-  return NULL;
+  pthread_mutex_unlock(&page_lock);
+  if (!found) say(why, why_size, "no free page within 2 GB of %p for the trampoline", near);
+  return found;
 }
 
 int hk_entry_page_fill(void *page, const hk_entry_plan *plan, const void *target, char *why, size_t why_size) {
