@@ -31,6 +31,7 @@ let package = Package(
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 "ThreadsSuite",
                 "BenchSupport",
+                "BenchTargets",
             ],
             path: "Benchmarks/HookBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
@@ -77,7 +78,8 @@ let package = Package(
         ),
         // Reads one run's export and prints ratios, checks allocations, draws the chart.
         .executableTarget(name: "bench-report", dependencies: ["ThreadsTable", "BenchTargets"], path: "Sources/BenchReport"),
-        // The cases' targets, read by bench-report and hook-overhead alike.
+        // The cases' targets, read by bench-report and hook-overhead alike, and
+        // the floors the benchmarks and hook-overhead share.
         .target(name: "BenchTargets"),
         // A quick measure of what a hook costs, with those targets (no
         // swift-syntax, no package-benchmark: its first build is Hook's).

@@ -2,6 +2,7 @@
 // objects done four ways (didSet by hand, a HookBind Binding, OpenCombine
 // @Published + sink, Swift Observation).
 import BenchSupport
+import BenchTargets
 import Benchmark
 import Hook
 import HookBind
@@ -14,25 +15,6 @@ final class HookedModel { @Hooked var value = 0 }
 @inline(never) func setPlain(_ m: PlainModel, _ v: Int) { m.value = v }
 @inline(never) func setHooked(_ m: HookedModel, _ v: Int) { m.value = v }
 
-/// The floor: three objects kept equal by hand, with a guard against echo.
-final class DidSetNode {
-    final class Group { var syncing = false }
-    let group: Group
-    unowned(unsafe) var first: DidSetNode?
-    unowned(unsafe) var second: DidSetNode?
-    var value = 0 {
-        didSet {
-            guard !group.syncing else { return }
-            group.syncing = true
-            first.unsafelyUnwrapped.value = value
-            second.unsafelyUnwrapped.value = value
-            group.syncing = false
-        }
-    }
-    init(group: Group) { self.group = group }
-}
-
-@inline(never) func setDidSet(_ m: DidSetNode, _ v: Int) { m.value = v }
 
 /// OpenCombine: each object's @Published value is sunk into the other two,
 /// with the same guard against echo (@Published publishes before it stores).

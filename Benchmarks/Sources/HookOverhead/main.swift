@@ -125,25 +125,6 @@ func swiftRows(_ n: Int) throws {
 
 // MARK: HookBind
 
-/// The floor of a binding: the same three-way sync written by hand with `didSet`.
-final class DidSetNode {
-    final class Group { var syncing = false }
-    let group: Group
-    unowned(unsafe) var first: DidSetNode?
-    unowned(unsafe) var second: DidSetNode?
-    var value = 0 {
-        didSet {
-            guard !group.syncing else { return }
-            group.syncing = true
-            first.unsafelyUnwrapped.value = value
-            second.unsafelyUnwrapped.value = value
-            group.syncing = false
-        }
-    }
-    init(group: Group) { self.group = group }
-}
-
-@inline(never) func setDidSet(_ m: DidSetNode, _ v: Int) { m.value = v }
 
 func bindRows(_ n: Int) throws {
     header("HookBind: one set or write (peers OpenCombine and Observation: in the benchmarks)")
