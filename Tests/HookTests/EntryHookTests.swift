@@ -16,6 +16,29 @@ private func bytes(at address: UnsafeRawPointer, _ count: Int) -> [UInt8] {
     Array(UnsafeBufferPointer(start: address.assumingMemoryBound(to: UInt8.self), count: count))
 }
 
+/// Two shared libraries that each define `long hk_twin(long)` (x + 1 and x + 2), or nil without a C compiler.
+let twinLibraries: (String, String)? = {
+    guard let directory = try? temporaryDirectory() else { return nil }
+    var made: [String] = []
+    for (index, body) in [(1, "x + 1"), (2, "x + 2")] {
+        let source = directory.appendingPathComponent("hktwin\(index).c")
+        let library = directory.appendingPathComponent("libhktwin\(index).so").path
+        let text = "long hk_twin(long x) { long y = \(body); return y; }\n"
+        guard (try? text.write(to: source, atomically: true, encoding: .utf8)) != nil else { return nil }
+        for compiler in ["cc", "clang", "gcc"] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = [compiler, "-shared", "-fPIC", "-O0", "-o", library, source.path]
+            process.standardError = FileHandle.nullDevice
+            process.standardOutput = FileHandle.nullDevice
+            guard (try? process.run()) != nil else { continue }
+            process.waitUntilExit()
+            if process.terminationStatus == 0 { made.append(library); break }
+        }
+    }
+    return made.count == 2 ? (made[0], made[1]) : nil
+}()
+
 func expectEntryError(_ kind: HookError.Kind, point: String, containing text: String, _ body: () throws -> Void) {
     do {
         try body()
@@ -300,6 +323,28 @@ struct EntryHookTests {
         expectEntryError(.invalidValue, point: "entry_call_static_scale", containing: "+4 into 'entry_call_static_scale', not the start of a function") {
             _ = try EntryHook(address: inside, signature: int64Unary)
         }
+    }
+
+    /// Two loaded objects define the same function: the error lists both, and
+    /// `in:` chooses one. (Two small libraries compiled for the test.)
+    @Test(.enabled(if: twinLibraries != nil, "needs a C compiler"))
+    func aSymbolOfSeveralObjectsIsAmbiguousUntilOneIsNamed() throws {
+        let (first, second) = try #require(twinLibraries)
+        let one = try #require(dlopen(first, RTLD_NOW | RTLD_LOCAL))
+        defer { dlclose(one) }
+        let two = try #require(dlopen(second, RTLD_NOW | RTLD_LOCAL))
+        defer { dlclose(two) }
+        expectEntryError(.ambiguousSymbol, point: "hk_twin", containing: "'hk_twin' is defined by 2 objects: \(first), \(second); name one with in:") {
+            _ = try EntryHook(symbol: "hk_twin", signature: int64Unary)
+        }
+        let hook = try EntryHook(symbol: "hk_twin", signature: int64Unary, in: "libhktwin2.so")
+        defer { try? hook.restore() }
+        hook.after { call in try call.setResult(try call.result(as: Int64.self) * 100) }
+        typealias Twin = @convention(c) (Int64) -> Int64
+        let viaOne = unsafeBitCast(try #require(dlsym(one, "hk_twin")), to: Twin.self)
+        let viaTwo = unsafeBitCast(try #require(dlsym(two, "hk_twin")), to: Twin.self)
+        #expect(viaOne(1) == 2)      // x + 1: not hooked
+        #expect(viaTwo(1) == 300)    // (x + 2) * 100: hooked
     }
 
     @Test func aRefusedWriteLeavesTheCodeAsItWas() throws {
