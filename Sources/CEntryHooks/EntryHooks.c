@@ -13,6 +13,7 @@
 #include <link.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -534,6 +535,10 @@ static _Atomic(fixup_request *) active_fixup;
 static _Atomic uint64_t acks[MAX_ACKS];
 static uint32_t generation;
 static _Atomic int ack_count;
+// Handlers between reading active_fixup and their answer: a round ends only
+// when none is (the request lives on the patcher's stack, and a signal resent
+// to a thread that already answered can arrive after the last answer came in).
+static _Atomic int handlers_reading;
 
 static struct sigaction previous_trap, previous_profile;
 static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -583,12 +588,16 @@ static void trap_handler(int signal, siginfo_t *info, void *context) {
 // Dispatch's worker threads (Swift concurrency's) leave it unblocked. Any
 // other SIGPROF (a profiler's timer) goes to whoever handled it before.
 static void fixup_handler(int signal, siginfo_t *info, void *context) {
-  fixup_request *request = atomic_load_explicit(&active_fixup, memory_order_acquire);
   if (info->si_code != SI_TKILL || info->si_pid != getpid()) {
     chain(signal, info, context, &previous_profile);
     return;
   }
-  if (!request) return;  // a late answer to a round that ended
+  atomic_fetch_add(&handlers_reading, 1);
+  fixup_request *request = atomic_load(&active_fixup);
+  if (!request) {  // a late answer to a round that ended
+    atomic_fetch_sub(&handlers_reading, 1);
+    return;
+  }
   ucontext_t *uc = context;
   greg_t *rip = &uc->uc_mcontext.gregs[REG_RIP];
   uintptr_t pc = (uintptr_t)*rip;
@@ -600,6 +609,15 @@ static void fixup_handler(int signal, siginfo_t *info, void *context) {
   }
   int slot = atomic_fetch_add(&ack_count, 1);
   if (slot < MAX_ACKS) atomic_store(&acks[slot], ((uint64_t)request->generation << 32) | (uint32_t)syscall(SYS_gettid));
+  atomic_fetch_sub(&handlers_reading, 1);
+}
+
+// No handler reads the request once this returns: a handler that counted
+// itself in before the store below finishes first, one that counts itself in
+// after it reads NULL (both sequentially consistent).
+static void end_fixup_round(void) {
+  atomic_store(&active_fixup, NULL);
+  while (atomic_load(&handlers_reading) != 0) sched_yield();
 }
 
 static int install_handler(char *why, size_t why_size) {
@@ -691,13 +709,13 @@ static int fixup_round(const hk_entry_plan *plan, uintptr_t stub, char *why, siz
   };
   const uintptr_t end = request.start + (uintptr_t)request.length;
   atomic_store(&ack_count, 0);
-  atomic_store_explicit(&active_fixup, &request, memory_order_release);
+  atomic_store(&active_fixup, &request);
   pid_t self = (pid_t)syscall(SYS_gettid), pid = getpid();
   static pid_t pending[MAX_ACKS];  // under the patch lock
   int pending_count = 0;
   DIR *tasks = opendir("/proc/self/task");
   if (!tasks) {
-    atomic_store(&active_fixup, NULL);
+    end_fixup_round();
     say(why, why_size, "/proc/self/task could not be read: the other threads cannot be moved off the displaced instructions");
     return -1;
   }
@@ -738,7 +756,7 @@ static int fixup_round(const hk_entry_plan *plan, uintptr_t stub, char *why, siz
     struct timespec pause = {0, 20000};
     nanosleep(&pause, NULL);
   }
-  atomic_store_explicit(&active_fixup, NULL, memory_order_release);
+  end_fixup_round();
   return result;
 }
 
