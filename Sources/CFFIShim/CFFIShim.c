@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "CFFIShim.h"
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <linux/membarrier.h>
 #include <stdlib.h>
@@ -241,7 +242,113 @@ void hk_call_integer(const void *fn, void *const *args, const unsigned char *cod
     memcpy(result, &r, 8);
   }
 }
+
+// MARK: - Native entries
+//
+// Memory: chunks of two pages. The first holds HK_NATIVE_PER_CHUNK copies of
+// one 64-byte stub, written once and then made read-execute; the second, at
+// the same offset as each stub, its context and handler (read-write). A stub
+// reads its own data slot RIP-relatively, so no code is ever written after
+// the page became executable. Entries are reused (a free list), never unmapped.
+
+#define HK_PAGE 4096
+#define HK_NATIVE_STUB 64
+#define HK_NATIVE_PER_CHUNK (HK_PAGE / HK_NATIVE_STUB)
+
+static pthread_mutex_t native_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *native_chunk;   // the chunk being handed out
+static int native_used;         // stubs of it handed out
+typedef struct native_free { struct native_free *next; } native_free;
+static native_free *native_free_list;  // in the data slots of freed stubs
+
+// The stub. On entry rsp is 8 mod 16; after push rbp and sub 48 it is 0 mod
+// 16 at the call, as the ABI requires.
+static size_t native_stub(uint8_t *code) {
+  static const uint8_t save[] = {
+    0x55,                               // push rbp
+    0x48, 0x89, 0xE5,                   // mov rbp, rsp
+    0x48, 0x83, 0xEC, 0x30,             // sub rsp, 48
+    0x48, 0x89, 0x3C, 0x24,             // mov [rsp], rdi
+    0x48, 0x89, 0x74, 0x24, 0x08,       // mov [rsp+8], rsi
+    0x48, 0x89, 0x54, 0x24, 0x10,       // mov [rsp+16], rdx
+    0x48, 0x89, 0x4C, 0x24, 0x18,       // mov [rsp+24], rcx
+    0x4C, 0x89, 0x44, 0x24, 0x20,       // mov [rsp+32], r8
+    0x4C, 0x89, 0x4C, 0x24, 0x28,       // mov [rsp+40], r9
+    0x48, 0x89, 0xE6,                   // mov rsi, rsp
+  };
+  size_t n = 0;
+  memcpy(code, save, sizeof save);
+  n += sizeof save;
+  // mov rdi, [rip + slot]: the context, at this stub's offset in the next page.
+  int32_t disp = (int32_t)(HK_PAGE - (n + 7));
+  code[n++] = 0x48; code[n++] = 0x8B; code[n++] = 0x3D;
+  memcpy(code + n, &disp, 4); n += 4;
+  // call [rip + slot + 8]: the handler.
+  disp = (int32_t)(HK_PAGE + 8 - (n + 6));
+  code[n++] = 0xFF; code[n++] = 0x15;
+  memcpy(code + n, &disp, 4); n += 4;
+  code[n++] = 0xC9;  // leave
+  code[n++] = 0xC3;  // ret
+  return n;
+}
+
+void *hk_native_entry_make(hk_native_handler handler, void *context) {
+  pthread_mutex_lock(&native_lock);
+  uint8_t *stub = NULL;
+  if (native_free_list) {
+    // A freed stub: its data slot held the list link.
+    stub = (uint8_t *)native_free_list - HK_PAGE;
+    native_free_list = native_free_list->next;
+  } else {
+    if (!native_chunk || native_used == HK_NATIVE_PER_CHUNK) {
+      uint8_t *chunk = mmap(NULL, 2 * HK_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (chunk == MAP_FAILED) {
+        pthread_mutex_unlock(&native_lock);
+        return NULL;
+      }
+      for (int i = 0; i < HK_NATIVE_PER_CHUNK; i++) {
+        size_t length = native_stub(chunk + i * HK_NATIVE_STUB);
+        memset(chunk + i * HK_NATIVE_STUB + length, 0xCC, HK_NATIVE_STUB - length);
+      }
+      if (mprotect(chunk, HK_PAGE, PROT_READ | PROT_EXEC) != 0) {
+        int saved = errno;
+        munmap(chunk, 2 * HK_PAGE);
+        pthread_mutex_unlock(&native_lock);
+        errno = saved;
+        return NULL;
+      }
+      native_chunk = chunk;
+      native_used = 0;
+    }
+    stub = native_chunk + native_used++ * HK_NATIVE_STUB;
+  }
+  void **slot = (void **)(stub + HK_PAGE);
+  __atomic_store_n(&slot[0], context, __ATOMIC_RELEASE);
+  __atomic_store_n(&slot[1], (void *)handler, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&native_lock);
+  return stub;
+}
+
+void hk_native_entry_set_context(void *entry, void *context) {
+  __atomic_store_n((void **)((uint8_t *)entry + HK_PAGE), context, __ATOMIC_RELEASE);
+}
+
+void hk_native_entry_free(void *entry) {
+  pthread_mutex_lock(&native_lock);
+  native_free *link = (native_free *)((uint8_t *)entry + HK_PAGE);
+  ((void **)link)[1] = NULL;
+  link->next = native_free_list;
+  native_free_list = link;
+  pthread_mutex_unlock(&native_lock);
+}
 #else
+void *hk_native_entry_make(hk_native_handler handler, void *context) {
+  (void)handler; (void)context;
+  errno = ENOTSUP;
+  return NULL;
+}
+void hk_native_entry_set_context(void *entry, void *context) { (void)entry; (void)context; }
+void hk_native_entry_free(void *entry) { (void)entry; }
 int hk_direct_calls(void) { return 0; }
 void hk_call_integer(const void *fn, void *const *args, const unsigned char *codes, int count,
                      unsigned char result_code, void *result) {

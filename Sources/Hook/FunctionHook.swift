@@ -19,8 +19,8 @@ import Glibc
 /// without hooks.
 ///
 /// ## Lifetime
-/// The hook point owns its libffi closure, `ffi_cif`, `ffi_type`s and hooks,
-/// and frees them in `deinit`. Keep it alive for as long as ``entry`` may be
+/// The hook point owns its entry (a native entry or a libffi closure),
+/// `ffi_cif`, `ffi_type`s and hooks, and frees them in `deinit`. Keep it alive for as long as ``entry`` may be
 /// called: uninstall the entry and let calls in flight return before the last
 /// reference goes. Hooks and tokens never keep it (or its target) alive.
 /// Swift may release a local as soon as its last use, so a local hook point
@@ -35,14 +35,28 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
     public let signature: Signature
     /// The original function, callable without hooks.
     public let original: UnsafeRawPointer
-    /// The hooked entry point: a libffi closure with the original's ABI.
+    /// The hooked entry point, with the original's ABI: a native entry (see
+    /// ``usesNativeEntry``) or a libffi closure.
     public let entry: UnsafeRawPointer
+
+    /// Whether ``entry`` is a native entry rather than a libffi closure: on
+    /// x86-64 System V, for at most six arguments that are integers, `bool`
+    /// or pointers and such a result (or `void`). A native entry saves the
+    /// six argument registers and calls the hook point without libffi; with
+    /// no hook it calls the original with those registers unchanged, and a
+    /// lone ``afterReturning(owner:_:)`` hook runs with no ``CallBack``.
+    /// Its code page is written once and then made read-execute, so it
+    /// works where writable and executable memory is refused.
+    /// `HOOK_NO_NATIVE_ENTRY` in the environment turns it off. (A
+    /// diagnostic: behaviour is the same.)
+    public let usesNativeEntry: Bool
 
     let interface: CallInterface
     // Cached for the call path.
     private let cif: UnsafeMutablePointer<ffi_cif>
     private let originalFunction: @convention(c) () -> Void
-    private let closure: UnsafeMutablePointer<ffi_closure>
+    /// The libffi closure of ``entry``; nil for a native entry.
+    private let closure: UnsafeMutablePointer<ffi_closure>?
     /// Whether calls of the original need libffi's bugs worked around.
     private let adjustsCalls: Bool
     /// The result's scalar code for `hk_call_integer` (0: void).
@@ -72,18 +86,37 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
             throw HookError(.nullFunctionPointer, point: name, "the function pointer is NULL")
         }
         let interface = try CallInterface(signature, name: name, forClosure: true)
-        let (closure, code) = try _FFIClosure.allocate(name: name)
+        // The native entry's context (self) is set once self exists; until
+        // then nothing can call it.
+        let handler: hk_native_handler = { context, registers in
+            Unmanaged<FunctionHook>.fromOpaque(context.unsafelyUnwrapped)._withUnsafeGuaranteedRef {
+                $0.handleNativeCall(registers.unsafelyUnwrapped)
+            }
+        }
+        if Self.hasNativeEntry(signature), !FunctionHook.closureAllocationRefused,
+           let stub = hk_native_entry_make(handler, nil) {
+            self.closure = nil
+            self.entry = UnsafeRawPointer(stub)
+            self.usesNativeEntry = true
+        } else {
+            let (closure, code) = try _FFIClosure.allocate(name: name)
+            self.closure = closure
+            self.entry = UnsafeRawPointer(code)
+            self.usesNativeEntry = false
+        }
         self.signature = signature
         self.original = function
-        self.entry = UnsafeRawPointer(code)
         self.interface = interface
         self.cif = interface.cif
         self.originalFunction = unsafeBitCast(function, to: (@convention(c) () -> Void).self)
-        self.closure = closure
         self.adjustsCalls = interface.needsCallAdjustment
         (self.callsOriginalDirectly, self.directResultCode) = Self.directCall(signature, adjustsCalls: interface.needsCallAdjustment)
         super.init(name: name, shape: _Shape(_CallShape(signature: signature, resultBufferSize: interface.resultBufferSize)), target: target)
-        // user_data is unretained: the closure lives exactly as long as self (freed in deinit).
+        // The context is unretained: the entry lives exactly as long as self (freed in deinit).
+        guard let closure else {
+            hk_native_entry_set_context(UnsafeMutableRawPointer(mutating: entry), Unmanaged.passUnretained(self).toOpaque())
+            return
+        }
         let status = ffi_prep_closure_loc(
             closure, cif,
             { _, result, arguments, userData in
@@ -91,7 +124,7 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
                     $0.handleCall(result: result!, arguments: arguments!)
                 }
             },
-            Unmanaged.passUnretained(self).toOpaque(), code)
+            Unmanaged.passUnretained(self).toOpaque(), UnsafeMutableRawPointer(mutating: entry))
         guard status == FFI_OK else {
             // Every stored property is set, so deinit runs and frees the closure.
             throw HookError(.libffiRefused, point: name, "ffi_prep_closure_loc returned \(status.name) for \(signature)")
@@ -111,8 +144,8 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
     }
 
     deinit {
-        // No call is in flight (see Lifetime), so the closure and cif can go.
-        ffi_closure_free(closure)
+        // No call is in flight (see Lifetime), so the entry and cif can go.
+        if let closure { ffi_closure_free(closure) } else { hk_native_entry_free(UnsafeMutableRawPointer(mutating: entry)) }
     }
 
     /// The entry point typed as a C function, e.g. `(@convention(c) (Int32) -> Int32).self`.
@@ -141,6 +174,17 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
     }
 
     // MARK: The call path
+
+    /// Whether `signature` gets a native entry: x86-64 System V, at most six
+    /// integer-class arguments and an integer-class or void result.
+    private static func hasNativeEntry(_ signature: Signature) -> Bool {
+        func integerClass(_ type: CType) -> Bool { type.isInteger || type == .pointer }
+        return hk_direct_calls() != 0 && signature.abi == .default
+            && signature.fixedArgumentCount == nil && signature.arguments.count <= 6
+            && signature.arguments.allSatisfy(integerClass)
+            && (signature.result == .void || integerClass(signature.result))
+            && getenv("HOOK_NO_NATIVE_ENTRY") == nil
+    }
 
     /// Whether the original of `signature` can be called by `hk_call_integer`, and its result code.
     private static func directCall(_ signature: Signature, adjustsCalls: Bool) -> (Bool, UInt8) {
@@ -186,9 +230,170 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
         }
     }
 
+    /// A call of the native entry: `registers` are the six argument
+    /// registers as the caller passed them; the result goes back in rax.
+    private func handleNativeCall(_ registers: UnsafeMutablePointer<UInt64>) -> UInt64 {
+        let hooks = _Hooks(bits: current.load(ordering: .relaxed))
+        // No hooks: straight through, the caller's registers unchanged (a racy read, as in handleCall).
+        guard hooks.bits != 0 else { return hk_call_registers(original, registers) }
+        if hooks.isLoneTypedAfter, let result = nativeTypedAfterCall(registers) { return result }
+        return nativeHookedCall(registers)
+    }
+
+    /// A native call whose one hook is a typed after hook (a racy hint,
+    /// checked again inside): the original runs in the frame, then the
+    /// hook with the result and the registers, with no record. nil, with
+    /// nothing run and the frame left, when the hooks changed meanwhile.
+    /// (`_callWithTypedAfter` for registers.)
+    @inline(__always)
+    private func nativeTypedAfterCall(_ registers: UnsafeMutablePointer<UInt64>) -> UInt64? {
+        let thread = hk_thread_self().unsafelyUnwrapped
+        let frame = hk_thread_enter_unrecorded(thread, pointID)
+        guard frame >= 0 else { return hk_call_registers(original, registers) }
+        let hooks = _Hooks(bits: current.load(ordering: .sequentiallyConsistent))
+        guard hooks.isLoneTypedAfter else {
+            hk_thread_leave_unrecorded(thread, frame)
+            return nil
+        }
+        // Tagged while the original runs, so that a recursive original is hooked again.
+        hk_frame_set_running_original(thread, frame, pointID, 1)
+        let result = hk_call_registers(original, registers)
+        hk_frame_set_running_original(thread, frame, pointID, 0)
+        // The registers still hold the arguments: the callee got copies.
+        _runTyped(hooks.single, as: _CTypedAfterHook.self) { hook in try hook.native(result, registers) }
+        hk_thread_leave_unrecorded(thread, frame)
+        return result
+    }
+
+    /// A native call through the hooks: the arguments are the saved registers
+    /// (libffi's view: a pointer to each, which hooks may write), the result
+    /// a word widened as a closure's result is.
+    @inline(never)
+    private func nativeHookedCall(_ registers: UnsafeMutablePointer<UInt64>) -> UInt64 {
+        var result: UInt64 = 0
+        withUnsafeTemporaryAllocation(of: UnsafeMutableRawPointer?.self, capacity: 6) { slots in
+            let arguments = slots.baseAddress.unsafelyUnwrapped
+            var i = 0
+            while i < 6 { arguments[i] = UnsafeMutableRawPointer(registers + i); i += 1 }
+            withUnsafeMutableBytes(of: &result) { handleCall(result: $0.baseAddress.unsafelyUnwrapped, arguments: arguments) }
+        }
+        return result
+    }
+
     override func _invokeOriginal(_ call: inout CallBack) {
         callOriginal(call.resultPointer, call.argumentPointers)
         call._hasResult = true
+    }
+
+    // MARK: Typed after hooks
+
+    /// Adds a typed after hook: it receives the result and then the
+    /// arguments, as values, after each call.
+    ///
+    /// ```swift
+    /// try hook.afterReturning { (sum: Int32, a: Int32, b: Int32) in print("\(a) + \(b) = \(sum)") }
+    /// try free.afterReturning { (_: Void, pointer: UnsafeMutableRawPointer?) in released += 1 }
+    /// ```
+    ///
+    /// The types must be the signature's, checked once, here: each argument
+    /// a ``CRepresentable`` type whose ``CRepresentable/cType`` is the
+    /// signature's, the result too, or `Void` for a `void` function.
+    ///
+    /// The cheapest way to observe a C call: when it is the hook point's
+    /// only hook and the point has a native entry (``usesNativeEntry``), a
+    /// call makes no ``CallBack`` and runs the original with the caller's
+    /// registers, then the hook. Among other hooks, or on a libffi entry, it
+    /// runs as an after hook in the order added and sees the arguments as
+    /// the original received them (after before hooks) and the result an
+    /// instead hook or an earlier after hook left. It observes: to replace
+    /// the result, use ``HookPoint/after(owner:_:)``. It runs on the calling
+    /// thread under the reentrancy guard, and an error it throws goes to
+    /// ``HookPoint/hookErrorHandler``.
+    ///
+    /// - Parameters:
+    ///   - owner: If given, the hook is tied to it, as with ``HookPoint/after(owner:_:)``.
+    ///   - body: The hook: the result, then each argument.
+    /// - Returns: A token whose `remove()` detaches the hook.
+    /// - Throws: ``HookError/Kind/typeMismatch`` naming the types that differ
+    ///   from the signature.
+    @inlinable @discardableResult
+    public final func afterReturning<R, each A: CRepresentable>(owner: AnyObject? = nil,
+                                                         _ body: @escaping (R, repeat each A) throws -> Void) throws(HookError) -> HookToken {
+        let native: (UInt64, UnsafeMutablePointer<UInt64>) throws -> Void = { result, registers in
+            var i = 0
+            try body(_CRegister.value(R.self, result), repeat _CRegister.next((each A).self, registers, &i))
+        }
+        return try _addCTypedAfter(result: R.self, arguments: _CRegister.cTypes(repeat (each A).self), owner: owner, native: native,
+                                   recorded: _CRegister.recordedBody(body))
+    }
+
+    // The same for each number of arguments a native entry takes: the
+    // compiler prefers these to the variadic one, and specializes them
+    // where they are called (it does not specialize the variadic closure,
+    // which then reads each value through type metadata: ~20 ns a call).
+    @_documentation(visibility: internal) @inlinable @discardableResult
+    public final func afterReturning<R>(owner: AnyObject? = nil, _ body: @escaping (R) throws -> Void) throws(HookError) -> HookToken {
+        try _addCTypedAfter(result: R.self, arguments: _CRegister.cTypes(), owner: owner,
+                            native: { result, r in try body(_CRegister.value(R.self, result)) },
+                            recorded: _CRegister.recordedBody(body))
+    }
+
+    @_documentation(visibility: internal) @inlinable @discardableResult
+    public final func afterReturning<R, A0: CRepresentable>(owner: AnyObject? = nil, _ body: @escaping (R, A0) throws -> Void) throws(HookError) -> HookToken {
+        try _addCTypedAfter(result: R.self, arguments: _CRegister.cTypes(A0.self), owner: owner,
+                            native: { result, r in try body(_CRegister.value(R.self, result), _CRegister.value(A0.self, r[0])) },
+                            recorded: _CRegister.recordedBody(body))
+    }
+
+    @_documentation(visibility: internal) @inlinable @discardableResult
+    public final func afterReturning<R, A0: CRepresentable, A1: CRepresentable>(owner: AnyObject? = nil, _ body: @escaping (R, A0, A1) throws -> Void) throws(HookError) -> HookToken {
+        try _addCTypedAfter(result: R.self, arguments: _CRegister.cTypes(A0.self, A1.self), owner: owner,
+                            native: { result, r in try body(_CRegister.value(R.self, result), _CRegister.value(A0.self, r[0]), _CRegister.value(A1.self, r[1])) },
+                            recorded: _CRegister.recordedBody(body))
+    }
+
+    @_documentation(visibility: internal) @inlinable @discardableResult
+    public final func afterReturning<R, A0: CRepresentable, A1: CRepresentable, A2: CRepresentable>(owner: AnyObject? = nil, _ body: @escaping (R, A0, A1, A2) throws -> Void) throws(HookError) -> HookToken {
+        try _addCTypedAfter(result: R.self, arguments: _CRegister.cTypes(A0.self, A1.self, A2.self), owner: owner,
+                            native: { result, r in try body(_CRegister.value(R.self, result), _CRegister.value(A0.self, r[0]), _CRegister.value(A1.self, r[1]), _CRegister.value(A2.self, r[2])) },
+                            recorded: _CRegister.recordedBody(body))
+    }
+
+    @_documentation(visibility: internal) @inlinable @discardableResult
+    public final func afterReturning<R, A0: CRepresentable, A1: CRepresentable, A2: CRepresentable, A3: CRepresentable>(owner: AnyObject? = nil, _ body: @escaping (R, A0, A1, A2, A3) throws -> Void) throws(HookError) -> HookToken {
+        try _addCTypedAfter(result: R.self, arguments: _CRegister.cTypes(A0.self, A1.self, A2.self, A3.self), owner: owner,
+                            native: { result, r in try body(_CRegister.value(R.self, result), _CRegister.value(A0.self, r[0]), _CRegister.value(A1.self, r[1]), _CRegister.value(A2.self, r[2]), _CRegister.value(A3.self, r[3])) },
+                            recorded: _CRegister.recordedBody(body))
+    }
+
+    @_documentation(visibility: internal) @inlinable @discardableResult
+    public final func afterReturning<R, A0: CRepresentable, A1: CRepresentable, A2: CRepresentable, A3: CRepresentable, A4: CRepresentable>(owner: AnyObject? = nil, _ body: @escaping (R, A0, A1, A2, A3, A4) throws -> Void) throws(HookError) -> HookToken {
+        try _addCTypedAfter(result: R.self, arguments: _CRegister.cTypes(A0.self, A1.self, A2.self, A3.self, A4.self), owner: owner,
+                            native: { result, r in try body(_CRegister.value(R.self, result), _CRegister.value(A0.self, r[0]), _CRegister.value(A1.self, r[1]), _CRegister.value(A2.self, r[2]), _CRegister.value(A3.self, r[3]), _CRegister.value(A4.self, r[4])) },
+                            recorded: _CRegister.recordedBody(body))
+    }
+
+    @_documentation(visibility: internal) @inlinable @discardableResult
+    public final func afterReturning<R, A0: CRepresentable, A1: CRepresentable, A2: CRepresentable, A3: CRepresentable, A4: CRepresentable, A5: CRepresentable>(owner: AnyObject? = nil, _ body: @escaping (R, A0, A1, A2, A3, A4, A5) throws -> Void) throws(HookError) -> HookToken {
+        try _addCTypedAfter(result: R.self, arguments: _CRegister.cTypes(A0.self, A1.self, A2.self, A3.self, A4.self, A5.self), owner: owner,
+                            native: { result, r in try body(_CRegister.value(R.self, result), _CRegister.value(A0.self, r[0]), _CRegister.value(A1.self, r[1]), _CRegister.value(A2.self, r[2]), _CRegister.value(A3.self, r[3]), _CRegister.value(A4.self, r[4]), _CRegister.value(A5.self, r[5])) },
+                            recorded: _CRegister.recordedBody(body))
+    }
+
+    /// Checks a typed after hook's types against the signature and adds it.
+    @usableFromInline
+    func _addCTypedAfter(result: Any.Type, arguments: [CType], owner: AnyObject?,
+                         native: @escaping (UInt64, UnsafeMutablePointer<UInt64>) throws -> Void,
+                         recorded: @escaping HookBody) throws(HookError) -> HookToken {
+        let resultType: CType? = result == Void.self ? .void : (result as? any CRepresentable.Type)?.cType
+        guard let resultType else {
+            throw HookError(.typeMismatch, point: name, "the result type \(result) is not CRepresentable (the signature returns \(signature.result))")
+        }
+        guard resultType == signature.result, arguments == signature.arguments else {
+            let written = Signature(returning: resultType, arguments: arguments)
+            throw HookError(.typeMismatch, point: name, "afterReturning's types \(written) are not the signature's \(signature)")
+        }
+        return _addTyped(_CTypedAfterHook(point: self, owner: owner, native: native, recorded: recorded), owner: owner)
     }
 
     // MARK: Names and test seams
@@ -201,4 +406,47 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
 
     /// Makes the next closure allocations of this task fail, as a W^X system would.
     @TaskLocal static var closureAllocationRefused = false
+}
+
+/// Values of a native entry's registers as Swift types (little-endian: a
+/// narrow type is the low bytes of its register, whatever the caller left
+/// in the rest).
+@usableFromInline
+enum _CRegister {
+    @inlinable @inline(__always)
+    static func value<T>(_ type: T.Type, _ word: UInt64) -> T {
+        if T.self == Bool.self { return unsafeBitCast(UInt8(truncatingIfNeeded: word) != 0, to: T.self) }
+        if MemoryLayout<T>.size == 0 { return unsafeBitCast((), to: T.self) }
+        return withUnsafeBytes(of: word) { $0.load(as: T.self) }
+    }
+
+    @inlinable @inline(__always)
+    static func next<T>(_ type: T.Type, _ registers: UnsafeMutablePointer<UInt64>, _ index: inout Int) -> T {
+        defer { index += 1 }
+        return value(T.self, registers[index])
+    }
+
+    /// The C types of a typed hook's arguments.
+    @usableFromInline
+    static func cTypes<each A: CRepresentable>(_ types: repeat (each A).Type) -> [CType] {
+        var list: [CType] = []
+        for type in repeat each types { list.append(type.cType) }
+        return list
+    }
+
+    /// The after hook of a typed hook among others: the arguments and the
+    /// result read from the call's record (libffi's view, any signature).
+    @usableFromInline
+    static func recordedBody<R, each A>(_ body: @escaping (R, repeat each A) throws -> Void) -> HookBody {
+        { call in
+            guard call._hasResult, call._error == nil else { return }
+            let slots = call.argumentPointers
+            let address = UnsafeRawPointer(call.resultPointer)
+            let result: R = MemoryLayout<R>.size == 0 ? unsafeBitCast((), to: R.self)
+                : R.self == Bool.self ? unsafeBitCast(address.load(as: UInt8.self) != 0, to: R.self)
+                : address.loadUnaligned(as: R.self)
+            var i = 0
+            try body(result, repeat _TypedLayout.loadC((each A).self, slots, &i))
+        }
+    }
 }

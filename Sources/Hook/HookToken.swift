@@ -89,6 +89,25 @@ final class _TypedAfterHook<each A, R>: HookToken, @unchecked Sendable {
     }
 }
 
+/// A typed after hook of a C function (``FunctionHook/afterReturning(owner:_:)``).
+/// When it is the hook point's one hook, a call of a native entry runs
+/// `native` with the result and the saved argument registers, with no
+/// `CallBack`; in any other call it runs as an after hook through `body`,
+/// which reads the record.
+@usableFromInline
+final class _CTypedAfterHook: HookToken, @unchecked Sendable {
+    /// The body reading the result's register and the six argument registers.
+    @usableFromInline let native: (UInt64, UnsafeMutablePointer<UInt64>) throws -> Void
+
+    @usableFromInline
+    init(point: HookPoint, owner: AnyObject?, native: @escaping (UInt64, UnsafeMutablePointer<UInt64>) throws -> Void,
+         recorded: @escaping HookBody) {
+        self.native = native
+        super.init(point: point, position: .after, owner: owner.map(_HookOwner.init), runsWhenVetoed: true, isTypedAfter: true,
+                   body: recorded)
+    }
+}
+
 /// A typed after hook of a property (``PropertyHook/didSet(owner:_:)``): its
 /// body takes the value before the set and the value stored. Alone on its
 /// hook point, a set runs it with no `CallBack`; among other hooks it runs

@@ -199,3 +199,14 @@ __attribute__((noinline)) int64_t entry_for_binding(int64_t x) {
   int64_t y = x + 1;
   return y - 1;
 }
+
+// MARK: native entries
+
+// Calls `fn` (abi_six_ints's type) with bits 32-63 of every narrow argument's
+// register set to garbage, which the ABI allows a caller to leave (clang only
+// relies on bool, char and short being extended to 32 bits).
+typedef int64_t (*six_words)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
+__attribute__((noinline)) int64_t abi_call_six_ints_dirty(const void *fn, int8_t a, uint16_t b, int32_t c, bool d, const void *e, int64_t f) {
+  const uint64_t garbage = 0xA5A5A5A500000000ULL;
+  return ((six_words)fn)(garbage | (uint32_t)(int32_t)a, garbage | b, garbage | (uint32_t)c, garbage | d, (uint64_t)(uintptr_t)e, (uint64_t)f);
+}

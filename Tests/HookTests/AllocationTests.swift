@@ -39,6 +39,20 @@ struct AllocationTests {
     }
 
     @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
+    func aCFunctionWithALoneTypedAfterHookAllocatesNothing() throws {
+        let hook = try makeAddHook()
+        var total: Int64 = 0
+        try hook.afterReturning { (sum: Int32, _: Int32, _: Int32) in total &+= Int64(sum) }
+        let f = hook.entry(as: AddFn.self)
+        _ = f(1, 1)  // first call on this thread registers its hook state
+        let count = try #require(mallocCount {
+            for i in 0..<1_000 { _ = f(Int32(i), 1) }
+        })
+        #expect(count == 0)
+        #expect(total == 2 + (1...1_000).reduce(0, +))
+    }
+
+    @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
     func callsNeedingLibffiWorkaroundsAllocateNothing() throws {
         typealias Fn = @convention(c) (UInt8, UInt8, UInt8, UInt8, UInt8, Double, SID) -> Double
         let sixth = try FunctionHook(cFunction: abi_sixth_register as Fn,

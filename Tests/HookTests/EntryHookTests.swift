@@ -25,15 +25,9 @@ let twinLibraries: (String, String)? = {
         let library = directory.appendingPathComponent("libhktwin\(index).so").path
         let text = "long hk_twin(long x) { long y = \(body); return y; }\n"
         guard (try? text.write(to: source, atomically: true, encoding: .utf8)) != nil else { return nil }
-        for compiler in ["cc", "clang", "gcc"] {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = [compiler, "-shared", "-fPIC", "-O0", "-o", library, source.path]
-            process.standardError = FileHandle.nullDevice
-            process.standardOutput = FileHandle.nullDevice
-            guard (try? process.run()) != nil else { continue }
-            process.waitUntilExit()
-            if process.terminationStatus == 0 { made.append(library); break }
+        for compiler in ["cc", "clang", "gcc"] where runQuietly([compiler, "-shared", "-fPIC", "-O0", "-o", library, source.path]) {
+            made.append(library)
+            break
         }
     }
     return made.count == 2 ? (made[0], made[1]) : nil
@@ -135,6 +129,22 @@ struct EntryHookTests {
     /// A function with both an ImportHook and an entry hook: a call through
     /// a patched slot runs each hook point's hooks once, the import hook's
     /// around the entry hook's.
+    @Test func aTypedAfterHookSeesEveryDirectCallFromC() throws {
+        let hook = try EntryHook(address: address(entry_target as @convention(c) (Int64) -> Int64), signature: int64Unary)
+        defer { try? hook.restore() }
+        #expect(hook.usesNativeEntry)
+        let me = threadID()
+        let seen = Shared<(count: Int, sum: Int64, wrong: Int)>((0, 0, 0))
+        try hook.afterReturning { (result: Int64, x: Int64) in
+            guard threadID() == me else { return }
+            seen.mutate { $0.count += 1; $0.sum += x; if result != x * 2 + 1 { $0.wrong += 1 } }
+        }
+        #expect(entry_call_target_loop(10, 100) == 0)
+        #expect(seen.value.count == 100)
+        #expect(seen.value.sum == (10..<110).reduce(0, +))
+        #expect(seen.value.wrong == 0)
+    }
+
     @Test func anImportHookAndAnEntryHookOnOneFunctionEachRunOnce() throws {
         let imported = try ImportHook(symbol: "deflate", signature: deflateSignature, in: ["libz.so.1"])
         defer { try? imported.restore() }

@@ -53,6 +53,18 @@ func cFunctionBenchmarks(_ configuration: Benchmark.Configuration) {
     }
     cLoop("c/before: add, FunctionHook, one before hook", configuration, keep: before) { before.entry(as: BinaryOp.self) }
 
+    let after = addHook()
+    after.after { call in
+        if try call.result(as: Int64.self) == -1 { print("unreachable") }
+    }
+    cLoop("c/after: add, FunctionHook, one after hook reading the result", configuration, keep: after) { after.entry(as: BinaryOp.self) }
+
+    let typed = addHook()
+    try! typed.afterReturning { (sum: Int64, _: Int64, _: Int64) in
+        if sum == -1 { print("unreachable") }
+    }
+    cLoop("c/typed: add, FunctionHook, one typed after hook (afterReturning)", configuration, keep: typed) { typed.entry(as: BinaryOp.self) }
+
     let both = addHook()
     both.before { call in
         let a = try call.argument(0, as: Int64.self), b = try call.argument(1, as: Int64.self)

@@ -33,6 +33,11 @@ func entryBenchmarks(_ configuration: Benchmark.Configuration) {
             if try call.result(as: Int64.self) == -1 { print("unreachable") }
         }
     }
+    entryCase("entry/typed: add, EntryHook, one typed after hook (afterReturning)", patched: true) { hook in
+        try! hook.afterReturning { (sum: Int64, _: Int64, _: Int64) in
+            if sum == -1 { print("unreachable") }
+        }
+    }
     entryCase("entry/both: add, EntryHook, before + after reading typed arguments", patched: true) { hook in
         hook.before { call in
             let a = try call.argument(0, as: Int64.self), b = try call.argument(1, as: Int64.self)

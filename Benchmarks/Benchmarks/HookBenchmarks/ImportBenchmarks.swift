@@ -49,6 +49,13 @@ func importBenchmarks(_ configuration: Benchmark.Configuration) {
         }
         return hook
     }
+    importCase("import/typed: strdup + free, ImportHook on malloc in libc.so.6, one typed after hook (afterReturning)", configuration) {
+        let hook = try ImportHook(symbol: "malloc", signature: mallocSignature, in: ["libc.so.6"])
+        try hook.afterReturning { (block: UnsafeMutableRawPointer?, _: Int) in
+            if block == nil { print("unreachable") }
+        }
+        return hook
+    }
 
     // Patching: every JUMP_SLOT / GLOB_DAT / R_X86_64_64 naming getenv in every
     // loaded object and its symbol-table entry, then restore(): one "call" is one

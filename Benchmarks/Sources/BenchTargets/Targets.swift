@@ -51,8 +51,11 @@ public let caseTargets: [String: [Target]] = [
     "hookableset/idle": [.nsOverFloor(2)],
     "sync3/binding": [.timesPeer(0.5), .timesFloor(5)],
     "fanout1/observable": [.ns(25), .timesPeer(0.15)],
-    // Issue 26: a hooked C call with one (typed) after hook within 10 ns of the direct call.
-    "entry/after": [.nsOverFloor(10)],
+    // Issue 26: a hooked C call with one typed after hook within 10 ns of the
+    // direct call, through FunctionHook, ImportHook and EntryHook alike.
+    "c/typed": [.nsOverFloor(10)],
+    "import/typed": [.nsOverFloor(10)],
+    "entry/typed": [.nsOverFloor(10)],
 ]
 
 /// The targets of case `id` (none for most).

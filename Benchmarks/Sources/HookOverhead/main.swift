@@ -65,14 +65,19 @@ func cRows(_ n: Int) throws {
     typed.after { call in
         if try call.result(as: Int64.self) == -1 { print("unreachable") }
     }
-    header("C: int64_t add(int64_t, int64_t), called from a C loop")
+    let afterReturning = try FunctionHook(cFunction: bench_add as BinaryOp, signature: signature, name: "add")
+    try afterReturning.afterReturning { (sum: Int64, _: Int64, _: Int64) in if sum == -1 { print("unreachable") } }
+    header("C: int64_t add(int64_t, int64_t), called from a C loop (native entries: the floor is libffi's)")
     let floor = nanosecondsPerCall(unsafeBitCast(passthrough, to: bench_binary_op.self), n)
-    row("c/direct", "direct call through a pointer", nanosecondsPerCall(bench_add, n), floor: floor)
+    let direct = nanosecondsPerCall(bench_add, n)
+    row("c/direct", "direct call through a pointer", direct, floor: floor)
     row("c/floor", "bare libffi closure + ffi_call (the floor, in C)", floor, floor: floor)
     // The hook points outlive every call of their entries.
-    withExtendedLifetime((bare, typed)) {
+    withExtendedLifetime((bare, typed, afterReturning)) {
         row("c/none", "FunctionHook, no hooks", nanosecondsPerCall(bare.entry(as: bench_binary_op.self), n), floor: floor)
         row("c/both", "FunctionHook, before + after reading typed arguments", nanosecondsPerCall(typed.entry(as: bench_binary_op.self), n), floor: floor)
+        row("c/typed", "FunctionHook, one typed after hook (afterReturning), vs the direct call",
+            nanosecondsPerCall(afterReturning.entry(as: bench_binary_op.self), n), floor: direct)
     }
 }
 

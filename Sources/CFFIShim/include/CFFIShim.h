@@ -45,6 +45,29 @@ int hk_direct_calls(void);
 void hk_call_integer(const void *fn, void *const *args, const unsigned char *codes, int count,
                      unsigned char result_code, void *result);
 
+// MARK: - Native entries
+
+// A native entry: a C function of at most six INTEGER-class arguments (x86-64
+// System V) that saves the six argument registers in order into six words on
+// its stack and returns `handler(context, words)` in rax, without libffi. The
+// code lies in a page that is written once and then made read-execute; the
+// context and handler in a read-write page beside it (W^X-compatible). NULL
+// when the system refuses the pages (errno says why) or off x86-64.
+typedef uint64_t (*hk_native_handler)(void *context, uint64_t *registers);
+void *hk_native_entry_make(hk_native_handler handler, void *context);
+// Sets the context of an entry that no one calls yet.
+void hk_native_entry_set_context(void *entry, void *context);
+// Returns an entry to the pool; no call may be in flight.
+void hk_native_entry_free(void *entry);
+
+typedef uint64_t (*hk_register_function)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
+
+// Calls an INTEGER-class function with the six argument registers a native
+// entry saved, unchanged (what the caller passed), and returns its rax.
+static inline uint64_t hk_call_registers(const void *fn, const uint64_t *r) {
+  return ((hk_register_function)fn)(r[0], r[1], r[2], r[3], r[4], r[5]);
+}
+
 // The exported symbol that starts exactly at `address`, or NULL (dladdr).
 const char *hk_symbol_name(const void *address);
 

@@ -37,6 +37,8 @@ ABI_SCALAR_DECL(ptr, void *)
 int64_t abi_six_ints(int8_t a, uint16_t b, int32_t c, bool d, const void *e, int64_t f);
 int64_t abi_seven_ints(int8_t a, uint16_t b, int32_t c, bool d, const void *e, int64_t f, int16_t g);
 int8_t abi_narrow_result(int32_t a);
+// Calls `fn`, of abi_six_ints's type, leaving garbage in bits 32-63 of the narrow arguments' registers.
+int64_t abi_call_six_ints_dirty(const void *fn, int8_t a, uint16_t b, int32_t c, bool d, const void *e, int64_t f);
 
 // MARK: structs by value, 1 to 64 bytes, mixed integer and floating members.
 typedef struct { int8_t a; } S1;
