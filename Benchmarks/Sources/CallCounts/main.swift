@@ -103,6 +103,12 @@ let cases: [String: (Int) -> Int] = [
         hook.after { call in if try call.result(as: Int64.self) == -1 { print("unreachable") } }
         return withExtendedLifetime(hook) { cLoop(hook.entry(as: Add.self), n) }
     },
+    "c-direct": { n in cLoop(bench_add, n) },
+    "c-typed": { n in
+        let hook = addHook()
+        try! hook.afterReturning { (sum: Int64, _: Int64, _: Int64) in if sum == -1 { print("unreachable") } }
+        return withExtendedLifetime(hook) { cLoop(hook.entry(as: Add.self), n) }
+    },
     "binding": { n in
         let a = Model(), b = Model(), c = Model()
         let binding = try! Binding.bind([.both(a, \.value), .both(b, \.value), .both(c, \.value)])

@@ -5,8 +5,8 @@ import Hook
 import HookBind
 import HookMacros
 
-// README.md:32
-func README_32() async throws {
+// README.md:33
+func README_33() async throws {
 
     // A C function pointer: from a C library, or a Swift function made @convention(c).
     typealias Add = @convention(c) (Int32, Int32) -> Int32
@@ -32,8 +32,8 @@ func README_32() async throws {
     withExtendedLifetime(hook) {}                     // keep the hook point while its entry may be called
 }
 
-// README.md:66
-func README_66() async throws {
+// README.md:67
+func README_67() async throws {
 
     final class TextField { @Hooked var text = "" }
     final class Label { @Hooked var title = "" }

@@ -9,8 +9,10 @@ import HookMacros
 func Sources_Hook_Hook_docc_EntryHooks_13() async throws {
     // Every step of sqlite3_exec, and zlib's deflate as compress2 calls it.
     let step = try EntryHook(symbol: "sqlite3_step", signature: Signature(returning: .int32, arguments: [.pointer]))
-    var steps = 0
+    var steps = 0, rows = 0
     step.after { _ in steps += 1 }
+    // A typed after hook: the result and the arguments as values, no CallBack when it is alone.
+    try step.afterReturning { (status: Int32, _: OpaquePointer?) in if status == 100 { rows += 1 } }
 
     let deflate = try EntryHook(symbol: "deflate", signature: Signature(returning: .int32, arguments: [.pointer, .int32]),
                                 in: "libz.so.1")
