@@ -1,16 +1,70 @@
 #!/bin/bash
 # Instructions per call of each case under callgrind: the difference of runs of
 # 10,000 and 110,000 calls, over 100,000. valgrind 3.19 cannot read this
-# compiler's DWARF, so it runs a copy without debug info.
-#   ./call-counts.sh [CASE ...]   (no case: all of them)
+# compiler's DWARF, so it runs a copy without debug info. Instruction counts do
+# not move with the machine's noise, so they guard the hot paths in CI.
+#
+#   ./call-counts.sh [CASE ...]   print the counts (no case: every case)
+#   ./call-counts.sh --check      every case against Thresholds/call-counts.json:
+#                                 fails when one is more than 5% (and 2
+#                                 instructions) above its reference
+#   ./call-counts.sh --update     write the counts measured now as the references
 set -e
 cd "$(dirname "$0")"
+thresholds=Thresholds/call-counts.json
+mode=print
+case "$1" in
+  --check) mode=check; shift ;;
+  --update) mode=update; shift ;;
+esac
 swift build -c release --product call-counts > /dev/null
 strip --strip-debug -o /tmp/call-counts.stripped .build/release/call-counts
 cases=("$@")
+all=$([ ${#cases[@]} -eq 0 ] && echo yes || echo no)
 [ ${#cases[@]} -eq 0 ] && cases=(closure-plain closure-floor closure-none closure-after closure-typed property-idle property-after property-read property-typed c-direct c-none c-typed c-both binding observable)
 count() { valgrind --tool=callgrind --callgrind-out-file=/tmp/call-counts.$1.$2.out /tmp/call-counts.stripped "$1" "$2" 2>&1 | awk '/Collected/ {print $4}'; }
+: > /tmp/call-counts.measured
 for c in "${cases[@]}"; do
   small=$(count "$c" 10000); large=$(count "$c" 110000)
-  echo "$c: $(( (large - small) / 100000 )) instructions per call"
+  per=$(( (large - small) / 100000 ))
+  echo "$c $per" >> /tmp/call-counts.measured
+  [ "$mode" = print ] && echo "$c: $per instructions per call"
 done
+[ "$mode" = print ] && exit 0
+python3 - "$mode" "$thresholds" /tmp/call-counts.measured "$all" <<'PY'
+import json, sys
+mode, path, measured_path, all_cases = sys.argv[1:5]
+measured = {}
+for line in open(measured_path):
+    name, count = line.split()
+    measured[name] = int(count)
+if mode == "update":
+    if all_cases != "yes":
+        measured = {**json.load(open(path)), **measured}
+    json.dump(measured, open(path, "w"), indent=2, sort_keys=True)
+    open(path, "a").write("\n")
+    print(f"call-counts: wrote {len(measured)} references to {path}")
+    sys.exit(0)
+references = json.load(open(path))
+failed = []
+print("| case | reference | now | limit |")
+print("| --- | ---: | ---: | ---: |")
+for name, count in measured.items():
+    reference = references.get(name)
+    if reference is None:
+        failed.append(f"{name}: no reference in {path} (run call-counts.sh --update)")
+        continue
+    limit = max(int(reference * 1.05), reference + 2)
+    print(f"| {name} | {reference} | {count} | {limit} |")
+    if count > limit:
+        failed.append(f"{name}: {count} instructions per call, reference {reference}, limit {limit}")
+for name in references:
+    if all_cases == "yes" and name not in measured:
+        failed.append(f"{name}: in {path} but not measured")
+if failed:
+    print("call-counts: regressions (a faster path: lower its reference with --update in the same commit):")
+    for line in failed:
+        print("  " + line)
+    sys.exit(1)
+print(f"call-counts: {len(measured)} cases within 5% of their references")
+PY

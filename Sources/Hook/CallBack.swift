@@ -47,7 +47,7 @@ public struct CallBack {
     // 16-byte stores, and `_error`, read back at the end of every call, lies
     // within the second. (With `_error` in the middle of 26 bytes, the two
     // stores overlapped across it: a load the CPU cannot forward from its
-    // store buffer: 4.5 ns of each `@Hooked` set with one after hook.)
+    // store buffer, paid by each `@Hooked` set with one after hook.)
     /// Runs the original of a typed hook point (an `any _OriginalInvoker` on the caller's stack).
     @usableFromInline var _original: UnsafeRawPointer?
     @usableFromInline var insteadIndex: Int32 = 0

@@ -330,7 +330,7 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
     // The same for each number of arguments a native entry takes: the
     // compiler prefers these to the variadic one, and specializes them
     // where they are called (it does not specialize the variadic closure,
-    // which then reads each value through type metadata: ~20 ns a call).
+    // which then reads each value through type metadata: see Performance.md).
     @_documentation(visibility: internal) @inlinable @discardableResult
     public final func afterReturning<R>(owner: AnyObject? = nil, _ body: @escaping (R) throws -> Void) throws(HookError) -> HookToken {
         try _addCTypedAfter(result: R.self, arguments: _CRegister.cTypes(), owner: owner,

@@ -401,8 +401,7 @@ enum _Unowned {
 
 /// The stack block of a hooked set, and its body run in it. A free function,
 /// not a method: the closure of a method of the generic class was left out
-/// of line (a second function per set, 27 instructions more), this one is
-/// inlined.
+/// of line (a second function per set), this one is inlined.
 @inlinable @inline(__always)
 func _propertySet<Value>(_ point: PropertyHook<Value>, _ newValue: Value, byteCount: Int, alignment: Int, slotOffset: Int, recordOffset: Int) {
     _withUnprotectedUnsafeTemporaryAllocation(byteCount: byteCount, alignment: alignment) { memory in

@@ -166,7 +166,7 @@ static inline int hk_thread_enter(hk_thread *t, uintptr_t point) {
 // hk_thread_enter for a call that makes no record (a lone typed after hook):
 // the frame gets no serial. Its serial stays 0, as every frame left has, so
 // no record is live in it. (Its test is hk_thread_enter's, written out again:
-// a shared helper returning the depth cost a typed call 3 instructions.)
+// a shared helper returning the depth made a typed call longer: call-counts.sh.)
 static inline int hk_thread_enter_unrecorded(hk_thread *t, uintptr_t point) {
   unsigned d = (unsigned)atomic_load_explicit(&t->depth, memory_order_relaxed);
   if (d >= t->limit) return -1;

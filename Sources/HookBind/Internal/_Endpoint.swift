@@ -158,8 +158,8 @@ final class _RefusedEndpoint: _Endpoint, @unchecked Sendable {
 /// inlinable), so that in an optimized client it is specialized for the
 /// value type and captures nothing. `_PropertyEndpoint`'s own methods are
 /// generic class methods, which run unspecialized: value witness calls for
-/// every copy of the value and an unspecialized set (about 200 instructions
-/// more per three-way set).
+/// every copy of the value and an unspecialized set (see call-counts.sh's
+/// `binding` case).
 ///
 /// In an unoptimized client (`_isDebugAssertConfiguration()`, decided where
 /// the inlined code is compiled) the closure would not be specialized, and
