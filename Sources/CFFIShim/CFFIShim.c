@@ -10,22 +10,23 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-ffi_type *hk_ffi_scalar_type(hk_ffi_scalar kind) {
+ffi_type *hk_ffi_scalar_type(hk_scalar kind) {
   switch (kind) {
-  case HK_FFI_VOID: return &ffi_type_void;
-  case HK_FFI_UINT8: return &ffi_type_uint8;
-  case HK_FFI_SINT8: return &ffi_type_sint8;
-  case HK_FFI_UINT16: return &ffi_type_uint16;
-  case HK_FFI_SINT16: return &ffi_type_sint16;
-  case HK_FFI_UINT32: return &ffi_type_uint32;
-  case HK_FFI_SINT32: return &ffi_type_sint32;
-  case HK_FFI_UINT64: return &ffi_type_uint64;
-  case HK_FFI_SINT64: return &ffi_type_sint64;
-  case HK_FFI_FLOAT: return &ffi_type_float;
-  case HK_FFI_DOUBLE: return &ffi_type_double;
-  case HK_FFI_POINTER: return &ffi_type_pointer;
+  case HK_SCALAR_VOID: return &ffi_type_void;
+  case HK_SCALAR_BOOL: return &ffi_type_uint8;
+  case HK_SCALAR_INT8: return &ffi_type_sint8;
+  case HK_SCALAR_UINT8: return &ffi_type_uint8;
+  case HK_SCALAR_INT16: return &ffi_type_sint16;
+  case HK_SCALAR_UINT16: return &ffi_type_uint16;
+  case HK_SCALAR_INT32: return &ffi_type_sint32;
+  case HK_SCALAR_UINT32: return &ffi_type_uint32;
+  case HK_SCALAR_INT64: return &ffi_type_sint64;
+  case HK_SCALAR_UINT64: return &ffi_type_uint64;
+  case HK_SCALAR_FLOAT: return &ffi_type_float;
+  case HK_SCALAR_DOUBLE: return &ffi_type_double;
+  case HK_SCALAR_POINTER: return &ffi_type_pointer;
   }
-  return 0;
+  return NULL;
 }
 
 int hk_ffi_default_abi(void) { return FFI_DEFAULT_ABI; }
@@ -210,22 +211,22 @@ int hk_direct_calls(void) { return 1; }
 // being extended to 32 bits; the rest is extended to 64 for simplicity).
 static inline uint64_t hk_extend(uint64_t raw, unsigned char code) {
   switch (code) {
-  case 1: return (uint8_t)raw != 0;
-  case 2: return (uint64_t)(int64_t)(int8_t)raw;
-  case 3: return (uint8_t)raw;
-  case 4: return (uint64_t)(int64_t)(int16_t)raw;
-  case 5: return (uint16_t)raw;
-  case 6: return (uint64_t)(int64_t)(int32_t)raw;
-  case 7: return (uint32_t)raw;
+  case HK_SCALAR_BOOL: return (uint8_t)raw != 0;
+  case HK_SCALAR_INT8: return (uint64_t)(int64_t)(int8_t)raw;
+  case HK_SCALAR_UINT8: return (uint8_t)raw;
+  case HK_SCALAR_INT16: return (uint64_t)(int64_t)(int16_t)raw;
+  case HK_SCALAR_UINT16: return (uint16_t)raw;
+  case HK_SCALAR_INT32: return (uint64_t)(int64_t)(int32_t)raw;
+  case HK_SCALAR_UINT32: return (uint32_t)raw;
   default: return raw;
   }
 }
 
 static inline uint64_t hk_load_integer(const void *p, unsigned char code) {
   switch (code) {
-  case 1: case 2: case 3: return hk_extend(*(const uint8_t *)p, code);
-  case 4: case 5: { uint16_t v; memcpy(&v, p, 2); return hk_extend(v, code); }
-  case 6: case 7: { uint32_t v; memcpy(&v, p, 4); return hk_extend(v, code); }
+  case HK_SCALAR_BOOL: case HK_SCALAR_INT8: case HK_SCALAR_UINT8: return hk_extend(*(const uint8_t *)p, code);
+  case HK_SCALAR_INT16: case HK_SCALAR_UINT16: { uint16_t v; memcpy(&v, p, 2); return hk_extend(v, code); }
+  case HK_SCALAR_INT32: case HK_SCALAR_UINT32: { uint32_t v; memcpy(&v, p, 4); return hk_extend(v, code); }
   default: { uint64_t v; memcpy(&v, p, 8); return v; }
   }
 }

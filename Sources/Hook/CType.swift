@@ -1,3 +1,5 @@
+import CFFIShim
+
 /// A C type, described at run time.
 ///
 /// `CType` is what a ``Signature`` is made of. It covers what the C calling
@@ -60,25 +62,27 @@ public indirect enum CType: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// A small code per scalar type, 0 for everything else: lets typed access
-    /// compare types with one byte when the Swift type is a scalar.
+    /// A small code per scalar type, 0 for everything else (CFFIShim's
+    /// `hk_scalar`, which the C side uses too): lets typed access compare
+    /// types with one byte when the Swift type is a scalar.
     @inlinable
     public var _scalarCode: UInt8 {
-        switch self {
-        case .bool: 1
-        case .int8: 2
-        case .uint8: 3
-        case .int16: 4
-        case .uint16: 5
-        case .int32: 6
-        case .uint32: 7
-        case .int64: 8
-        case .uint64: 9
-        case .float: 10
-        case .double: 11
-        case .pointer: 12
-        default: 0
+        let code: hk_scalar = switch self {
+        case .bool: HK_SCALAR_BOOL
+        case .int8: HK_SCALAR_INT8
+        case .uint8: HK_SCALAR_UINT8
+        case .int16: HK_SCALAR_INT16
+        case .uint16: HK_SCALAR_UINT16
+        case .int32: HK_SCALAR_INT32
+        case .uint32: HK_SCALAR_UINT32
+        case .int64: HK_SCALAR_INT64
+        case .uint64: HK_SCALAR_UINT64
+        case .float: HK_SCALAR_FLOAT
+        case .double: HK_SCALAR_DOUBLE
+        case .pointer: HK_SCALAR_POINTER
+        default: HK_SCALAR_VOID
         }
+        return UInt8(truncatingIfNeeded: code.rawValue)
     }
 
     /// Whether this is an integer type (including `bool`).

@@ -359,20 +359,22 @@ public struct CallBack {
         withUnsafeBytes(of: value) { _storeBytes($0, code: widen ? code : 0, to: address) }
     }
 
-    /// Copies a C value's bytes to `address`; for integer codes 1...7 (narrower
-    /// than a register) the value is sign- or zero-extended to a full `ffi_arg`.
+    /// Copies a C value's bytes to `address`; for integer codes narrower
+    /// than a register (`HK_SCALAR_BOOL` to `HK_SCALAR_UINT32`) the value
+    /// is sign- or zero-extended to a full `ffi_arg`.
     @inlinable @inline(__always)
     static func _storeBytes(_ bytes: UnsafeRawBufferPointer, code: UInt8, to address: UnsafeMutableRawPointer) {
-        guard code >= 1, code <= 7 else {
+        let scalar = UInt32(code)
+        guard scalar >= HK_SCALAR_BOOL.rawValue, scalar <= HK_SCALAR_UINT32.rawValue else {
             return address.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
         }
-        let wide: UInt64 = switch code {
-        case 1: bytes.load(as: UInt8.self) != 0 ? 1 : 0
-        case 2: UInt64(bitPattern: Int64(bytes.load(as: Int8.self)))
-        case 3: UInt64(bytes.load(as: UInt8.self))
-        case 4: UInt64(bitPattern: Int64(bytes.loadUnaligned(as: Int16.self)))
-        case 5: UInt64(bytes.loadUnaligned(as: UInt16.self))
-        case 6: UInt64(bitPattern: Int64(bytes.loadUnaligned(as: Int32.self)))
+        let wide: UInt64 = switch scalar {
+        case HK_SCALAR_BOOL.rawValue: bytes.load(as: UInt8.self) != 0 ? 1 : 0
+        case HK_SCALAR_INT8.rawValue: UInt64(bitPattern: Int64(bytes.load(as: Int8.self)))
+        case HK_SCALAR_UINT8.rawValue: UInt64(bytes.load(as: UInt8.self))
+        case HK_SCALAR_INT16.rawValue: UInt64(bitPattern: Int64(bytes.loadUnaligned(as: Int16.self)))
+        case HK_SCALAR_UINT16.rawValue: UInt64(bytes.loadUnaligned(as: UInt16.self))
+        case HK_SCALAR_INT32.rawValue: UInt64(bitPattern: Int64(bytes.loadUnaligned(as: Int32.self)))
         default: UInt64(bytes.loadUnaligned(as: UInt32.self))
         }
         address.storeBytes(of: wide, as: UInt64.self)

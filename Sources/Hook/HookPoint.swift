@@ -84,7 +84,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
 
     deinit {
         // No call is in flight any more (each kind's contract), so the snapshots can go.
-        _Hooks.release(current.load(ordering: .acquiring) & ~1)
+        _Hooks.release(current.load(ordering: .acquiring) & ~_Hooks.probedBit)
         if state.withVisibleLock(self, { $0.hasRetired }) { _Retired.forget(pointID) }
     }
 
@@ -218,7 +218,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// point left out).
     public var hookCount: Int {
         state.withVisibleLock(self) { _ in
-            let bits = current.load(ordering: .relaxed) & ~1
+            let bits = current.load(ordering: .relaxed) & ~_Hooks.probedBit
             return bits == 0 ? 0 : _Hooks(bits: bits).all().count { !$0.isInternal }
         }
     }
@@ -248,7 +248,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     private func update(_ change: (inout [HookToken], inout _HookState) -> Void) {
         var orphans = false
         let retired: Int? = state.withVisibleLock(self) { state in
-            let published = current.load(ordering: .relaxed) & ~1
+            let published = current.load(ordering: .relaxed) & ~_Hooks.probedBit
             var hooks = published == 0 ? [] : _Hooks(bits: published).all()
             change(&hooks, &state)
             // Orphans detached during a call of this point stay in use until
@@ -260,8 +260,8 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
             orphans = orphans || state.releasesOrphans
             state.releasesOrphans = orphans && hk_thread_current().map { hk_thread_depth($0) > 0 } ?? false
             var newBits = _Hooks.publish(hooks)
-            if state.probes > 0 { newBits |= 1 }
-            let oldBits = current.exchange(newBits, ordering: .sequentiallyConsistent) & ~1
+            if state.probes > 0 { newBits |= _Hooks.probedBit }
+            let oldBits = current.exchange(newBits, ordering: .sequentiallyConsistent) & ~_Hooks.probedBit
             guard oldBits != 0 else { return nil }
             state.hasRetired = true
             return oldBits
@@ -298,7 +298,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// `setProbing(_:)`): only then does a set or a method getter ask the
     /// thread for one (`_KeyPathResolver.answerProbe`).
     @inlinable @inline(__always)
-    final var _isProbed: Bool { current.load(ordering: .relaxed) & 1 != 0 }
+    final var _isProbed: Bool { current.load(ordering: .relaxed) & _Hooks.probedBit != 0 }
 
     // The three phases of a hooked call. Typed hook points call them from
     // code specialized in the caller's module, so that the original runs
@@ -321,7 +321,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         let thread = hk_thread_self().unsafelyUnwrapped
         let frame = hk_thread_enter(thread, pointID)
         guard frame >= 0 else { return false }
-        let bits = current.load(ordering: .sequentiallyConsistent) & ~1
+        let bits = current.load(ordering: .sequentiallyConsistent) & ~_Hooks.probedBit
         guard bits != 0 else {
             hk_thread_leave(thread)
             return false

@@ -87,7 +87,12 @@ extension HookableMethod: _AnyHookableMethod {
 
     /// The hook point of the storage at `cellOffset` in `object`, made if needed.
     static func _typedPoint(in object: AnyObject, cellOffset: Int) -> MethodHook<repeat each A, R> {
-        _pointInWord(Unmanaged.passUnretained(object).toOpaque() + cellOffset + _pointOffset) {
+        // The offset the call path computes is the layout's: `_point`, last, ends the
+        // struct (checked in debug builds; a key path into a type with a pack is
+        // refused at run time, so the size says it).
+        assert(MemoryLayout<Self>.size == _pointOffset + MemoryLayout<UnsafeRawPointer?>.size,
+               "HookableMethod._pointOffset is not the offset of _point")
+        return _pointInWord(Unmanaged.passUnretained(object).toOpaque() + cellOffset + _pointOffset) {
             MethodHook<repeat each A, R>(object: object, cellOffset: cellOffset)
         }
     }

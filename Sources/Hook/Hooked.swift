@@ -154,6 +154,11 @@ enum _HookedCell<Value> {
     /// The hook point of the `Hooked<Value>` at `cellOffset` bytes into `object`, made if needed.
     static func point(in object: AnyObject, cellOffset: Int, name: String? = nil) -> PropertyHook<Value> {
         let cell = Unmanaged.passUnretained(object).toOpaque() + cellOffset
+        // The offset the call path computes without metadata is the layout's:
+        // `_point`, last, ends the struct (checked in debug builds; by size,
+        // since `offset(of:)` would make a key path, an allocation, per point).
+        assert(MemoryLayout<Hooked<Value>>.size == Hooked<Value>._pointOffset + MemoryLayout<UnsafeRawPointer?>.size,
+               "Hooked<\(Value.self)>._pointOffset is not the offset of _point")
         return _pointInWord(cell + Hooked<Value>._pointOffset) {
             PropertyHook<Value>(storage: cell.assumingMemoryBound(to: Value.self), object: object, cellOffset: cellOffset, name: name)
         }

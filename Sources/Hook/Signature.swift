@@ -160,8 +160,8 @@ final class CallInterface: @unchecked Sendable {
             var j = 0
             for i in signature.arguments.indices {
                 if i == split {
-                    callArgumentTypes[j] = hk_ffi_scalar_type(HK_FFI_SINT64)
-                    callArgumentTypes[j + 1] = hk_ffi_scalar_type(HK_FFI_DOUBLE)
+                    callArgumentTypes[j] = hk_ffi_scalar_type(HK_SCALAR_INT64)
+                    callArgumentTypes[j + 1] = hk_ffi_scalar_type(HK_SCALAR_DOUBLE)
                     j += 2
                 } else {
                     callArgumentTypes[j] = argumentTypes[i]
@@ -244,18 +244,18 @@ final class CallInterface: @unchecked Sendable {
     /// many repeated elements, which is how libffi classifies them correctly.
     private static func makeFFIType(_ type: CType, owned: inout [UnsafeMutableRawPointer]) -> UnsafeMutablePointer<ffi_type> {
         switch type {
-        case .void: return hk_ffi_scalar_type(HK_FFI_VOID)
-        case .bool, .uint8: return hk_ffi_scalar_type(HK_FFI_UINT8)
-        case .int8: return hk_ffi_scalar_type(HK_FFI_SINT8)
-        case .uint16: return hk_ffi_scalar_type(HK_FFI_UINT16)
-        case .int16: return hk_ffi_scalar_type(HK_FFI_SINT16)
-        case .uint32: return hk_ffi_scalar_type(HK_FFI_UINT32)
-        case .int32: return hk_ffi_scalar_type(HK_FFI_SINT32)
-        case .uint64: return hk_ffi_scalar_type(HK_FFI_UINT64)
-        case .int64: return hk_ffi_scalar_type(HK_FFI_SINT64)
-        case .float: return hk_ffi_scalar_type(HK_FFI_FLOAT)
-        case .double: return hk_ffi_scalar_type(HK_FFI_DOUBLE)
-        case .pointer: return hk_ffi_scalar_type(HK_FFI_POINTER)
+        case .void: return hk_ffi_scalar_type(HK_SCALAR_VOID)
+        case .bool, .uint8: return hk_ffi_scalar_type(HK_SCALAR_UINT8)
+        case .int8: return hk_ffi_scalar_type(HK_SCALAR_INT8)
+        case .uint16: return hk_ffi_scalar_type(HK_SCALAR_UINT16)
+        case .int16: return hk_ffi_scalar_type(HK_SCALAR_INT16)
+        case .uint32: return hk_ffi_scalar_type(HK_SCALAR_UINT32)
+        case .int32: return hk_ffi_scalar_type(HK_SCALAR_INT32)
+        case .uint64: return hk_ffi_scalar_type(HK_SCALAR_UINT64)
+        case .int64: return hk_ffi_scalar_type(HK_SCALAR_INT64)
+        case .float: return hk_ffi_scalar_type(HK_SCALAR_FLOAT)
+        case .double: return hk_ffi_scalar_type(HK_SCALAR_DOUBLE)
+        case .pointer: return hk_ffi_scalar_type(HK_SCALAR_POINTER)
         case .structure(let members):
             var elements: [UnsafeMutablePointer<ffi_type>] = []
             for m in members {
@@ -277,7 +277,7 @@ final class CallInterface: @unchecked Sendable {
         case .array(let element, _):
             return makeFFIType(element, owned: &owned)  // refused earlier at the top level
         case .union, .bitField:
-            return hk_ffi_scalar_type(HK_FFI_VOID)  // refused earlier
+            return hk_ffi_scalar_type(HK_SCALAR_VOID)  // refused earlier
         }
     }
 

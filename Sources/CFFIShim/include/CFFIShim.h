@@ -17,15 +17,28 @@ extern "C" {
 
 // MARK: - libffi type descriptors
 
-// The libffi scalar types, by number, so Swift never touches libffi's mutable globals.
+// The C scalar types, one number each, for Swift and C alike: `CType._scalarCode`
+// (typed access compares types by it), the codes a hook point keeps per
+// argument (hk_call_integer extends by them) and libffi's types (so Swift never
+// touches libffi's mutable globals). 0: void, or no scalar.
 typedef enum {
-  HK_FFI_VOID = 0,
-  HK_FFI_UINT8, HK_FFI_SINT8, HK_FFI_UINT16, HK_FFI_SINT16,
-  HK_FFI_UINT32, HK_FFI_SINT32, HK_FFI_UINT64, HK_FFI_SINT64,
-  HK_FFI_FLOAT, HK_FFI_DOUBLE, HK_FFI_POINTER
-} hk_ffi_scalar;
+  HK_SCALAR_VOID = 0,
+  HK_SCALAR_BOOL = 1,
+  HK_SCALAR_INT8 = 2,
+  HK_SCALAR_UINT8 = 3,
+  HK_SCALAR_INT16 = 4,
+  HK_SCALAR_UINT16 = 5,
+  HK_SCALAR_INT32 = 6,
+  HK_SCALAR_UINT32 = 7,
+  HK_SCALAR_INT64 = 8,
+  HK_SCALAR_UINT64 = 9,
+  HK_SCALAR_FLOAT = 10,
+  HK_SCALAR_DOUBLE = 11,
+  HK_SCALAR_POINTER = 12,
+} hk_scalar;
 
-ffi_type *hk_ffi_scalar_type(hk_ffi_scalar kind);
+// libffi's type of a scalar (`bool` is uint8, as C passes it).
+ffi_type *hk_ffi_scalar_type(hk_scalar kind);
 
 // The ffi_abi values this libffi accepts, so the Swift side can name them.
 int hk_ffi_default_abi(void);
@@ -38,7 +51,7 @@ int hk_direct_calls(void);
 // Calls `fn` directly, without libffi, where every argument (at most 6) and
 // the result are of the System V x86-64 INTEGER class (integers, bool,
 // pointers): the arguments are read from `args` (libffi's view, a pointer to
-// each value) by their scalar codes (`CType._scalarCode`, 1...9 and 12) and
+// each value) by their scalar codes (hk_scalar: BOOL to UINT64, POINTER) and
 // extended to a register as a C caller does; the result (code 0: void) is
 // stored in `result` widened to 64 bits, as libffi stores a closure's result.
 // Unused argument registers are passed as 0, which a callee ignores.

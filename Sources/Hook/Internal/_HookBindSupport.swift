@@ -90,7 +90,7 @@ extension PropertyHook {
         let bits = current.load(ordering: .relaxed)
         // (A lone hook's word is its address with bit 1, and bit 2 if it
         // is an after hook: the binding's is not.)
-        if _fastPath(bits == 0 || bits == Int(bitPattern: hook | 2)) {
+        if _fastPath(bits == 0 || bits == Int(bitPattern: hook) | _Hooks.singleBit) {
             storage.pointee = newValue
         } else {
             _set(newValue)

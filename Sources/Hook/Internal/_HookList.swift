@@ -60,25 +60,41 @@ final class _HookSnapshot: ManagedBuffer<_HookCounts, Unmanaged<HookToken>> {
 /// four bits of their address are free.)
 @usableFromInline
 struct _Hooks {
+    // The low bits of the word (objects are 16-byte aligned: the low four
+    // bits of their address are free). Named once, used everywhere.
+    /// Bit 0: a key path probe may be pending (`HookPoint.setProbing`); not
+    /// part of the hooks: readers clear it.
+    @inlinable static var probedBit: Int { 1 }
+    /// Bit 1: one hook, the word is a +1 `HookToken`.
+    @inlinable static var singleBit: Int { 2 }
+    /// Bit 2: the one hook is an after hook.
+    @inlinable static var afterBit: Int { 4 }
+    /// Bit 3: the one hook is a typed after hook (`isTypedAfter`).
+    @inlinable static var typedBit: Int { 8 }
+    /// The four flag bits; the rest is the address.
+    @inlinable static var flagBits: Int { 15 }
+    /// Bits 1 to 3: a lone typed after hook.
+    @inlinable static var loneTypedAfterBits: Int { singleBit | afterBit | typedBit }
+
     @usableFromInline let bits: Int
 
     @inlinable @inline(__always)
     init(bits: Int) { self.bits = bits }
 
     @inlinable @inline(__always)
-    var isSingle: Bool { bits & 2 != 0 }
+    var isSingle: Bool { bits & Self.singleBit != 0 }
 
     /// One hook, an after hook.
     @inlinable @inline(__always)
-    var isLoneAfter: Bool { bits & 4 != 0 }
+    var isLoneAfter: Bool { bits & Self.afterBit != 0 }
 
     /// One hook, a typed after hook (`_TypedAfterHook`). (Any word: the
     /// probe bit is not looked at.)
     @inlinable @inline(__always)
-    var isLoneTypedAfter: Bool { bits & 14 == 14 }
+    var isLoneTypedAfter: Bool { bits & Self.loneTypedAfterBits == Self.loneTypedAfterBits }
 
     @inlinable @inline(__always)
-    var single: Unmanaged<HookToken> { .fromOpaque(UnsafeRawPointer(bitPattern: bits & ~15).unsafelyUnwrapped) }
+    var single: Unmanaged<HookToken> { .fromOpaque(UnsafeRawPointer(bitPattern: bits & ~Self.flagBits).unsafelyUnwrapped) }
 
     @inlinable @inline(__always)
     var snapshot: Unmanaged<_HookSnapshot> { .fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped) }
@@ -134,9 +150,16 @@ struct _Hooks {
         case 0: return 0
         case 1:
             let token = tokens[0]
-            let after = token.position == .after ? 4 : 0
-            return Int(bitPattern: Unmanaged.passRetained(token).toOpaque()) | 2 | after | (token.isTypedAfter ? 8 : 0)
-        default: return Int(bitPattern: Unmanaged.passRetained(_HookSnapshot.make(tokens)).toOpaque())
+            let after = token.position == .after ? afterBit : 0
+            let typed = token.isTypedAfter ? typedBit : 0
+            let address = Int(bitPattern: Unmanaged.passRetained(token).toOpaque())
+            // Swift objects are 16-byte aligned: the flag bits are free (checked in debug builds).
+            assert(address & flagBits == 0, "a HookToken at \(address) is not 16-byte aligned")
+            return address | singleBit | after | typed
+        default:
+            let address = Int(bitPattern: Unmanaged.passRetained(_HookSnapshot.make(tokens)).toOpaque())
+            assert(address & flagBits == 0, "a hook snapshot at \(address) is not 16-byte aligned")
+            return address
         }
     }
 
