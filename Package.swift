@@ -18,11 +18,19 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-syntax", exact: "603.0.1"),
     ],
     targets: [
-        // C only: <ffi.h>, the libffi link and the per-thread hook state.
+        // C only, one module per concern. libffi (<ffi.h>, the link), the
+        // native entries and direct calls of integer-class originals.
         .target(
             name: "CFFIShim",
             linkerSettings: [.linkedLibrary("ffi")]
         ),
+        // The per-thread state of the call path (frames, reentrancy guard),
+        // words written once, references that keep only an object's memory.
+        .target(name: "CHookThreads"),
+        // GOT slots and symbol-table entries, for import hooks.
+        .target(name: "CImportSlots"),
+        // HookBind's per-thread state (the change being delivered, the lock record).
+        .target(name: "CHookBindThread"),
         // C only: entry hooks (symbol lookup, the relocator on Zydis, the
         // patching protocol). Debian: libzydis-dev.
         .target(
@@ -31,12 +39,12 @@ let package = Package(
         ),
         .target(
             name: "Hook",
-            dependencies: ["CFFIShim", "CEntryHooks"]
+            dependencies: ["CFFIShim", "CHookThreads", "CImportSlots", "CEntryHooks"]
         ),
         // Bindings made of hook points: Fish, Binding, Transformer.
         .target(
             name: "HookBind",
-            dependencies: ["Hook"]
+            dependencies: ["Hook", "CHookBindThread"]
         ),
         // The compiler plug-in that expands @Hookable (swift-syntax).
         .macro(
@@ -72,7 +80,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HookTests",
-            dependencies: ["Hook", "CFFIShim", "CHookTestSupport"]
+            dependencies: ["Hook", "CFFIShim", "CImportSlots", "CHookTestSupport"]
         ),
         .testTarget(
             name: "HookBindTests",

@@ -1,4 +1,4 @@
-import CFFIShim
+import CHookThreads
 import Synchronization
 
 /// A hook point over an `async` Swift closure, and the hook point of an

@@ -1,4 +1,5 @@
 import CFFIShim
+import CHookThreads
 import Glibc
 
 /// The record of one call at a hook point: who, what, with which arguments, and the result.

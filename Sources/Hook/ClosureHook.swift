@@ -1,4 +1,3 @@
-import CFFIShim
 import Synchronization
 
 /// A hook point over a Swift closure: ``function`` has the closure's type and

@@ -1,5 +1,4 @@
 import CEntryHooks
-import CFFIShim
 import Glibc
 import Synchronization
 

@@ -1,4 +1,5 @@
 import CFFIShim
+import CHookThreads
 import Glibc
 
 /// A hook point over a C function: a new native entry point with the same ABI

@@ -1,4 +1,4 @@
-import CFFIShim
+import CHookThreads
 import Glibc
 import Synchronization
 

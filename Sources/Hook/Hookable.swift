@@ -1,4 +1,4 @@
-import CFFIShim
+import CHookThreads
 
 // What the expansions of `@Hookable` (the HookMacros product) call. Public
 // because the expansions are compiled in the user's module; underscored

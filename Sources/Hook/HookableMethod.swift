@@ -1,4 +1,4 @@
-import CFFIShim
+import CHookThreads
 import Synchronization
 
 /// Makes a method of a class a hook point of each instance, in one line at

@@ -1,4 +1,4 @@
-import CFFIShim
+import CHookThreads
 import Synchronization
 
 /// Makes every set of a class property a hook point of that instance.

@@ -1,4 +1,5 @@
 import CFFIShim
+import CImportSlots
 import Glibc
 import Synchronization
 
@@ -242,7 +243,7 @@ final class _ImportRegistry: @unchecked Sendable {
         var base: UInt = 0
         var dynamic: UnsafeRawPointer?
         add(hk_import_own_image(&base, &dynamic), base, dynamic)
-        add(hk_import_libffi_image(&base, &dynamic), base, dynamic)
+        add(hk_import_image(hk_ffi_call_address(), &base, &dynamic), base, dynamic)
         // The image holding this Swift code, should Hook be linked apart from its shim.
         let swiftCode: @convention(c) () -> Void = {}
         add(hk_import_image(unsafeBitCast(swiftCode, to: UnsafeRawPointer.self), &base, &dynamic), base, dynamic)

@@ -1,4 +1,4 @@
-import CFFIShim
+import CHookThreads
 
 /// Runs `body` with every hook suppressed on the calling thread: calls of any
 /// hook point made inside run the original only.

@@ -1,4 +1,5 @@
 import CFFIShim
+import CImportSlots
 import CHookTestSupport
 import Foundation
 @testable import Hook

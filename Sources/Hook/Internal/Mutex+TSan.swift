@@ -1,4 +1,4 @@
-import CFFIShim
+import CHookThreads
 import Synchronization
 
 extension Mutex where Value: ~Copyable {

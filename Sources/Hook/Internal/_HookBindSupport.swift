@@ -1,31 +1,12 @@
-import CFFIShim
+import CHookThreads
 import Synchronization
 
-// What HookBind needs from Hook and nothing else may rely on: the per-thread
-// slot where a binding keeps the change it is delivering, and the value of
+// What HookBind needs from Hook and nothing else may rely on: the value of
 // a `@Hooked` property as a hook point standing on its own (HookBind's
 // observables) or set through its hooks. `@_spi(HookBind)`: not part of
 // Hook's public API. The two accessors of a property's value below are plain
 // `public` (underscored, not for users) because HookBind's `@inlinable` code,
 // which Swift specializes in the caller's module, cannot use SPI.
-
-/// The change a binding is delivering on the calling thread.
-@_spi(HookBind)
-public enum _BindingThread {
-    /// An opaque pointer owned by the outermost delivery on this thread, or nil.
-    public static var change: UnsafeMutableRawPointer? {
-        @inlinable get { hk_thread_binding_change() }
-        @inlinable set { hk_thread_set_binding_change(newValue) }
-    }
-
-    /// HookBind's record of the calling thread (`_LockThread`), or nil: one
-    /// thread-local load. Set when the record is made, cleared when it is
-    /// released at the thread's exit.
-    public static var lockThread: UnsafeMutableRawPointer? {
-        @inlinable @inline(__always) get { hk_lock_thread_get() }
-        set { hk_lock_thread_set(newValue) }
-    }
-}
 
 extension PropertyHook {
     /// A hook point holding `value` for an object that is not a `@Hooked`

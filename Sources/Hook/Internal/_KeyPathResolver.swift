@@ -1,5 +1,5 @@
 @_spi(Reflection) import Swift
-import CFFIShim
+import CHookThreads
 import Synchronization
 
 

@@ -1,4 +1,4 @@
-import CFFIShim
+import CHookThreads
 import Synchronization
 
 /// Hook snapshots that a hook change replaced, waiting until no call can be

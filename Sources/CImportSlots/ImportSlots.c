@@ -16,7 +16,7 @@
 // then and are not taken twice). Object names are copied into a buffer of
 // their own during the walk and duplicated after it.
 #define _GNU_SOURCE
-#include "CFFIShim.h"
+#include "CImportSlots.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -672,10 +672,6 @@ uintptr_t hk_import_image_base(const void *address) {
 
 int hk_import_own_image(uintptr_t *base, const void **dynamic) {
   return hk_import_image((const void *)hk_import_patch, base, dynamic);
-}
-
-int hk_import_libffi_image(uintptr_t *base, const void **dynamic) {
-  return hk_import_image((const void *)ffi_call, base, dynamic);
 }
 
 uintptr_t hk_import_own_image_base(void) { return hk_import_image_base((const void *)hk_import_patch); }

@@ -1,0 +1,25 @@
+// CHookBindThread: HookBind's per-thread state, one initial-exec TLS load
+// each (a pthread key would cost a call). Opaque here; HookBind owns both.
+#ifndef CHOOKBINDTHREAD_H
+#define CHOOKBINDTHREAD_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// The change a binding is delivering on this thread, or NULL: owned by the
+// outermost delivery's stack frame.
+extern _Thread_local void *hkb_binding_change __attribute__((tls_model("initial-exec")));
+static inline void *hkb_binding_change_get(void) { return hkb_binding_change; }
+static inline void hkb_binding_change_set(void *change) { hkb_binding_change = change; }
+
+// HookBind's record of the calling thread (its held locks and graph state), or
+// NULL. HookBind clears it when the thread's record is released at exit.
+extern _Thread_local void *hkb_lock_thread __attribute__((tls_model("initial-exec")));
+static inline void *hkb_lock_thread_get(void) { return hkb_lock_thread; }
+static inline void hkb_lock_thread_set(void *record) { hkb_lock_thread = record; }
+
+#ifdef __cplusplus
+}
+#endif
+#endif
