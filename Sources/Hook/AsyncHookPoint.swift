@@ -106,7 +106,7 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
         self.original = original
         self.canThrow = true
         self.objectMemory = nil
-        super.init(name: name, shape: .typed(kind: "async closure", arguments: repeat (each A).self, result: R.self, canThrow: true), target: target)
+        super.init(name: name, shape: .typed(kind: .asyncClosure, arguments: repeat (each A).self, result: R.self, canThrow: true), target: target)
     }
 
     /// The hook point of an async method of `object`.
@@ -116,7 +116,7 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
         }
         self.canThrow = canThrow
         self.objectMemory = _Unowned.keep(object)
-        super.init(name: name, shape: .typed(kind: "async method", arguments: repeat (each A).self, result: R.self, canThrow: canThrow), target: nil)
+        super.init(name: name, shape: .typed(kind: .asyncMethod, arguments: repeat (each A).self, result: R.self, canThrow: canThrow), target: nil)
     }
 
     deinit { if let objectMemory { _Unowned.drop(objectMemory) } }

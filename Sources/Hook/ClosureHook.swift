@@ -39,7 +39,7 @@ public final class ClosureHook<each A, R>: HookPoint, _TupleArguments, @unchecke
     ///   - original: The closure the hook point calls when no instead hook replaces it.
     public init(name: String = "closure", target: AnyObject? = nil, _ original: @escaping (repeat each A) -> R) {
         self.original = original
-        super.init(name: name, shape: .typed(kind: "closure", arguments: repeat (each A).self, result: R.self, canThrow: false), target: target)
+        super.init(name: name, shape: .typed(kind: .closure, arguments: repeat (each A).self, result: R.self, canThrow: false), target: target)
     }
 
     /// The hooked closure, of the original's type.
@@ -197,7 +197,7 @@ public final class ThrowingClosureHook<each A, R>: HookPoint, _TupleArguments, @
 
     public init(name: String = "closure", target: AnyObject? = nil, _ original: @escaping (repeat each A) throws -> R) {
         self.original = original
-        super.init(name: name, shape: .typed(kind: "closure", arguments: repeat (each A).self, result: R.self, canThrow: true), target: target)
+        super.init(name: name, shape: .typed(kind: .closure, arguments: repeat (each A).self, result: R.self, canThrow: true), target: target)
     }
 
     /// The hooked closure, of the original's type.

@@ -54,15 +54,18 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     }
     /// Whether arguments and result are C memory described by a ``Signature``.
     @usableFromInline let isCFunction: Bool
-    /// The shared description of the calls (see `_Shape`).
-    let layout: _Shape
-    var shape: _CallShape { layout.shape }
+    /// The shared description of the calls (see `_Shape`): it owns the
+    /// `codes` and `typeIDs` above, so the point keeps it.
+    let sharedShape: _Shape
+    /// What the calls look like: types, kind, signature.
+    var shape: _CallShape { sharedShape.shape }
 
     // MARK: Identity
 
     private let fixedName: String?
     private weak var fixedTarget: AnyObject?
-    private let late = Mutex(_LateIdentity())
+    /// The name of a property or method hook point, learnt once asked for.
+    private let lateName = Mutex<String?>(nil)
 
     // MARK: Hooks
 
@@ -75,7 +78,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     init(name: String?, shape: _Shape, target: AnyObject?) {
         self.fixedName = name
         self.fixedTarget = target
-        self.layout = shape
+        self.sharedShape = shape
         self.isCFunction = shape.shape.isCFunction
         self.argumentCountValue = shape.shape.argumentCount
         self.codes = shape.codes
@@ -91,31 +94,19 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// The hook point's name: the `selector` of its CallBacks and the subject of its errors.
     public var name: String {
         if let fixedName { return fixedName }
-        if let name = late.withVisibleLock(self, slot: 1, { $0.name }) { return name }
-        if let name = lateName() {
-            noteIdentity(target: nil, name: name)
+        if let name = lateName.withVisibleLock(self, slot: 1, { $0 }) { return name }
+        if let name = findLateName() {
+            lateName.withVisibleLock(self, slot: 1) { if $0 == nil { $0 = name } }
             return name
         }
         return "<\(shape.kind) of an object not yet seen>"
     }
 
     /// A property or method: its name is the label of its storage in the object.
-    func lateName() -> String? { nil }
+    func findLateName() -> String? { nil }
 
     /// The object the hook point belongs to, if any and still alive (held weakly).
-    public var target: AnyObject? {
-        if let fixedTarget { return fixedTarget }
-        return late.withVisibleLock(self, slot: 1) { $0.target }
-    }
-
-    /// Records the object and name of a property or method hook point, once they are known.
-    func noteIdentity(target: AnyObject?, name: String?) {
-        nonisolated(unsafe) let target = target
-        late.withVisibleLock(self, slot: 1) { late in
-            if late.target == nil, let target { late.target = target }
-            if late.name == nil, let name { late.name = name }
-        }
-    }
+    public var target: AnyObject? { fixedTarget }
 
     public var description: String { "\(shape.kind) '\(name)'" }
 
@@ -148,7 +139,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// `removeAllHooks()` leave out.
     func add(_ position: HookPosition, owner: AnyObject?, seesVetoedSets: Bool, first: Bool = false,
              isInternal: Bool = false, _ body: @escaping HookBody) -> HookToken {
-        let runsWhenVetoed = position != .after || shape.kind != "property" || seesVetoedSets
+        let runsWhenVetoed = position != .after || shape.kind != .property || seesVetoedSets
         let token = HookToken(point: self, position: position, owner: owner.map(_HookOwner.init),
                               runsWhenVetoed: runsWhenVetoed, isInternal: isInternal, body: body)
         return insert(token, owner: owner, first: first)
@@ -576,8 +567,4 @@ struct _HookState {
     var releasesOrphans = false
 }
 
-/// Name and object of a property or method hook point, learnt after it is made.
-struct _LateIdentity: @unchecked Sendable {
-    weak var target: AnyObject?
-    var name: String?
-}
+

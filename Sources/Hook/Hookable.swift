@@ -163,8 +163,12 @@ public func _hookableFieldAddress(_ object: AnyObject, _ field: StaticString) ->
 /// the slot there would be reported as a race with those.
 @inlinable @inline(__always)
 public func _hookableActorSlot(_ object: AnyObject, _ field: StaticString, _ access: () -> UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
-    if _isDebugAssertConfiguration() { return _hookableFieldAddress(object, field) }
-    return access()
+    // A switch, not `if`: the build configuration is a constant, and a
+    // return after `if` would be reported as never executed in debug builds.
+    switch _isDebugAssertConfiguration() {
+    case true: return _hookableFieldAddress(object, field)
+    case false: return access()
+    }
 }
 
 // MARK: - Codable models

@@ -111,7 +111,7 @@ public final class MethodHook<each A, R>: HookPoint, _TupleArguments, @unchecked
         objectType = type(of: object)
         self.cellOffset = cellOffset
         self.object = _Unowned.keep(object)
-        super.init(name: name, shape: .typed(kind: "method", arguments: repeat (each A).self, result: R.self, canThrow: canThrow), target: nil)
+        super.init(name: name, shape: .typed(kind: .method, arguments: repeat (each A).self, result: R.self, canThrow: canThrow), target: nil)
     }
 
     /// The object the method belongs to, if it is still alive.
@@ -119,7 +119,7 @@ public final class MethodHook<each A, R>: HookPoint, _TupleArguments, @unchecked
 
     deinit { _Unowned.drop(object) }
 
-    override func lateName() -> String? { _KeyPathResolver.label(at: cellOffset, in: objectType) }
+    override func findLateName() -> String? { _KeyPathResolver.label(at: cellOffset, in: objectType) }
 
     /// The hook point of `object`'s hookable method at `keyPath`: `try MethodHook.of(account, \.deposit)`.
     /// - Throws: ``HookError`` if the key path does not name a `@HookableMethod` of `object`.

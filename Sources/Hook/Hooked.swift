@@ -80,8 +80,11 @@ public struct Hooked<Value> {
     ) -> Value {
         @inline(__always) get {
             // Unoptimized, a key path access allocates: go by the remembered offset.
-            if _isDebugAssertConfiguration() { return _KeyPathResolver.cell(object, storage).pointee._value }
-            return object[keyPath: storage]._value
+            // (A switch: after `if`, debug builds would call the second return never executed.)
+            switch _isDebugAssertConfiguration() {
+            case true: return _KeyPathResolver.cell(object, storage).pointee._value
+            case false: return object[keyPath: storage]._value
+            }
         }
         @inline(__always) set {
             // The word is read atomically: another thread may be making the point.
@@ -193,7 +196,7 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
         self.cellOffset = cellOffset
         self.objectType = type(of: object)
         self.objectMemory = _Unowned.keep(object)
-        super.init(name: name, shape: .typed(kind: "property", arguments: Value.self, result: Void.self, canThrow: false), target: nil)
+        super.init(name: name, shape: .typed(kind: .property, arguments: Value.self, result: Void.self, canThrow: false), target: nil)
         _setTarget(object)
     }
 
@@ -204,7 +207,7 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
         cellOffset = -1
         objectType = nil
         objectMemory = nil
-        super.init(name: name, shape: .typed(kind: "property", arguments: Value.self, result: Void.self, canThrow: false), target: nil)
+        super.init(name: name, shape: .typed(kind: .property, arguments: Value.self, result: Void.self, canThrow: false), target: nil)
     }
 
     deinit {
@@ -220,7 +223,7 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
         objectMemory.map(_Unowned.object) ?? super.target
     }
 
-    override func lateName() -> String? {
+    override func findLateName() -> String? {
         guard let objectType else { return nil }
         return _KeyPathResolver.label(at: cellOffset, in: objectType)
     }

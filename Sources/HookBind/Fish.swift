@@ -34,14 +34,14 @@ public struct Fish: CustomStringConvertible {
     let role: Role
     let endpoint: _Endpoint
     /// Set: the fish receives through this instead of being set.
-    let callback: _Callback?
+    let callback: _FishCallBack?
     /// Conversions from the endpoint's value to what the binding carries.
     var postSteps: [_Step] = []
     /// Conversions from what the binding carries to the endpoint's value.
     var receiveSteps: [_Step] = []
     var refusal: BindError?
 
-    init(_ role: Role, _ endpoint: _Endpoint, callback: _Callback? = nil) {
+    init(_ role: Role, _ endpoint: _Endpoint, callback: _FishCallBack? = nil) {
         self.role = role
         self.endpoint = endpoint
         self.callback = callback
@@ -212,7 +212,7 @@ public struct Fish: CustomStringConvertible {
     }
 
     /// A callback that gets the object from the endpoint's own weak reference (one per fish).
-    static func callback<Object: AnyObject>(_ box: _Weak<Object>, _ body: @escaping (CallBack, Object) throws -> Void) -> _Callback {
+    static func callback<Object: AnyObject>(_ box: _Weak<Object>, _ body: @escaping (CallBack, Object) throws -> Void) -> _FishCallBack {
         { call in
             guard let object = box.object else { return }
             try body(call, object)

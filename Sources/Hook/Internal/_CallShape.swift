@@ -1,5 +1,17 @@
 import Synchronization
 
+/// What a hook point is over, named in its description and errors.
+enum _PointKind: String, Sendable, Hashable, CustomStringConvertible {
+    case function
+    case closure
+    case property
+    case method
+    case asyncClosure = "async closure"
+    case asyncMethod = "async method"
+
+    var description: String { rawValue }
+}
+
 /// What the calls of a hook point look like: the types of its arguments and
 /// result, as C types and as Swift types, built once when the point is made.
 struct _CallShape: Sendable {
@@ -17,8 +29,8 @@ struct _CallShape: Sendable {
         var box: ((UnsafeRawPointer) -> Any)?
     }
 
-    /// "function", "closure", "property" or "method", for descriptions.
-    var kind: String
+    /// What the hook point is over (its description says it).
+    var kind: _PointKind
     /// The arguments, then the result.
     var types: [Slot]
     var isCFunction: Bool
@@ -35,7 +47,7 @@ struct _CallShape: Sendable {
 
     /// The shape of a C function.
     init(signature: Signature, resultBufferSize: Int) {
-        kind = "function"
+        kind = .function
         types = (signature.arguments + [signature.result]).map { Slot(cType: $0, id: nil, cSize: $0.layout.size, name: $0.description, box: nil) }
         isCFunction = true
         canThrow = false
@@ -44,7 +56,7 @@ struct _CallShape: Sendable {
     }
 
     /// The shape of a typed hook point over `(repeat each A) -> R`.
-    init<each A, R>(kind: String, arguments: repeat (each A).Type, result: R.Type, canThrow: Bool) {
+    init<each A, R>(kind: _PointKind, arguments: repeat (each A).Type, result: R.Type, canThrow: Bool) {
         self.kind = kind
         types = []
         isCFunction = false
@@ -93,7 +105,7 @@ final class _Shape: @unchecked Sendable {
     }
 
     private struct Key: Hashable {
-        let kind: String
+        let kind: _PointKind
         let canThrow: Bool
         let arguments: ObjectIdentifier
         let result: ObjectIdentifier
@@ -104,7 +116,7 @@ final class _Shape: @unchecked Sendable {
     private final class LockTag: Sendable {}
 
     /// The shared shape of a typed hook point over `(repeat each A) -> R`.
-    static func typed<each A, R>(kind: String, arguments: repeat (each A).Type, result: R.Type, canThrow: Bool) -> _Shape {
+    static func typed<each A, R>(kind: _PointKind, arguments: repeat (each A).Type, result: R.Type, canThrow: Bool) -> _Shape {
         let key = Key(kind: kind, canThrow: canThrow, arguments: ObjectIdentifier((repeat each A).self), result: ObjectIdentifier(R.self))
         if let shape = cache.withVisibleLock(lockTag, { $0[key] }) { return shape }
         // Swift lays a tuple out in order, each element at its alignment.

@@ -4,8 +4,9 @@ import Synchronization
 /// Reads the value a call posts and hands its address to the body.
 typealias _Reader = (CallBack, (UnsafeRawPointer) throws -> Void) throws -> Void
 
-/// A receiving callback with its object checked: returns without calling when the object is gone.
-typealias _Callback = (CallBack) throws -> Void
+/// A fish's callback (`Fish.both(_:_:callBack:)`), its object checked: returns
+/// without calling when the object is gone. (Named apart from Hook's `CallBack`, the record it takes.)
+typealias _FishCallBack = (CallBack) throws -> Void
 
 /// Holds an object without keeping it alive (and without giving it a side
 /// table): for callbacks that receive the object.
@@ -14,11 +15,11 @@ typealias _Weak<Object: AnyObject> = _ObjectReference<Object>
 /// What a fish adds to its endpoint: a callback, transformers. Most fishes
 /// have none, so it is a separate object made only when needed.
 final class _FishExtras: @unchecked Sendable {
-    let callback: _Callback?
+    let callback: _FishCallBack?
     let postSteps: [_Step]
     let receiveSteps: [_Step]
 
-    init(callback: _Callback?, postSteps: [_Step], receiveSteps: [_Step]) {
+    init(callback: _FishCallBack?, postSteps: [_Step], receiveSteps: [_Step]) {
         self.callback = callback
         self.postSteps = postSteps
         self.receiveSteps = receiveSteps
@@ -109,7 +110,7 @@ class _Endpoint: @unchecked Sendable {
 
     final var posts: Bool { role != .observer }
     final var receives: Bool { role != .post }
-    final var callback: _Callback? { extras?.callback }
+    final var callback: _FishCallBack? { extras?.callback }
 
     /// How messages name the endpoint: `TestA.name`, `closure 'sum'`. Built
     /// when a message needs it (a type's name costs microseconds to spell).
