@@ -533,11 +533,13 @@ public typealias AsyncMethodHook<each A, R> = AsyncClosureHook<repeat each A, R>
 extension AsyncClosureHook {
 
     /// `object.$name` of an async `@Hookable` method: the point in the slot at `address`, made if needed.
+    @_documentation(visibility: internal)
     public static func _hookablePoint(_ address: UnsafeMutableRawPointer, object: AnyObject, name: String, canThrow: Bool) -> AsyncClosureHook {
         _pointInWord(address) { AsyncClosureHook(object: object, name: name, canThrow: canThrow) }
     }
 
     /// Whether the point in a slot's word (not 0) has hooks.
+    @_documentation(visibility: internal)
     @inlinable @inline(__always)
     public static func _hookableIsHooked(_ bits: UInt) -> Bool {
         Unmanaged<AsyncClosureHook>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
@@ -545,6 +547,7 @@ extension AsyncClosureHook {
     }
 
     /// A call of an async `@Hookable` method whose hook point exists (`bits`, the slot's word).
+    @_documentation(visibility: internal)
     @inlinable
     public static func _hookableCall(_ bits: UInt, _ object: AnyObject, _ body: @escaping (repeat each A) async -> R, _ args: repeat each A,
                                      isolation: isolated (any Actor)? = #isolation) async -> R {
@@ -554,6 +557,7 @@ extension AsyncClosureHook {
     }
 
     /// A call of a throwing async `@Hookable` method whose hook point exists.
+    @_documentation(visibility: internal)
     @inlinable
     public static func _hookableThrowingCall(_ bits: UInt, _ object: AnyObject, _ body: @escaping (repeat each A) async throws -> R, _ args: repeat each A,
                                              isolation: isolated (any Actor)? = #isolation) async throws -> R {
@@ -562,6 +566,7 @@ extension AsyncClosureHook {
     }
 
     /// An override's `super.name(...)`: runs with this method's hooks suppressed in the task.
+    @_documentation(visibility: internal)
     public static func _hookableUnhookedAsync<T>(_ address: UnsafeMutableRawPointer, _ body: () async throws -> T) async rethrows -> T {
         let bits = _hookableLoad(address)
         guard bits != 0 else { return try await body() }

@@ -44,6 +44,7 @@ extension Optional: CRepresentable where Wrapped: _CPointer {
 }
 
 /// The pointer types whose optionals are ``CRepresentable``.
+@_documentation(visibility: internal)
 public protocol _CPointer {}
 extension UnsafeRawPointer: _CPointer {}
 extension UnsafeMutableRawPointer: _CPointer {}

@@ -66,7 +66,7 @@ public indirect enum CType: Hashable, Sendable, CustomStringConvertible {
     /// `hk_scalar`, which the C side uses too): lets typed access compare
     /// types with one byte when the Swift type is a scalar.
     @inlinable
-    public var _scalarCode: UInt8 {
+    var _scalarCode: UInt8 {
         let code: hk_scalar = switch self {
         case .bool: HK_SCALAR_BOOL
         case .int8: HK_SCALAR_INT8

@@ -135,6 +135,7 @@ public final class EntryHook: FunctionHook, _EntryHookMaking, @unchecked Sendabl
 
 /// How `EntryHook(symbol:...)` returns the hook point a function already has:
 /// an initializer in a protocol extension may assign `self`.
+@_documentation(visibility: internal)
 public protocol _EntryHookMaking {}
 
 extension _EntryHookMaking where Self == EntryHook {

@@ -66,8 +66,7 @@ extension HookPoint {
     }
 
     /// A stream fed by an after hook: `transform` makes each element (nil: none).
-    @_spi(HookBind)
-    public func _stream<Element>(bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy,
+    package func _stream<Element>(bufferingPolicy: AsyncStream<Element>.Continuation.BufferingPolicy,
                                  _ transform: @escaping (CallBack) throws -> Element?) -> AsyncStream<Element> {
         let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: bufferingPolicy)
         let feed = _StreamFeed(continuation)

@@ -8,6 +8,7 @@ import CHookThreads
 /// the method's hook point once made (a +1 reference written once, by a
 /// compare-and-exchange, released with the object), 0 until then. The same
 /// design as `Hooked._point`.
+@_documentation(visibility: internal)
 public struct _HookableSlot<Point: HookPoint> {
     @usableFromInline var _point: Point?
 
@@ -20,6 +21,7 @@ public struct _HookableSlot<Point: HookPoint> {
 /// load inside an access would make Swift track the access at run time).
 /// Unoptimized, where a key path access allocates and ThreadSanitizer takes
 /// the access for a write, the offset remembered for the class and key path.
+@_documentation(visibility: internal)
 @inlinable @inline(__always)
 public func _hookableAddress<Object: AnyObject, Point>(
     _ object: Object, _ slot: ReferenceWritableKeyPath<Object, _HookableSlot<Point>>
@@ -31,19 +33,22 @@ public func _hookableAddress<Object: AnyObject, Point>(
 /// The address of a slot of an actor, whose key paths do not reach the
 /// storage in place: an access of its own (the actor's methods that take it
 /// run one at a time on the actor; its `nonisolated` `$name` takes it too).
+@_documentation(visibility: internal)
 @inlinable @inline(__always)
 public func _hookableAddress<Point>(_ slot: inout _HookableSlot<Point>) -> UnsafeMutableRawPointer {
     withUnsafeMutablePointer(to: &slot) { UnsafeMutableRawPointer($0) }
 }
 
 /// `_hookableAddress` of an unoptimized build: the object's address plus the remembered offset.
-public func _hookableAddressByOffset<Object: AnyObject, Point>(
+@usableFromInline
+func _hookableAddressByOffset<Object: AnyObject, Point>(
     _ object: Object, _ slot: ReferenceWritableKeyPath<Object, _HookableSlot<Point>>
 ) -> UnsafeMutableRawPointer {
     Unmanaged.passUnretained(object).toOpaque() + _KeyPathResolver.cellOffset(object, slot)
 }
 
 /// The slot's word, loaded atomically (another thread may be making the point): 0 while there is no hook point.
+@_documentation(visibility: internal)
 @inlinable @inline(__always)
 public func _hookableLoad(_ address: UnsafeMutableRawPointer) -> UInt {
     hk_word_load(address)
@@ -51,11 +56,13 @@ public func _hookableLoad(_ address: UnsafeMutableRawPointer) -> UInt {
 
 extension MethodHook {
     /// `object.$name` of a `@Hookable` method: the point in the slot at `address`, made if needed.
+    @_documentation(visibility: internal)
     public static func _hookablePoint(_ address: UnsafeMutableRawPointer, object: AnyObject, name: String, canThrow: Bool) -> MethodHook {
         _pointInWord(address) { MethodHook(object: object, cellOffset: -1, name: name, canThrow: canThrow) }
     }
 
     /// Whether the point in a slot's word (not 0) has hooks.
+    @_documentation(visibility: internal)
     @inlinable @inline(__always)
     public static func _hookableIsHooked(_ bits: UInt) -> Bool {
         Unmanaged<MethodHook>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)._withUnsafeGuaranteedRef { $0.hasHooks }
@@ -66,6 +73,7 @@ extension MethodHook {
     /// captures `self`) is taken non-escaping down to the call path, so that
     /// it is a closure on the stack: made escaping, it would allocate its
     /// context on every call.
+    @_documentation(visibility: internal)
     @inlinable
     public static func _hookableCall(_ bits: UInt, _ object: AnyObject, _ body: (repeat each A) -> R, _ args: repeat each A) -> R {
         let point = Unmanaged<MethodHook>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
@@ -77,6 +85,7 @@ extension MethodHook {
     }
 
     /// A call of a throwing `@Hookable` method whose hook point exists.
+    @_documentation(visibility: internal)
     @inlinable
     public static func _hookableThrowingCall(_ bits: UInt, _ object: AnyObject, _ body: (repeat each A) throws -> R, _ args: repeat each A) throws -> R {
         let point = Unmanaged<MethodHook>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
@@ -88,6 +97,7 @@ extension MethodHook {
 
     /// An override's `super.name(...)`: runs with this method's hooks
     /// suppressed on the thread, since they run around the override already.
+    @_documentation(visibility: internal)
     @inlinable
     public static func _hookableUnhooked<T, E: Error>(_ address: UnsafeMutableRawPointer, _ body: () throws(E) -> T) throws(E) -> T {
         let bits = hk_word_load(address)
@@ -104,10 +114,12 @@ extension MethodHook {
 // accessors) and spells the accessors itself.
 extension Hooked {
     /// The stored value (the actor's getter).
+    @_documentation(visibility: internal)
     @inlinable
     public var _hookableValue: Value { _value }
 
     /// The address of a `Hooked` peer of an actor, in an access of its own.
+    @_documentation(visibility: internal)
     @inlinable @inline(__always)
     public static func _hookableAddress(_ cell: inout Hooked<Value>) -> UnsafeMutableRawPointer {
         withUnsafeMutablePointer(to: &cell) { UnsafeMutableRawPointer($0) }
@@ -116,6 +128,7 @@ extension Hooked {
     /// A set from the actor's setter (isolated, so sets of one actor run
     /// one at a time): a load, a test and the store while there is no hook
     /// point; else through the hooks.
+    @_documentation(visibility: internal)
     @inlinable @inline(__always)
     public static func _hookableSet(_ cell: UnsafeMutableRawPointer, _ newValue: Value) {
         let bits = hk_word_load(cell + _pointOffset)
@@ -128,6 +141,7 @@ extension Hooked {
     }
 
     /// `actor.$name`: the hook point of the `Hooked` at `cell` in `object`, made if needed.
+    @_documentation(visibility: internal)
     public static func _hookablePoint(_ cell: UnsafeMutableRawPointer, object: AnyObject, name: String) -> PropertyHook<Value> {
         let offset = cell - UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque())
         return _HookedCell<Value>.point(in: object, cellOffset: offset, name: name)
@@ -150,6 +164,7 @@ extension MethodHook {
 /// access of the field, which would be a Swift access on another thread than
 /// the actor's own accessors (ThreadSanitizer reports the two as a race, and
 /// the language makes no promise for them).
+@_documentation(visibility: internal)
 public func _hookableFieldAddress(_ object: AnyObject, _ field: StaticString) -> UnsafeMutableRawPointer {
     let offset = _FieldOffsets.offset(of: field, in: type(of: object))
     return UnsafeMutableRawPointer(Unmanaged.passUnretained(object).toOpaque()) + offset
@@ -161,6 +176,7 @@ public func _hookableFieldAddress(_ object: AnyObject, _ field: StaticString) ->
 /// ThreadSanitizer checks, by the field's offset: the slot's word is also
 /// read and exchanged atomically off the actor by `$name`, and an access of
 /// the slot there would be reported as a race with those.
+@_documentation(visibility: internal)
 @inlinable @inline(__always)
 public func _hookableActorSlot(_ object: AnyObject, _ field: StaticString, _ access: () -> UnsafeMutableRawPointer) -> UnsafeMutableRawPointer {
     // A switch, not `if`: the build configuration is a constant, and a

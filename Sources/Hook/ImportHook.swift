@@ -185,6 +185,7 @@ public final class ImportHook: FunctionHook, _ImportHookMaking, @unchecked Senda
 
 /// How `ImportHook(symbol:signature:in:)` can return the hook point a symbol
 /// already has: an initializer in a protocol extension may assign `self`.
+@_documentation(visibility: internal)
 public protocol _ImportHookMaking {}
 
 extension _ImportHookMaking where Self == ImportHook {

@@ -1,4 +1,4 @@
-@_spi(HookBind) import Hook
+import Hook
 import Synchronization
 
 /// A bound group of fishes (FishBind's `bindFishes:`): after the original

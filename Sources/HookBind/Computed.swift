@@ -1,4 +1,4 @@
-@_spi(HookBind) import Hook
+import Hook
 
 /// A read-only value computed by a closure, kept up to date as the values it
 /// reads change (Fisticuffs' `Computed`, with automatic dependency tracking).

@@ -1,4 +1,4 @@
-@_spi(HookBind) import Hook
+import Hook
 
 /// An endpoint of a binding (FishBind's `IIFish`), made from a hook point.
 ///

@@ -1,4 +1,4 @@
-@_spi(HookBind) import Hook
+import Hook
 import Synchronization
 
 /// A value whose subscribers hear every change (Fisticuffs' `Observable`).

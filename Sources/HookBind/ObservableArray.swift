@@ -1,4 +1,4 @@
-@_spi(HookBind) import Hook
+import Hook
 
 /// One change of an ``ObservableArray``: what a table view needs to animate
 /// it (deletions, insertions and moves), computed from the identities of the

@@ -1,5 +1,5 @@
 import Foundation
-@_spi(HookBind) import Hook
+import Hook
 
 // The Bindings seed (BND): a binding copies a source property to a
 // destination property whenever one of its triggers fires; transformers

@@ -1,4 +1,4 @@
-@_spi(HookBind) import Hook
+import Hook
 import Synchronization
 
 /// A one-to-many signal (XKVO's `XSignal`): ``emit(_:)`` delivers a value to

@@ -1,4 +1,4 @@
-@_spi(HookBind) import Hook
+import Hook
 
 // Fisticuffs' property bindings (`usernameField.b_text.bind(username)`):
 // a `@Hooked` property of a plain object takes the place of a UIKit control's.

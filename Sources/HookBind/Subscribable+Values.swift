@@ -1,4 +1,4 @@
-@_spi(HookBind) import Hook
+import Hook
 
 extension Observable {
     /// Every value set, in order, as an `AsyncSequence` (not the current

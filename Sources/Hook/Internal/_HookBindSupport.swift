@@ -3,32 +3,28 @@ import Synchronization
 
 // What HookBind needs from Hook and nothing else may rely on: the value of
 // a `@Hooked` property as a hook point standing on its own (HookBind's
-// observables) or set through its hooks. `@_spi(HookBind)`: not part of
-// Hook's public API. The two accessors of a property's value below are plain
-// `public` (underscored, not for users) because HookBind's `@inlinable` code,
-// which Swift specializes in the caller's module, cannot use SPI.
+// observables) or set through its hooks. `package`: visible to the modules
+// of this package only, never part of Hook's public API; `@inlinable`
+// package members may be used by HookBind's inlinable code, which Swift
+// specializes in the caller's module.
 
 extension PropertyHook {
     /// A hook point holding `value` for an object that is not a `@Hooked`
     /// property's owner (HookBind's `Observable`, `Computed`), named `name`.
-    @_spi(HookBind)
-    public static func _standalone(_ value: Value, name: String) -> PropertyHook<Value> {
+    package static func _standalone(_ value: Value, name: String) -> PropertyHook<Value> {
         PropertyHook(value, name: name)
     }
 
     /// Makes `object` the target of this point's calls. The object must own
     /// the point and be the only one to set it (it is not retained).
-    @_spi(HookBind)
-    public func _adopt(by object: AnyObject) { _setTarget(object) }
+    package func _adopt(by object: AnyObject) { _setTarget(object) }
 
     /// Where the property's storage is in its object (-1 for a standalone point).
-    @_spi(HookBind)
-    public var _cellOffset: Int { cellOffset }
+    package var _cellOffset: Int { cellOffset }
 
     /// The name of the `@Hooked` property whose storage is at `offset` in
     /// objects of `type` (its point's name), found without an object.
-    @_spi(HookBind)
-    public static func _propertyName(at offset: Int, in type: AnyClass) -> String? {
+    package static func _propertyName(at offset: Int, in type: AnyClass) -> String? {
         _KeyPathResolver.label(at: offset, in: type)
     }
 
@@ -38,24 +34,22 @@ extension PropertyHook {
     /// `first`: it runs before the after hooks already there. It is
     /// bookkeeping, not a user's hook: ``hookCount`` leaves it out and
     /// ``removeAllHooks()`` keeps it.
-    @_spi(HookBind)
     @discardableResult
-    public func _afterSeeingVetoes(first: Bool = false, _ body: @escaping HookBody) -> HookToken {
+    package func _afterSeeingVetoes(first: Bool = false, _ body: @escaping HookBody) -> HookToken {
         add(.after, owner: nil, seesVetoedSets: true, first: first, isInternal: true, body)
     }
 
     /// Stores `newValue` without a call: no hook sees it.
-    @_spi(HookBind)
-    public func _storeSilently(_ newValue: Value) { storage.pointee = newValue }
+    package func _storeSilently(_ newValue: Value) { storage.pointee = newValue }
 
     /// The stored value. Only while the object is alive.
     @inlinable
-    public var _currentValue: Value { storage.pointee }
+    package var _currentValue: Value { storage.pointee }
 
     /// Sets the value as `object.property = newValue` does: through the hooks.
     /// Only while the object is alive (hooks see it as the call's target).
     @inlinable
-    public func _setThroughHooks(_ newValue: Value) {
+    package func _setThroughHooks(_ newValue: Value) {
         // No hook is ever at address 0: only "no hooks" stores plainly.
         _setThroughHooks(newValue, unlessOnlyHookIs: 0)
     }
@@ -67,7 +61,7 @@ extension PropertyHook {
     /// followed; the caller keeps the hook's memory (an unowned reference),
     /// so no other hook can be at that address.
     @inlinable
-    public func _setThroughHooks(_ newValue: Value, unlessOnlyHookIs hook: UInt) {
+    package func _setThroughHooks(_ newValue: Value, unlessOnlyHookIs hook: UInt) {
         let bits = current.load(ordering: .relaxed)
         // (A lone hook's word is its address with bit 1, and bit 2 if it
         // is an after hook: the binding's is not.)
@@ -85,11 +79,11 @@ extension PropertyHook {
 extension Hooked {
     /// A cell holding `value`, with no hook point.
     @inlinable
-    public init(_storing value: Value) { self.init(wrappedValue: value) }
+    package init(_storing value: Value) { self.init(wrappedValue: value) }
 
     /// The value, read or stored without any call at the hook point.
     @inlinable
-    public var _storedValue: Value {
+    package var _storedValue: Value {
         get { _value }
         set { _value = newValue }
     }
@@ -97,7 +91,7 @@ extension Hooked {
     /// The unretained hook point if it is made and has a hook (an atomic
     /// load; valid while the object that holds this cell is alive).
     @inlinable
-    public mutating func _hookedPoint() -> Unmanaged<PropertyHook<Value>>? {
+    package mutating func _hookedPoint() -> Unmanaged<PropertyHook<Value>>? {
         let bits = _pointBits()
         guard bits != 0 else { return nil }
         let point = Unmanaged<PropertyHook<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
@@ -106,7 +100,7 @@ extension Hooked {
 
     /// The hook point if it is made.
     @inlinable
-    public mutating func _madePoint() -> PropertyHook<Value>? {
+    package mutating func _madePoint() -> PropertyHook<Value>? {
         let bits = _pointBits()
         guard bits != 0 else { return nil }
         return Unmanaged<PropertyHook<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).takeUnretainedValue()
@@ -114,7 +108,7 @@ extension Hooked {
 
     /// The hook point of the cell stored as `object`'s property `label`,
     /// named `name`, made if there is none yet (once, however many threads race).
-    public static func _point(in object: AnyObject, label: String, name: String) -> PropertyHook<Value> {
+    package static func _point(in object: AnyObject, label: String, name: String) -> PropertyHook<Value> {
         guard let field = _KeyPathResolver.hookedFields(of: type(of: object)).first(where: { $0.label == label }) else {
             preconditionFailure("\(type(of: object)) has no Hooked<\(Value.self)> property '\(label)'")
         }
@@ -127,28 +121,27 @@ extension Hooked {
 /// it is not deinitializing (HookBind's endpoints). A weak reference would
 /// give the object a side table, after which every retain and release of it
 /// takes the runtime's slow path.
-public final class _ObjectReference<Object: AnyObject>: @unchecked Sendable {
+@usableFromInline package final class _ObjectReference<Object: AnyObject>: @unchecked Sendable {
     private let memory: UnsafeMutableRawPointer
 
-    public init(_ object: Object) { memory = _Unowned.keep(object) }
+    package init(_ object: Object) { memory = _Unowned.keep(object) }
 
     deinit { _Unowned.drop(memory) }
 
     /// The object, or nil once it has begun to deinitialize.
-    public var object: Object? { _Unowned.object(memory).map { unsafeDowncast($0, to: Object.self) } }
+    package var object: Object? { _Unowned.object(memory).map { unsafeDowncast($0, to: Object.self) } }
 }
 
 /// An object named by its memory, without keeping it alive (the unowned
 /// reference count, see `_Unowned`): HookBind's endpoints, which must not
 /// keep their object, hook point or hook alive. Every `keep` needs one `drop`.
-@_spi(HookBind)
-public enum _UnownedMemory {
-    public static func keep(_ object: AnyObject) -> UnsafeMutableRawPointer { _Unowned.keep(object) }
+package enum _UnownedMemory {
+    package static func keep(_ object: AnyObject) -> UnsafeMutableRawPointer { _Unowned.keep(object) }
     /// One more unowned reference to memory already kept (a copy of its holder).
-    public static func keep(memory: UnsafeMutableRawPointer) { hk_object_keep_memory(memory) }
-    public static func drop(_ memory: UnsafeMutableRawPointer) { _Unowned.drop(memory) }
+    package static func keep(memory: UnsafeMutableRawPointer) { hk_object_keep_memory(memory) }
+    package static func drop(_ memory: UnsafeMutableRawPointer) { _Unowned.drop(memory) }
     /// The object, retained, or nil once it has begun to deinitialize.
-    public static func object(_ memory: UnsafeMutableRawPointer) -> AnyObject? { _Unowned.object(memory) }
+    package static func object(_ memory: UnsafeMutableRawPointer) -> AnyObject? { _Unowned.object(memory) }
 }
 
 extension CallBack {
@@ -156,15 +149,13 @@ extension CallBack {
     /// only for a hook of a `PropertyHook<Value>`, from inside its call
     /// (HookBind's subscribers, whose record is live by construction; the
     /// checked `oldValue(as:)` and `argument(_:as:)` ask the thread's frame
-    /// each). Plain `public`, underscored: HookBind's inlinable code cannot
-    /// use SPI. Not for users.
+    /// each).
     @inlinable @inline(__always)
-    public func _unsafePropertyValues<Value>(_ type: Value.Type) -> (old: Value, new: Value) {
+    package func _unsafePropertyValues<Value>(_ type: Value.Type) -> (old: Value, new: Value) {
         (oldValuePointer.unsafelyUnwrapped.assumingMemoryBound(to: Value.self).pointee,
          argumentPointers.pointee.unsafelyUnwrapped.assumingMemoryBound(to: Value.self).pointee)
     }
 
     /// The identity of the hook point the call is at (no reference counting).
-    @_spi(HookBind)
-    public var _hookPointID: ObjectIdentifier { ObjectIdentifier(point) }
+    package var _hookPointID: ObjectIdentifier { ObjectIdentifier(point) }
 }

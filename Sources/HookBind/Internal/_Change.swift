@@ -1,5 +1,5 @@
 import Foundation
-@_spi(HookBind) import Hook
+import Hook
 
 /// The change a thread is delivering: the bindings that have delivered it so
 /// far (the reentrancy flag). It lives on the stack of the outermost

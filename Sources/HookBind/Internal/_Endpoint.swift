@@ -1,4 +1,4 @@
-@_spi(HookBind) import Hook
+import Hook
 import Synchronization
 
 /// Reads the value a call posts and hands its address to the body.

@@ -1,4 +1,4 @@
-@_spi(HookBind) import Hook
+import Hook
 import Foundation
 import Synchronization
 #if canImport(Glibc)
