@@ -129,20 +129,23 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// - Returns: A token whose `remove()` detaches the hook.
     @discardableResult
     public func add(_ position: HookPosition, owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken {
-        add(position, owner: owner, seesVetoedSets: false, body)
+        // A vetoed property set stored nothing: a user's after hook of it does not run.
+        let runsWhenVetoed = position != .after || shape.kind != .property
+        let token = HookToken(point: self, position: position, owner: owner.map(_HookOwner.init),
+                              runsWhenVetoed: runsWhenVetoed, body: body)
+        return insert(token, owner: owner, first: false)
     }
 
-    /// `seesVetoedSets`: an after hook of a property that also runs for a
-    /// vetoed set (HookBind's own bookkeeping; users' after hooks do not).
-    /// `first`: before the other hooks of its position, not after them.
-    /// `isInternal`: HookBind's bookkeeping, which `hookCount` and
-    /// `removeAllHooks()` leave out.
-    func add(_ position: HookPosition, owner: AnyObject?, seesVetoedSets: Bool, first: Bool = false,
-             isInternal: Bool = false, _ body: @escaping HookBody) -> HookToken {
-        let runsWhenVetoed = position != .after || shape.kind != .property || seesVetoedSets
-        let token = HookToken(point: self, position: position, owner: owner.map(_HookOwner.init),
-                              runsWhenVetoed: runsWhenVetoed, isInternal: isInternal, body: body)
-        return insert(token, owner: owner, first: first)
+    /// Adds a bookkeeping hook: an after hook that is part of what the
+    /// point is for (HookBind's observable graph, an array's change list),
+    /// not a user's hook. It runs for every call, a vetoed set included
+    /// (``CallBack/isVetoed`` tells); ``hookCount`` leaves it out and
+    /// ``removeAllHooks()`` keeps it. `first`: before the after hooks
+    /// already there.
+    @discardableResult
+    package func _addBookkeepingHook(first: Bool = false, _ body: @escaping HookBody) -> HookToken {
+        let token = HookToken(point: self, position: .after, owner: nil, runsWhenVetoed: true, isBookkeeping: true, body: body)
+        return insert(token, owner: nil, first: first)
     }
 
     /// Adds a typed hook made by a subclass (`_TypedAfterHook`, `_TypedSetHook`).
@@ -202,7 +205,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// Detaches every hook added to this point. (HookBind's own bookkeeping
     /// on an observable's point stays: it keeps the computeds that read the
     /// observable current. A binding's hooks are hooks like any other.)
-    public func removeAllHooks() { update { hooks, _ in hooks.removeAll { !$0.isInternal } } }
+    public func removeAllHooks() { update { hooks, _ in hooks.removeAll { !$0.isBookkeeping } } }
 
     /// The number of hooks attached (hooks of owners that are gone included
     /// until they are detached; HookBind's own bookkeeping on an observable's
@@ -210,7 +213,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     public var hookCount: Int {
         state.withVisibleLock(self) { _ in
             let bits = current.load(ordering: .relaxed) & ~_Hooks.probedBit
-            return bits == 0 ? 0 : _Hooks(bits: bits).all().count { !$0.isInternal }
+            return bits == 0 ? 0 : _Hooks(bits: bits).all().count { !$0.isBookkeeping }
         }
     }
 

@@ -20,12 +20,14 @@ public class HookToken: @unchecked Sendable {
     @usableFromInline let position: HookPosition
     /// Whether the hook runs for a call a before hook vetoed. False only for
     /// a property's after hooks: a vetoed set stores nothing, so nothing
-    /// happened after which they could run (HookBind's own hooks that must
-    /// learn of vetoes opt in).
+    /// happened after which they could run (bookkeeping hooks, which must
+    /// learn of every call, run for vetoed sets too).
     let runsWhenVetoed: Bool
-    /// HookBind's own bookkeeping (an observable's graph, an array's
-    /// change list): not counted by `hookCount`, kept by `removeAllHooks()`.
-    let isInternal: Bool
+    /// A bookkeeping hook (`HookPoint._addBookkeepingHook`): part of what
+    /// the point is for (an observable's graph, an array's change list), not
+    /// a user's hook: it sees every call, vetoed sets included, `hookCount`
+    /// leaves it out and `removeAllHooks()` keeps it.
+    let isBookkeeping: Bool
     /// A typed after hook (`_TypedAfterHook`): a lone one is run by the
     /// typed call path without a record.
     let isTypedAfter: Bool
@@ -33,10 +35,10 @@ public class HookToken: @unchecked Sendable {
     /// The hook point, by an unowned reference (`_Unowned`): its memory, not the point.
     private let pointMemory: UnsafeMutableRawPointer
 
-    init(point: HookPoint, position: HookPosition, owner: _HookOwner?, runsWhenVetoed: Bool, isInternal: Bool = false,
+    init(point: HookPoint, position: HookPosition, owner: _HookOwner?, runsWhenVetoed: Bool, isBookkeeping: Bool = false,
          isTypedAfter: Bool = false, body: @escaping HookBody) {
         self.body = body
-        self.isInternal = isInternal
+        self.isBookkeeping = isBookkeeping
         self.isTypedAfter = isTypedAfter
         self.owner = owner
         self.position = position

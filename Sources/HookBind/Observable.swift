@@ -89,7 +89,7 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
         // Unmanaged: a method called on an `unowned(unsafe)` capture
         // retains it for the call.
         let me = Unmanaged.passUnretained(self)
-        point._afterSeeingVetoes(first: true) { call in
+        point._addBookkeepingHook(first: true) { call in
             me._withUnsafeGuaranteedRef { me in
                 me._ifRead { node in
                     node.storedByHook = true

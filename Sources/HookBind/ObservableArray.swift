@@ -69,7 +69,7 @@ public final class ObservableArray<Element>: Subscribable, @unchecked Sendable {
         identities = _Identities(count: elements.count)
         // After the graph's own hook, before any subscriber: work out the change.
         // It runs for a vetoed write too, which drops the pending edits.
-        storage.hookPoint._afterSeeingVetoes { [identities] call in
+        storage.hookPoint._addBookkeepingHook { [identities] call in
             identities.settle(vetoed: call.isVetoed, stored: try call.argument(0, as: [Element].self),
                               old: try call.oldValue(as: [Element].self))
         }

@@ -28,17 +28,6 @@ extension PropertyHook {
         _KeyPathResolver.label(at: offset, in: type)
     }
 
-    /// Adds an after hook that also runs for a vetoed set (``CallBack/isVetoed``
-    /// tells): for bookkeeping that must learn of every call, such as an
-    /// observable's graph. Users' after hooks do not run for a vetoed set.
-    /// `first`: it runs before the after hooks already there. It is
-    /// bookkeeping, not a user's hook: ``hookCount`` leaves it out and
-    /// ``removeAllHooks()`` keeps it.
-    @discardableResult
-    package func _afterSeeingVetoes(first: Bool = false, _ body: @escaping HookBody) -> HookToken {
-        add(.after, owner: nil, seesVetoedSets: true, first: first, isInternal: true, body)
-    }
-
     /// Stores `newValue` without a call: no hook sees it.
     package func _storeSilently(_ newValue: Value) { storage.pointee = newValue }
 
