@@ -93,9 +93,9 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
     /// point, whose original is the method's body, it throws a ``HookError``:
     /// call the method.
     public let original: (repeat each A) async throws -> R
-    /// A method's object, by an unowned reference (`_Unowned`: the object
+    /// A method's object, by an unowned reference (the object
     /// holds its hook points); nil for a closure.
-    private let objectMemory: UnsafeMutableRawPointer?
+    private let objectReference: _UnownedReference?
 
     /// Makes a hook point over `original`.
     /// - Parameters:
@@ -105,7 +105,7 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
     public init(name: String = "closure", target: AnyObject? = nil, _ original: @escaping (repeat each A) async throws -> R) {
         self.original = original
         self.canThrow = true
-        self.objectMemory = nil
+        self.objectReference = nil
         super.init(name: name, shape: .typed(kind: .asyncClosure, arguments: repeat (each A).self, result: R.self, canThrow: true), target: target)
     }
 
@@ -115,16 +115,16 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
             throw HookError(.invalidValue, point: name, "the hook point of a method has no original of its own: call the method")
         }
         self.canThrow = canThrow
-        self.objectMemory = _Unowned.keep(object)
+        self.objectReference = _UnownedReference(object)
         super.init(name: name, shape: .typed(kind: .asyncMethod, arguments: repeat (each A).self, result: R.self, canThrow: canThrow), target: nil)
     }
 
-    deinit { if let objectMemory { _Unowned.drop(objectMemory) } }
-
     /// The object the hook point belongs to: a method's instance while it is alive, or the closure's target.
     public override var target: AnyObject? {
-        if let objectMemory { return _Unowned.object(objectMemory) }
-        return super.target
+        switch objectReference {
+        case .some(let reference): reference.object
+        case .none: super.target
+        }
     }
 
     /// The object whose call this is, for ``AsyncCallBack/target``.

@@ -32,8 +32,8 @@ public class HookToken: @unchecked Sendable {
     /// typed call path without a record.
     let isTypedAfter: Bool
     private let removed = Atomic<Bool>(false)
-    /// The hook point, by an unowned reference (`_Unowned`): its memory, not the point.
-    private let pointMemory: UnsafeMutableRawPointer
+    /// The hook point, by an unowned reference: its memory, not the point.
+    private let pointReference: _UnownedReference
 
     init(point: HookPoint, position: HookPosition, owner: _HookOwner?, runsWhenVetoed: Bool, isBookkeeping: Bool = false,
          isTypedAfter: Bool = false, body: @escaping HookBody) {
@@ -43,15 +43,14 @@ public class HookToken: @unchecked Sendable {
         self.owner = owner
         self.position = position
         self.runsWhenVetoed = runsWhenVetoed
-        self.pointMemory = _Unowned.keep(point)
+        self.pointReference = _UnownedReference(point)
     }
 
-    deinit { _Unowned.drop(pointMemory) }
 
     /// Detaches the hook. Later calls do nothing.
     public final func remove() {
         guard !removed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        guard let point = _Unowned.object(pointMemory) else { return }
+        guard let point = pointReference.object else { return }
         unsafeDowncast(point, to: HookPoint.self).remove(self)
     }
 

@@ -103,21 +103,19 @@ public final class MethodHook<each A, R>: HookPoint, _TupleArguments, @unchecked
     /// The object's class and the offset of the method's storage in it, which name the method.
     private let objectType: AnyClass
     let cellOffset: Int
-    /// The object, by an unowned reference (`_Unowned`).
-    private let object: UnsafeMutableRawPointer
+    /// The object, by an unowned reference.
+    private let object: _UnownedReference
 
     /// `name`: given for `@Hookable` methods; nil for `@HookableMethod`, named by its storage's label.
     init(object: AnyObject, cellOffset: Int, name: String? = nil, canThrow: Bool = false) {
         objectType = type(of: object)
         self.cellOffset = cellOffset
-        self.object = _Unowned.keep(object)
+        self.object = _UnownedReference(object)
         super.init(name: name, shape: .typed(kind: .method, arguments: repeat (each A).self, result: R.self, canThrow: canThrow), target: nil)
     }
 
     /// The object the method belongs to, if it is still alive.
-    public override var target: AnyObject? { _Unowned.object(object) }
-
-    deinit { _Unowned.drop(object) }
+    public override var target: AnyObject? { object.object }
 
     override func findLateName() -> String? { _KeyPathResolver.label(at: cellOffset, in: objectType) }
 

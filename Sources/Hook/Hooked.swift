@@ -187,15 +187,15 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     let cellOffset: Int
     /// The object's class, which names the property (kept: the name is asked for after the object is gone too).
     private let objectType: AnyClass?
-    /// The object, by an unowned reference (`_Unowned`; nil for a standalone point).
-    private let objectMemory: UnsafeMutableRawPointer?
+    /// The object, by an unowned reference (nil for a standalone point).
+    private let objectReference: _UnownedReference?
 
     /// The point of a `@Hooked` property whose storage is in `object`.
     init(storage: UnsafeMutablePointer<Value>, object: AnyObject, cellOffset: Int, name: String? = nil) {
         self.storage = storage
         self.cellOffset = cellOffset
         self.objectType = type(of: object)
-        self.objectMemory = _Unowned.keep(object)
+        self.objectReference = _UnownedReference(object)
         super.init(name: name, shape: .typed(kind: .property, arguments: Value.self, result: Void.self, canThrow: false), target: nil)
         _setTarget(object)
     }
@@ -206,12 +206,11 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
         storage.initialize(to: value)
         cellOffset = -1
         objectType = nil
-        objectMemory = nil
+        objectReference = nil
         super.init(name: name, shape: .typed(kind: .property, arguments: Value.self, result: Void.self, canThrow: false), target: nil)
     }
 
     deinit {
-        if let objectMemory { _Unowned.drop(objectMemory) }
         if cellOffset < 0 {
             storage.deinitialize(count: 1)
             storage.deallocate()
@@ -220,7 +219,10 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
 
     /// The object the property belongs to, if it is still alive.
     public override var target: AnyObject? {
-        objectMemory.map(_Unowned.object) ?? super.target
+        switch objectReference {
+        case .some(let reference): reference.object
+        case .none: super.target
+        }
     }
 
     override func findLateName() -> String? {
@@ -387,21 +389,48 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
 }
 
 /// An object named without keeping it alive and without a weak reference:
-/// an unowned reference keeps its memory (not the object), and ``object(_:)``
+/// an unowned reference keeps its memory (not the object), and ``object``
 /// retains it only if it is not deinitializing. A weak reference would give
 /// the object a side table, and every later retain and release of it would
-/// take the runtime's slow path. The owner calls `drop` in its `deinit`.
-enum _Unowned {
-    static func keep(_ object: AnyObject) -> UnsafeMutableRawPointer {
+/// take the runtime's slow path.
+///
+/// Noncopyable, so that every keep has its drop: made by keeping the
+/// object's memory, copied only by `init(copying:)` (one more keep),
+/// dropped in its `deinit`. One pointer wide.
+@usableFromInline
+package struct _UnownedReference: ~Copyable, @unchecked Sendable {
+    /// The object's address (compared, never followed without `object`).
+    @usableFromInline package let memory: UnsafeMutableRawPointer
+
+    package init(_ object: AnyObject) {
+        memory = Unmanaged.passUnretained(object).toOpaque()
+        hk_object_keep_memory(memory)
+    }
+
+    /// One more unowned reference to the same object.
+    package init(copying other: borrowing _UnownedReference) {
+        memory = other.memory
+        hk_object_keep_memory(memory)
+    }
+
+    deinit { hk_object_drop_memory(memory) }
+
+    /// The object, or nil once it has begun to deinitialize. (Inlinable:
+    /// a binding asks on every delivery.)
+    @inlinable
+    package var object: AnyObject? { Self.object(at: memory) }
+
+    // For the one holder that cannot be a value of this type: an unowned
+    // reference set after its holder is made, in an atomic word (a binding
+    // endpoint's hook). Each `keepMemory` needs one `dropMemory`.
+    package static func keepMemory(of object: AnyObject) -> UnsafeMutableRawPointer {
         let memory = Unmanaged.passUnretained(object).toOpaque()
         hk_object_keep_memory(memory)
         return memory
     }
-
-    static func drop(_ memory: UnsafeMutableRawPointer) { hk_object_drop_memory(memory) }
-
-    /// The object, or nil once it has begun to deinitialize.
-    static func object(_ memory: UnsafeMutableRawPointer) -> AnyObject? {
+    package static func dropMemory(_ memory: UnsafeMutableRawPointer) { hk_object_drop_memory(memory) }
+    @inlinable
+    package static func object(at memory: UnsafeMutableRawPointer) -> AnyObject? {
         guard let strong = hk_object_try_retain(memory) else { return nil }
         return Unmanaged<AnyObject>.fromOpaque(strong).takeRetainedValue()
     }

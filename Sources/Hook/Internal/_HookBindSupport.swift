@@ -111,26 +111,12 @@ extension Hooked {
 /// give the object a side table, after which every retain and release of it
 /// takes the runtime's slow path.
 @usableFromInline package final class _ObjectReference<Object: AnyObject>: @unchecked Sendable {
-    private let memory: UnsafeMutableRawPointer
+    private let reference: _UnownedReference
 
-    package init(_ object: Object) { memory = _Unowned.keep(object) }
-
-    deinit { _Unowned.drop(memory) }
+    package init(_ object: Object) { reference = _UnownedReference(object) }
 
     /// The object, or nil once it has begun to deinitialize.
-    package var object: Object? { _Unowned.object(memory).map { unsafeDowncast($0, to: Object.self) } }
-}
-
-/// An object named by its memory, without keeping it alive (the unowned
-/// reference count, see `_Unowned`): HookBind's endpoints, which must not
-/// keep their object, hook point or hook alive. Every `keep` needs one `drop`.
-package enum _UnownedMemory {
-    package static func keep(_ object: AnyObject) -> UnsafeMutableRawPointer { _Unowned.keep(object) }
-    /// One more unowned reference to memory already kept (a copy of its holder).
-    package static func keep(memory: UnsafeMutableRawPointer) { hk_object_keep_memory(memory) }
-    package static func drop(_ memory: UnsafeMutableRawPointer) { _Unowned.drop(memory) }
-    /// The object, retained, or nil once it has begun to deinitialize.
-    package static func object(_ memory: UnsafeMutableRawPointer) -> AnyObject? { _Unowned.object(memory) }
+    package var object: Object? { reference.object.map { unsafeDowncast($0, to: Object.self) } }
 }
 
 extension CallBack {

@@ -62,7 +62,7 @@ class _Endpoint: @unchecked Sendable {
     init() {}
 
     deinit {
-        if let tokenMemory { _UnownedMemory.drop(tokenMemory) }
+        if let tokenMemory { _UnownedReference.dropMemory(tokenMemory) }
     }
 
     /// This endpoint set up as `fish`'s member of a binding: itself the first
@@ -80,7 +80,7 @@ class _Endpoint: @unchecked Sendable {
 
     /// Records the hook the binding added for this member.
     final func hold(_ token: HookToken) {
-        tokenBits.store(UInt(bitPattern: _UnownedMemory.keep(token)), ordering: .releasing)
+        tokenBits.store(UInt(bitPattern: _UnownedReference.keepMemory(of: token)), ordering: .releasing)
     }
 
     /// The address of that hook (0 if none): compared with a point's hooks,
@@ -89,7 +89,7 @@ class _Endpoint: @unchecked Sendable {
 
     /// The hook the binding added here, while it exists.
     final var token: HookToken? {
-        guard let tokenMemory, let token = _UnownedMemory.object(tokenMemory) else { return nil }
+        guard let tokenMemory, let token = _UnownedReference.object(at: tokenMemory) else { return nil }
         return unsafeDowncast(token, to: HookToken.self)
     }
 
@@ -101,7 +101,7 @@ class _Endpoint: @unchecked Sendable {
     /// nothing to lose.
     final var hookIsAttached: Bool {
         guard let tokenMemory else { return true }
-        if let token = _UnownedMemory.object(tokenMemory) { return unsafeDowncast(token, to: HookToken.self).isActive }
+        if let token = _UnownedReference.object(at: tokenMemory) { return unsafeDowncast(token, to: HookToken.self).isActive }
         return postingPoint == nil
     }
 
@@ -229,8 +229,8 @@ struct _PropertyAccess: @unchecked Sendable {
 
 /// A `@Hooked` property of an object: posts its stores, receives by being set.
 final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked Sendable {
-    /// The object, by an unowned reference: alive while `_UnownedMemory.object` gives it.
-    let objectMemory: UnsafeMutableRawPointer
+    /// The object, by an unowned reference: alive while `object` gives it.
+    let objectReference: _UnownedReference
     /// The object's hook point, unretained: valid while the object is alive
     /// (the object owns it). Kept as an address, so that naming its identity
     /// never touches it.
@@ -245,7 +245,7 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
     let access: (UnsafeMutableRawPointer, UnsafeRawPointer?, UInt, (UnsafeRawPointer) throws -> Void) throws -> Void
 
     init(_ object: Object, _ point: PropertyHook<Value>, _ access: _PropertyAccess) {
-        objectMemory = _UnownedMemory.keep(object)
+        objectReference = _UnownedReference(object)
         pointAddress = Unmanaged.passUnretained(point).toOpaque()
         self.access = access.run
         super.init()
@@ -255,8 +255,7 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
     }
 
     private init(copying other: _PropertyEndpoint) {
-        objectMemory = other.objectMemory
-        _UnownedMemory.keep(memory: objectMemory)
+        objectReference = _UnownedReference(copying: other.objectReference)
         pointAddress = other.pointAddress
         access = other.access
         super.init()
@@ -264,13 +263,12 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
         accessIsMade = other.accessIsMade
     }
 
-    deinit { _UnownedMemory.drop(objectMemory) }
 
     override func copy() -> _Endpoint { _PropertyEndpoint(copying: self) }
 
     /// The object, retained, or nil once it is gone.
     var object: Object? {
-        guard let object = _UnownedMemory.object(objectMemory) else { return nil }
+        guard let object = objectReference.object else { return nil }
         return unsafeDowncast(object, to: Object.self)
     }
 
@@ -278,10 +276,10 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
         "\(Object.self).\(PropertyHook<Value>._propertyName(at: cellOffset, in: Object.self) ?? "<property>")"
     }
 
-    override var isAlive: Bool { _UnownedMemory.object(objectMemory) != nil }
+    override var isAlive: Bool { objectReference.object != nil }
     override var postingPoint: HookPoint? {
         // The object owns the point: alive while the object is.
-        _UnownedMemory.object(objectMemory) == nil ? nil : point
+        objectReference.object == nil ? nil : point
     }
     override var postsStores: Bool { true }
     override var postType: Any.Type? { Value.self }
@@ -298,7 +296,7 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
     override func receive(_ value: UnsafeRawPointer) {
         // The object kept alive for the set, as `AnyObject`: a lifetime of the
         // generic `Object` would go through unspecialized generic code.
-        guard let object = _UnownedMemory.object(objectMemory) else { return }
+        guard let object = objectReference.object else { return }
         defer { _fixLifetime(object) }
         // A receive runs inside this binding's delivery of the change. If the
         // point's only hook is the binding's own (a `both` member), that hook
@@ -313,7 +311,7 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
 
 /// A hookable method of an object: posts its calls.
 final class _MethodEndpoint<Object: AnyObject>: _Endpoint, @unchecked Sendable {
-    let objectMemory: UnsafeMutableRawPointer
+    let objectReference: _UnownedReference
     /// The hook point, unretained: valid while the object is alive (the object owns it).
     let pointAddress: UnsafeMutableRawPointer
     var point: HookPoint { Unmanaged.fromOpaque(pointAddress).takeUnretainedValue() }
@@ -321,7 +319,7 @@ final class _MethodEndpoint<Object: AnyObject>: _Endpoint, @unchecked Sendable {
     let name: String
 
     init(_ object: Object, _ point: HookPoint, value: (type: Any.Type, read: _Reader)?) {
-        objectMemory = _UnownedMemory.keep(object)
+        objectReference = _UnownedReference(object)
         pointAddress = Unmanaged.passUnretained(point).toOpaque()
         self.value = value
         name = point.name
@@ -329,29 +327,27 @@ final class _MethodEndpoint<Object: AnyObject>: _Endpoint, @unchecked Sendable {
     }
 
     private init(copying other: _MethodEndpoint) {
-        objectMemory = other.objectMemory
-        _UnownedMemory.keep(memory: objectMemory)
+        objectReference = _UnownedReference(copying: other.objectReference)
         pointAddress = other.pointAddress
         value = other.value
         name = other.name
         super.init()
     }
 
-    deinit { _UnownedMemory.drop(objectMemory) }
 
     override func copy() -> _Endpoint { _MethodEndpoint(copying: self) }
 
     var object: Object? {
-        guard let object = _UnownedMemory.object(objectMemory) else { return nil }
+        guard let object = objectReference.object else { return nil }
         return unsafeDowncast(object, to: Object.self)
     }
 
     override var description: String { "\(Object.self).\(name)" }
 
-    override var isAlive: Bool { _UnownedMemory.object(objectMemory) != nil }
+    override var isAlive: Bool { objectReference.object != nil }
     override var postingPoint: HookPoint? {
         // The object owns the point: alive while the object is.
-        _UnownedMemory.object(objectMemory) == nil ? nil : point
+        objectReference.object == nil ? nil : point
     }
     override var postType: Any.Type? { value?.type }
     override var identity: ObjectIdentifier { unsafeBitCast(pointAddress, to: ObjectIdentifier.self) }
@@ -365,13 +361,13 @@ final class _MethodEndpoint<Object: AnyObject>: _Endpoint, @unchecked Sendable {
 /// A closure or C function hook point: posts its calls. The point is named
 /// by an unowned reference: neither the fish nor its binding keeps it alive.
 final class _FreeEndpoint: _Endpoint, @unchecked Sendable {
-    let pointMemory: UnsafeMutableRawPointer
+    let pointReference: _UnownedReference
     let pointID: ObjectIdentifier
     let value: (type: Any.Type, read: _Reader)?
     let name: String
 
     init(_ point: HookPoint, kind: String, value: (type: Any.Type, read: _Reader)?) {
-        pointMemory = _UnownedMemory.keep(point)
+        pointReference = _UnownedReference(point)
         pointID = ObjectIdentifier(point)
         self.value = value
         name = "\(kind) '\(point.name)'"
@@ -379,22 +375,20 @@ final class _FreeEndpoint: _Endpoint, @unchecked Sendable {
     }
 
     private init(copying other: _FreeEndpoint) {
-        pointMemory = other.pointMemory
-        _UnownedMemory.keep(memory: pointMemory)
+        pointReference = _UnownedReference(copying: other.pointReference)
         pointID = other.pointID
         value = other.value
         name = other.name
         super.init()
     }
 
-    deinit { _UnownedMemory.drop(pointMemory) }
 
     override func copy() -> _Endpoint { _FreeEndpoint(copying: self) }
 
     override var description: String { name }
     override var isAlive: Bool { postingPoint != nil }
     override var postingPoint: HookPoint? {
-        guard let point = _UnownedMemory.object(pointMemory) else { return nil }
+        guard let point = pointReference.object else { return nil }
         return unsafeDowncast(point, to: HookPoint.self)
     }
     override var postType: Any.Type? { value?.type }
