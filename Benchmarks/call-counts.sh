@@ -17,21 +17,25 @@ case "$1" in
   --check) mode=check; shift ;;
   --update) mode=update; shift ;;
 esac
+# A folder of this run's own: two runs at once must not share their files.
+work=$(mktemp -d /tmp/call-counts.XXXXXX)
+# CALL_COUNTS_KEEP=1 keeps it (callgrind's files, for callgrind_annotate).
+if [ -n "${CALL_COUNTS_KEEP:-}" ]; then echo "call-counts: files in $work"; else trap 'rm -rf "$work"' EXIT; fi
 swift build -c release --product call-counts > /dev/null
-strip --strip-debug -o /tmp/call-counts.stripped .build/release/call-counts
+strip --strip-debug -o "$work/call-counts" .build/release/call-counts
 cases=("$@")
 all=$([ ${#cases[@]} -eq 0 ] && echo yes || echo no)
 [ ${#cases[@]} -eq 0 ] && cases=(closure-plain closure-floor closure-none closure-after closure-typed property-idle property-after property-read property-typed c-direct c-none c-typed c-both binding observable)
-count() { valgrind --tool=callgrind --callgrind-out-file=/tmp/call-counts.$1.$2.out /tmp/call-counts.stripped "$1" "$2" 2>&1 | awk '/Collected/ {print $4}'; }
-: > /tmp/call-counts.measured
+count() { valgrind --tool=callgrind --callgrind-out-file="$work/$1.$2.out" "$work/call-counts" "$1" "$2" 2>&1 | awk '/Collected/ {print $4}'; }
+: > "$work/measured"
 for c in "${cases[@]}"; do
   small=$(count "$c" 10000); large=$(count "$c" 110000)
   per=$(( (large - small) / 100000 ))
-  echo "$c $per" >> /tmp/call-counts.measured
+  echo "$c $per" >> "$work/measured"
   [ "$mode" = print ] && echo "$c: $per instructions per call"
 done
 [ "$mode" = print ] && exit 0
-python3 - "$mode" "$thresholds" /tmp/call-counts.measured "$all" <<'PY'
+python3 - "$mode" "$thresholds" "$work/measured" "$all" <<'PY'
 import json, sys
 mode, path, measured_path, all_cases = sys.argv[1:5]
 measured = {}
