@@ -6,7 +6,7 @@ import Hook
 extension Fish {
     /// Sends every call of `object`'s `@Hookable` method (FishBind's `post:selector:`).
     public static func post<Object: AnyObject, each A, R>(_ object: Object, _ method: KeyPath<Object, MethodHook<repeat each A, R>>) -> Fish {
-        Fish(.post, _MethodEndpoint(object, object[keyPath: method], value: _PostedValue.typed(repeat (each A).self, result: R.self)))
+        Fish(.post, _CallEndpoint(object, object[keyPath: method], value: _PostedValue.typed(repeat (each A).self, result: R.self)))
     }
 
     /// Sends every call of `object`'s `@Hookable` method and receives changes
@@ -15,7 +15,7 @@ extension Fish {
         _ object: Object, _ method: KeyPath<Object, MethodHook<repeat each A, R>>,
         callBack: @escaping (CallBack, Object) throws -> Void
     ) -> Fish {
-        let endpoint = _MethodEndpoint(object, object[keyPath: method], value: _PostedValue.typed(repeat (each A).self, result: R.self))
+        let endpoint = _CallEndpoint(object, object[keyPath: method], value: _PostedValue.typed(repeat (each A).self, result: R.self))
         return Fish(.both, endpoint, callback: callback(_Weak(object), callBack))
     }
 }

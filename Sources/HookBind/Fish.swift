@@ -162,27 +162,27 @@ public struct Fish: CustomStringConvertible {
 
     /// Sends every call of a hooked closure (FishBind's `postBlock:`).
     public static func post<each A, R>(_ closure: ClosureHook<repeat each A, R>) -> Fish {
-        Fish(.post, _FreeEndpoint(closure, kind: "closure", value: _PostedValue.typed(repeat (each A).self, result: R.self)))
+        Fish(.post, _CallEndpoint(closure, kind: "closure", value: _PostedValue.typed(repeat (each A).self, result: R.self)))
     }
 
     /// Sends every call of a hooked throwing closure that returns (a call that throws sends nothing).
     public static func post<each A, R>(_ closure: ThrowingClosureHook<repeat each A, R>) -> Fish {
-        Fish(.post, _FreeEndpoint(closure, kind: "closure", value: _PostedValue.typed(repeat (each A).self, result: R.self)))
+        Fish(.post, _CallEndpoint(closure, kind: "closure", value: _PostedValue.typed(repeat (each A).self, result: R.self)))
     }
 
     /// Sends every call of a hooked C function.
     public static func post(_ function: FunctionHook) -> Fish {
-        Fish(.post, _FreeEndpoint(function, kind: "function", value: _PostedValue.c(function.signature)))
+        Fish(.post, _CallEndpoint(function, kind: "function", value: _PostedValue.c(function.signature)))
     }
 
     /// Sends every call of a hooked closure and receives changes through `callBack`.
     public static func both<each A, R>(_ closure: ClosureHook<repeat each A, R>, callBack: @escaping (CallBack) throws -> Void) -> Fish {
-        Fish(.both, _FreeEndpoint(closure, kind: "closure", value: _PostedValue.typed(repeat (each A).self, result: R.self)), callback: callBack)
+        Fish(.both, _CallEndpoint(closure, kind: "closure", value: _PostedValue.typed(repeat (each A).self, result: R.self)), callback: callBack)
     }
 
     /// Sends every call of a hooked C function and receives changes through `callBack`.
     public static func both(_ function: FunctionHook, callBack: @escaping (CallBack) throws -> Void) -> Fish {
-        Fish(.both, _FreeEndpoint(function, kind: "function", value: _PostedValue.c(function.signature)), callback: callBack)
+        Fish(.both, _CallEndpoint(function, kind: "function", value: _PostedValue.c(function.signature)), callback: callBack)
     }
 
     // MARK: Callbacks
@@ -205,7 +205,7 @@ public struct Fish: CustomStringConvertible {
     static func methodEndpoint<Object: AnyObject, each A, R>(_ object: Object, _ method: KeyPath<Object, (repeat each A) -> R>) -> _Endpoint {
         do {
             let point = try MethodHook.of(object, method)
-            return _MethodEndpoint(object, point, value: _PostedValue.typed(repeat (each A).self, result: R.self))
+            return _CallEndpoint(object, point, value: _PostedValue.typed(repeat (each A).self, result: R.self))
         } catch {
             return _RefusedEndpoint(description: "\(Object.self) key path", BindError(.notHookable, error.detail))
         }

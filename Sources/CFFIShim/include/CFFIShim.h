@@ -21,18 +21,9 @@ extern "C" {
 // touches libffi's mutable globals). 0: void, or no scalar.
 typedef enum {
   HK_SCALAR_VOID = 0,
-  HK_SCALAR_BOOL = 1,
-  HK_SCALAR_INT8 = 2,
-  HK_SCALAR_UINT8 = 3,
-  HK_SCALAR_INT16 = 4,
-  HK_SCALAR_UINT16 = 5,
-  HK_SCALAR_INT32 = 6,
-  HK_SCALAR_UINT32 = 7,
-  HK_SCALAR_INT64 = 8,
-  HK_SCALAR_UINT64 = 9,
-  HK_SCALAR_FLOAT = 10,
-  HK_SCALAR_DOUBLE = 11,
-  HK_SCALAR_POINTER = 12,
+  HK_SCALAR_BOOL = 1, HK_SCALAR_INT8 = 2, HK_SCALAR_UINT8 = 3, HK_SCALAR_INT16 = 4, HK_SCALAR_UINT16 = 5,
+  HK_SCALAR_INT32 = 6, HK_SCALAR_UINT32 = 7, HK_SCALAR_INT64 = 8, HK_SCALAR_UINT64 = 9,
+  HK_SCALAR_FLOAT = 10, HK_SCALAR_DOUBLE = 11, HK_SCALAR_POINTER = 12,
 } hk_scalar;
 
 // libffi's type of a scalar (`bool` is uint8, as C passes it).

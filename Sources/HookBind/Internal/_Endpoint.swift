@@ -309,90 +309,55 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
     }
 }
 
-/// A hookable method of an object: posts its calls.
-final class _MethodEndpoint<Object: AnyObject>: _Endpoint, @unchecked Sendable {
-    let objectReference: _UnownedReference
-    /// The hook point, unretained: valid while the object is alive (the object owns it).
+/// A hook point that posts its calls: a hookable method of an object, or a
+/// closure or C function hook point. Named by an unowned reference (the
+/// method's object, which owns its point, or the free point itself):
+/// neither the fish nor its binding keeps it alive.
+final class _CallEndpoint: _Endpoint, @unchecked Sendable {
+    /// The method's object, or the point itself.
+    let reference: _UnownedReference
+    /// The hook point, unretained: valid while `reference.object` gives an object.
     let pointAddress: UnsafeMutableRawPointer
-    var point: HookPoint { Unmanaged.fromOpaque(pointAddress).takeUnretainedValue() }
     let value: (type: Any.Type, read: _Reader)?
     let name: String
 
-    init(_ object: Object, _ point: HookPoint, value: (type: Any.Type, read: _Reader)?) {
-        objectReference = _UnownedReference(object)
+    /// A hookable method of `object`.
+    init<Object: AnyObject>(_ object: Object, _ point: HookPoint, value: (type: Any.Type, read: _Reader)?) {
+        reference = _UnownedReference(object)
         pointAddress = Unmanaged.passUnretained(point).toOpaque()
         self.value = value
-        name = point.name
+        name = "\(Object.self).\(point.name)"
         super.init()
     }
 
-    private init(copying other: _MethodEndpoint) {
-        objectReference = _UnownedReference(copying: other.objectReference)
+    /// A closure or C function hook point (`kind` names it in messages).
+    init(_ point: HookPoint, kind: String, value: (type: Any.Type, read: _Reader)?) {
+        reference = _UnownedReference(point)
+        pointAddress = Unmanaged.passUnretained(point).toOpaque()
+        self.value = value
+        name = "\(kind) '\(point.name)'"
+        super.init()
+    }
+
+    private init(copying other: _CallEndpoint) {
+        reference = _UnownedReference(copying: other.reference)
         pointAddress = other.pointAddress
         value = other.value
         name = other.name
         super.init()
     }
 
+    override func copy() -> _Endpoint { _CallEndpoint(copying: self) }
 
-    override func copy() -> _Endpoint { _MethodEndpoint(copying: self) }
-
-    var object: Object? {
-        guard let object = objectReference.object else { return nil }
-        return unsafeDowncast(object, to: Object.self)
-    }
-
-    override var description: String { "\(Object.self).\(name)" }
-
-    override var isAlive: Bool { objectReference.object != nil }
+    override var description: String { name }
+    override var isAlive: Bool { reference.object != nil }
     override var postingPoint: HookPoint? {
-        // The object owns the point: alive while the object is.
-        objectReference.object == nil ? nil : point
+        // Alive while the object (or the point) is: held while the point is retained.
+        guard let owner = reference.object else { return nil }
+        return withExtendedLifetime(owner) { Unmanaged<HookPoint>.fromOpaque(pointAddress).takeUnretainedValue() }
     }
     override var postType: Any.Type? { value?.type }
     override var identity: ObjectIdentifier { unsafeBitCast(pointAddress, to: ObjectIdentifier.self) }
-    override var hasPoint: Bool { true }
-
-    override func withPostedValue(_ call: UnsafePointer<CallBack>, _ body: (UnsafeRawPointer) throws -> Void) throws {
-        try value?.read(call.pointee, body)
-    }
-}
-
-/// A closure or C function hook point: posts its calls. The point is named
-/// by an unowned reference: neither the fish nor its binding keeps it alive.
-final class _FreeEndpoint: _Endpoint, @unchecked Sendable {
-    let pointReference: _UnownedReference
-    let pointID: ObjectIdentifier
-    let value: (type: Any.Type, read: _Reader)?
-    let name: String
-
-    init(_ point: HookPoint, kind: String, value: (type: Any.Type, read: _Reader)?) {
-        pointReference = _UnownedReference(point)
-        pointID = ObjectIdentifier(point)
-        self.value = value
-        name = "\(kind) '\(point.name)'"
-        super.init()
-    }
-
-    private init(copying other: _FreeEndpoint) {
-        pointReference = _UnownedReference(copying: other.pointReference)
-        pointID = other.pointID
-        value = other.value
-        name = other.name
-        super.init()
-    }
-
-
-    override func copy() -> _Endpoint { _FreeEndpoint(copying: self) }
-
-    override var description: String { name }
-    override var isAlive: Bool { postingPoint != nil }
-    override var postingPoint: HookPoint? {
-        guard let point = pointReference.object else { return nil }
-        return unsafeDowncast(point, to: HookPoint.self)
-    }
-    override var postType: Any.Type? { value?.type }
-    override var identity: ObjectIdentifier { pointID }
     override var hasPoint: Bool { true }
 
     override func withPostedValue(_ call: UnsafePointer<CallBack>, _ body: (UnsafeRawPointer) throws -> Void) throws {
