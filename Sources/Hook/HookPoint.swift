@@ -73,6 +73,10 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// +1 `Unmanaged` of the one hook (bit 1 set) or of a `_HookSnapshot`.
     /// Bit 0 set forces calls onto the slow path (while a key path is probed).
     @usableFromInline let current = Atomic<Int>(0)
+    /// One object of this package's, hung on the point (HookBind: the lock
+    /// group of the bindings that use the point), +1, released with the
+    /// point; 0 until asked for. See `_attachedObject(orAttach:)`.
+    private let attachedBits = Atomic<UInt>(0)
     private let state = Mutex(_HookState())
 
     init(name: String?, shape: _Shape, target: AnyObject?) {
@@ -89,6 +93,23 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         // No call is in flight any more (each kind's contract), so the snapshots can go.
         _Hooks.release(current.load(ordering: .acquiring) & ~_Hooks.probedBit)
         if state.withVisibleLock(self, { $0.hasRetired }) { _Retired.forget(pointID) }
+        let attached = attachedBits.load(ordering: .acquiring)
+        if attached != 0 { Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: attached).unsafelyUnwrapped).release() }
+    }
+
+    /// The object hung on this point, made by `make` (and kept until the
+    /// point goes) the first time any thread asks: once, however many
+    /// threads race. Every caller must ask for the same type `T` (HookBind
+    /// alone does: a binding's lock group).
+    package final func _attachedObject<T: AnyObject>(orAttach make: () -> T) -> T {
+        let bits = attachedBits.load(ordering: .acquiring)
+        if bits != 0 { return Unmanaged<T>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).takeUnretainedValue() }
+        let made = Unmanaged.passRetained(make())
+        let (exchanged, original) = attachedBits.compareExchange(
+            expected: 0, desired: UInt(bitPattern: made.toOpaque()), ordering: .acquiringAndReleasing)
+        if exchanged { return made.takeUnretainedValue() }
+        made.release()
+        return Unmanaged<T>.fromOpaque(UnsafeRawPointer(bitPattern: original).unsafelyUnwrapped).takeUnretainedValue()
     }
 
     /// The hook point's name: the `selector` of its CallBacks and the subject of its errors.

@@ -51,7 +51,7 @@ public final class Binding: @unchecked Sendable {
     private let first: Unmanaged<_Endpoint>
     private let second: Unmanaged<_Endpoint>?
     private let rest: [_Endpoint]
-    /// The connected group of the members' hook points (see `_PointGroups`).
+    /// The connected group of the members' hook points (each point keeps its group).
     private let group: _Group
 
     private init(_ members: [_Endpoint], group: _Group) {
@@ -66,14 +66,20 @@ public final class Binding: @unchecked Sendable {
     private var count: Int { second == nil ? 1 : 2 + rest.count }
 
     deinit {
-        _PointGroups.release(Self.pointIDs((0..<count).map { member($0).takeUnretainedValue() }))
         first.release()
         second?.release()
     }
 
-    /// The hook points of `members` (those that have one).
-    private static func pointIDs(_ members: [_Endpoint]) -> [ObjectIdentifier] {
-        members.compactMap { $0.hasPoint ? $0.identity : nil }
+    /// The lock groups of the hook points of `members` (those that have one
+    /// alive), distinct: a point without one joins `fresh`.
+    private static func groups(of members: [_Endpoint], joining fresh: _Group) -> [_Group] {
+        var found: [_Group] = []
+        for member in members where member.hasPoint {
+            guard let point = member.postingPoint else { continue }
+            let group = point._attachedObject(orAttach: { fresh })
+            if !found.contains(where: { $0 === group }) { found.append(group) }
+        }
+        return found
     }
 
     /// Member `index` (below `count`), unretained: the binding holds it.
@@ -98,7 +104,7 @@ public final class Binding: @unchecked Sendable {
         try check(fishes)
         let members = fishes.map { $0.endpoint.adopted(as: $0) }
         // One group for every hook point of the group; their groups merge.
-        let groups = _PointGroups.use(Self.pointIDs(members), joining: _Group())
+        let groups = groups(of: members, joining: _Group())
         _Groups.merge(groups)
         let binding = Binding(members, group: groups.first ?? _Group())
         for i in 0..<binding.count {

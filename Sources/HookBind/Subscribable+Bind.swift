@@ -23,8 +23,7 @@ extension Observable {
     public func bind<Object: AnyObject>(_ object: Object, _ keyPath: ReferenceWritableKeyPath<Object, Value>) throws(BindError) -> Subscription {
         let property = try _propertyPoint(object, keyPath)
         // The property joins this observable's group (and its bindings' group).
-        let use = _PointGroupUse(ObjectIdentifier(property))
-        _Groups.merge([_group] + _PointGroups.use([ObjectIdentifier(property)], joining: _Group()))
+        _Groups.merge([_group, property._attachedObject(orAttach: { _Group() })])
         return _Graph.locked(_group) {
             property._setThroughHooks(hookPoint._currentValue)
             let toProperty = hookPoint.add(.after, owner: object) { object, call in
@@ -32,7 +31,6 @@ extension Observable {
                 object[keyPath: keyPath] = try call.argument(0, as: Value.self)
             }
             let fromProperty = property.add(.after, owner: object) { [weak self] _, call in
-                withExtendedLifetime(use) {}  // the property's group use lasts as long as this hook
                 guard !call.isVetoed, let self else { return }
                 self.value = try call.argument(0, as: Value.self)
             }

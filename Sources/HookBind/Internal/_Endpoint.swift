@@ -136,7 +136,7 @@ class _Endpoint: @unchecked Sendable {
     func receive(_ value: UnsafeRawPointer) {}
     /// Two fishes with the same identity are the same endpoint: the hook point, or this object.
     var identity: ObjectIdentifier { ObjectIdentifier(self) }
-    /// Whether `identity` names a hook point (its group is the point's, see `_PointGroups`).
+    /// Whether `identity` names a hook point (which keeps the lock group of the bindings that use it).
     var hasPoint: Bool { false }
 }
 
