@@ -104,7 +104,8 @@ struct _Pin {
 /// The stack of locks a thread holds: a buffer of trivial entries owned by
 /// its `_LockThread`, with none of an array's copy-on-write checks (taking
 /// and releasing a lock is one append and one removal of this stack).
-struct _HeldStack: Sequence {
+/// Noncopyable: one owner, which frees the buffer with it (`deinit`).
+struct _HeldStack: ~Copyable {
     private var base: UnsafeMutablePointer<_Held>
     private var capacity: Int
     private(set) var count = 0
@@ -114,8 +115,7 @@ struct _HeldStack: Sequence {
         base = .allocate(capacity: capacity)
     }
 
-    /// Frees the buffer (the owner's `deinit`).
-    func free() { base.deallocate() }
+    deinit { base.deallocate() }
 
     var indices: Range<Int> { 0..<count }
     var last: _Held? { count == 0 ? nil : base[count - 1] }
@@ -153,9 +153,6 @@ struct _HeldStack: Sequence {
         return (base + count).move()
     }
 
-    func makeIterator() -> UnsafeBufferPointer<_Held>.Iterator {
-        UnsafeBufferPointer(start: base, count: count).makeIterator()
-    }
 }
 
 /// What HookBind keeps per thread: the locks it holds and the graph's state.
@@ -173,8 +170,6 @@ final class _LockThread: @unchecked Sendable {
     let graph = _GraphState()
 
     init() {}
-
-    deinit { held.free() }
 
     var bits: Int { Int(bitPattern: Unmanaged.passUnretained(self).toOpaque()) }
 
@@ -414,14 +409,20 @@ enum _Groups {
         arbiter.unlock()
     }
 
+    /// How many links `runningOwner` follows at most. A chain has at most
+    /// one link per parked thread, and a longer one would be a cycle, which
+    /// parking never makes (a thread borrows instead); the bound turns a
+    /// broken invariant into an assertion in debug builds (and a wait in
+    /// release ones) rather than a hang of the arbiter. 100,000: far above
+    /// any number of threads a process parks at once.
+    static let maximumChain = 100_000
+
     /// The running thread that `lock` waits for: its latest borrower or
     /// holder, or, if that one is parked, the same for the lock it is parked
     /// on, and so on. Nil if the chain ends at a free lock. Under the arbiter.
     private static func runningOwner(of lock: _Group) -> _LockThread? {
         var lock = lock
-        // A chain is at most as long as there are parked threads; a longer
-        // one would be a cycle, which parking never makes.
-        for _ in 0..<100_000 {
+        for _ in 0..<maximumChain {
             let user: _LockThread
             if let borrower = borrowers[ObjectIdentifier(lock)]?.last {
                 user = borrower
@@ -480,7 +481,7 @@ enum _Groups {
     /// A lock this thread holds that another thread borrows. Under the arbiter.
     private static func lentLock(of me: _LockThread) -> _Group? {
         guard !borrowers.isEmpty else { return nil }
-        for entry in me.held where entry.kind == .real && borrowers[ObjectIdentifier(entry.lock)] != nil { return entry.lock }
+        for i in me.held.indices where me.held[i].kind == .real && borrowers[ObjectIdentifier(me.held[i].lock)] != nil { return me.held[i].lock }
         for pin in me.pins where pin.kind == .real && borrowers[ObjectIdentifier(pin.lock)] != nil { return pin.lock }
         return nil
     }
