@@ -127,7 +127,13 @@ public final class EntryHook: FunctionHook, _EntryHookMaking, @unchecked Sendabl
 
     /// Whether entry hooks can patch in this process: false under
     /// ThreadSanitizer, which delivers signals late (every install then throws `.cannotPatch`).
-    public static var isAvailable: Bool { hk_entry_supported() != 0 && hk_entry_unavailable_under_sanitizer() == 0 }
+    public static var isAvailable: Bool {
+        #if arch(x86_64)
+        hk_entry_supported() != 0 && hk_entry_unavailable_under_sanitizer() == 0
+        #else
+        false
+        #endif
+    }
 
     /// Tests: the next patch is refused write access, as under a W^X policy.
     static func refuseNextWrite() { hk_entry_test_refuse_write(1) }
@@ -153,7 +159,9 @@ extension _EntryHookMaking where Self == EntryHook {
     ///   refuses it, with the reason), `.protectionRefused` (write access to
     ///   the code refused), `.patchingFailed`, `.signatureMismatch` (it has a
     ///   hook point with another signature); nothing is patched then.
+    ///   `.unsupportedArchitecture` off x86-64.
     public init(symbol: String, signature: Signature, in object: String? = nil) throws(HookError) {
+        try _requireX86_64(symbol, "entry hooks relocate x86-64 machine code")
         self = try _EntryRegistry.shared.install(symbol: symbol, signature: signature, object: object)
     }
 
@@ -162,8 +170,19 @@ extension _EntryHookMaking where Self == EntryHook {
     /// - Throws: as ``init(symbol:signature:in:)``; `.invalidValue` if
     ///   `address` lies inside a known function rather than at its start.
     public init(address: UnsafeRawPointer, signature: Signature, name: String? = nil) throws(HookError) {
+        try _requireX86_64(name ?? "function at \(address)", "entry hooks relocate x86-64 machine code")
         self = try _EntryRegistry.shared.install(address: address, signature: signature, name: name)
     }
+}
+
+/// Throws `.unsupportedArchitecture` off x86-64 (what import and entry hooks
+/// write is x86-64's: see the Architecture article for an arm64 port).
+func _requireX86_64(_ point: String, _ why: String) throws(HookError) {
+    #if arch(x86_64)
+    return
+    #else
+    throw HookError(.unsupportedArchitecture, point: point, "\(why); this process is not x86-64. Hook points of closures, properties, methods and C function pointers (FunctionHook) work here")
+    #endif
 }
 
 /// A NUL-terminated C string in a buffer, as text.

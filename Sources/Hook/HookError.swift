@@ -47,6 +47,9 @@ public struct HookError: Error, Equatable, Sendable, CustomStringConvertible {
         /// ``EntryHook``: the function's entry cannot be patched safely (too short, an instruction the
         /// relocator does not handle, a branch into the displaced bytes), or not on this architecture.
         case cannotPatch = "entry cannot be patched"
+        /// ``ImportHook`` and ``EntryHook``: they rewrite x86-64 relocations and
+        /// machine code, and this process runs on another architecture.
+        case unsupportedArchitecture = "unsupported on this architecture"
     }
 
     public let kind: Kind

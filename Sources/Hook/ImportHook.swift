@@ -205,7 +205,9 @@ extension _ImportHookMaking where Self == ImportHook {
     ///   memory): nothing this request wrote stays patched, and the slots of
     ///   earlier requests for the symbol stay as they were; `.signatureMismatch` (the symbol
     ///   has a hook point with another signature), or the errors of ``FunctionHook``.
+    ///   `.unsupportedArchitecture` off x86-64.
     public init(symbol: String, signature: Signature, in objects: [String]? = nil) throws(HookError) {
+        try _requireX86_64(symbol, "import hooks patch x86-64 relocations (R_X86_64_JUMP_SLOT, _GLOB_DAT, _64)")
         self = try _ImportRegistry.shared.install(symbol: symbol, signature: signature, scope: objects)
     }
 }
