@@ -21,7 +21,7 @@ esac
 work=$(mktemp -d /tmp/call-counts.XXXXXX)
 # CALL_COUNTS_KEEP=1 keeps it (callgrind's files, for callgrind_annotate).
 if [ -n "${CALL_COUNTS_KEEP:-}" ]; then echo "call-counts: files in $work"; else trap 'rm -rf "$work"' EXIT; fi
-swift build -c release --product call-counts > /dev/null
+swift build -c release --product call-counts > "$work/build.log" 2>&1 || { tail -20 "$work/build.log"; exit 1; }
 strip --strip-debug -o "$work/call-counts" .build/release/call-counts
 cases=("$@")
 all=$([ ${#cases[@]} -eq 0 ] && echo yes || echo no)

@@ -31,9 +31,9 @@ import Glibc
 class _Group: @unchecked Sendable {
     /// The group this one was merged into (+1, never cleared), or 0 for a root.
     private let parentBits = Atomic<Int>(0)
-    /// The `_LockThread` holding the lock (unretained, 16-byte aligned), or
-    /// 0; bit 0 set: a thread may be parked on it (its release wakes them).
-    let holderBits = Atomic<Int>(0)
+    /// The lock: free, held by a `_LockThread` (unretained), or held with
+    /// threads parked on it (see _GroupLock.swift).
+    let word = _LockWord()
 
     @usableFromInline
     init() {}
@@ -159,17 +159,35 @@ struct _HeldStack: ~Copyable {
 @usableFromInline
 final class _LockThread: @unchecked Sendable {
     // Only touched by its own thread (unchecked exclusivity: the hot path).
-    @exclusivity(unchecked) var held = _HeldStack(capacity: 16)
+    @exclusivity(unchecked) var held = _HeldStack(capacity: _LockThread.heldCapacity)
+    /// The held-lock stack's first capacity: a delivery nests a few locks
+    /// (its group, a callback's other group, a batch's), so 16 entries (256
+    /// bytes) grow only in unusual nesting, and then double.
+    static let heldCapacity = 16
     @exclusivity(unchecked) var pins: [_Pin] = []
     /// Nested `retaining` scopes, and where the outermost one began in `held`.
     var retainDepth = 0
     var retainMark = 0
     /// The lock this thread is parked on (under the arbiter).
     var parkedOn: _Group?
+    /// A lock a releaser handed to this parked thread (under the arbiter).
+    var handedOff: _Group?
+    /// How many times a release or a borrow's end woke this thread (under the arbiter; tests).
+    var wakeups = 0
+    /// What the thread sleeps on while parked (with the arbiter's mutex).
+    let wakeup: UnsafeMutablePointer<pthread_cond_t>
     /// Evaluations, batches and pending computeds of this thread (only its own).
     let graph = _GraphState()
 
-    init() {}
+    init() {
+        wakeup = .allocate(capacity: 1)
+        pthread_cond_init(wakeup, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(wakeup)
+        wakeup.deallocate()
+    }
 
     var bits: Int { Int(bitPattern: Unmanaged.passUnretained(self).toOpaque()) }
 
@@ -234,8 +252,8 @@ final class _LockThread: @unchecked Sendable {
 /// Locking groups: see the comment at the top of this file.
 @usableFromInline
 enum _Groups {
-    /// Serializes the slow path: parking, borrowing, waking.
-    static let arbiter = NSCondition()
+    /// Serializes the slow path: parking, borrowing, waking (_GroupLock.swift).
+    static let arbiter = _Arbiter()
     /// The threads borrowing each lock from its parked holder, latest last
     /// (under the arbiter; kept apart so that a lock is two words).
     nonisolated(unsafe) private static var borrowers: [ObjectIdentifier: [_LockThread]] = [:]
@@ -256,8 +274,7 @@ enum _Groups {
         // The common case first, inlined: a thread that holds no lock takes
         // the free lock of a group that is its own root (no scan of what it
         // holds, no loop, and the group is at hand: no reference to follow).
-        if me.held.count == 0, me.pins.isEmpty, group.isRoot,
-           group.holderBits.compareExchange(expected: 0, desired: me.bits, ordering: .sequentiallyConsistent).exchanged {
+        if me.held.count == 0, me.pins.isEmpty, group.isRoot, group.word.tryAcquire(by: me.bits) {
             let root = Unmanaged.passUnretained(group)
             me.held.append(_Held(lockRef: root, kind: .real))
             if group.isRoot { return root }
@@ -276,7 +293,7 @@ enum _Groups {
                 // Held already (by an entry below, which outlasts this scope).
                 if me.holds(root) { return nil }
                 let kind: _Held.Kind
-                if root.holderBits.compareExchange(expected: 0, desired: me.bits, ordering: .sequentiallyConsistent).exchanged {
+                if root.word.tryAcquire(by: me.bits) {
                     kind = .real
                 } else {
                     kind = slowAcquire(root, me)
@@ -311,8 +328,7 @@ enum _Groups {
             let entry = me.held[top]
             if !entry.closed, entry.kind == .real, !entry.retained, entry.lockRef.toOpaque() == root.toOpaque() {
                 _ = me.held.removeLast()
-                let old = root._withUnsafeGuaranteedRef { $0.holderBits.exchange(0, ordering: .sequentiallyConsistent) }
-                if old & 1 != 0 { wakeParked() }
+                if !root._withUnsafeGuaranteedRef({ $0.word.release(by: me.bits) }) { handOff(root.takeUnretainedValue()) }
                 return
             }
         }
@@ -386,10 +402,7 @@ enum _Groups {
         case .again:
             break
         case .real:
-            // An exchange, not a store: a parker sets the contended bit with a
-            // compare-and-swap on the same word, so one of them sees the other.
-            let old = lock.holderBits.exchange(0, ordering: .sequentiallyConsistent)
-            if old & 1 != 0 { wakeParked() }
+            if !lock.word.release(by: me.bits) { handOff(lock) }
         case .borrowed:
             arbiter.lock()
             let id = ObjectIdentifier(lock)
@@ -397,15 +410,17 @@ enum _Groups {
                 list.remove(at: last)
                 borrowers[id] = list.isEmpty ? nil : list
             }
-            arbiter.broadcast()
+            // Its holder may wait for its borrowers: wake what is parked on it.
+            arbiter.wake(parkedOn: lock)
             arbiter.unlock()
         }
     }
 
-    /// Wakes the threads parked on a lock just released.
-    private static func wakeParked() {
+    /// Releases `lock`, contended: hands it to the thread parked on it
+    /// longest (and wakes only that one), or frees it.
+    private static func handOff(_ lock: _Group) {
         arbiter.lock()
-        arbiter.broadcast()
+        arbiter.handOff(lock)
         arbiter.unlock()
     }
 
@@ -427,7 +442,7 @@ enum _Groups {
             if let borrower = borrowers[ObjectIdentifier(lock)]?.last {
                 user = borrower
             } else {
-                let bits = lock.holderBits.load(ordering: .sequentiallyConsistent) & ~1
+                let bits = lock.word.holder
                 guard bits != 0 else { return nil }
                 user = _LockThread.of(bits: bits)
             }
@@ -445,33 +460,35 @@ enum _Groups {
         var kind: _Held.Kind?
         var parked = false
         while true {
+            if kind == nil, me.handedOff === root {
+                // Its releaser handed it over while this thread was parked.
+                me.handedOff = nil
+                kind = .real
+            }
             if kind == nil {
-                // Taken with the contended bit: other threads may still be parked.
-                if root.holderBits.compareExchange(expected: 0, desired: me.bits | 1, ordering: .sequentiallyConsistent).exchanged {
+                if root.word.tryAcquireContended(by: me.bits) {
+                    // Taken as contended: other threads may still be parked on it.
                     kind = .real
                 } else if runningOwner(of: root) === me {
                     borrowers[ObjectIdentifier(root), default: []].append(me)
                     kind = .borrowed
-                } else {
-                    // Park, once the holder's release is sure to wake this thread.
-                    let bits = root.holderBits.load(ordering: .sequentiallyConsistent)
-                    if bits == 0 { continue }
-                    if bits & 1 == 0,
-                       !root.holderBits.compareExchange(expected: bits, desired: bits | 1, ordering: .sequentiallyConsistent).exchanged {
-                        continue
-                    }
+                } else if !root.word.markContended() {
+                    // Released meanwhile: try to take it again.
+                    continue
                 }
             }
+            // Taken or borrowed, resume only once no other thread borrows a
+            // lock of this one; otherwise wait for the lock (marked contended:
+            // its release wakes this thread).
+            let waitOn: _Group
             if kind != nil {
-                // Resume only once no other thread borrows a lock of this one.
                 guard let lent = lentLock(of: me) else { break }
-                me.parkedOn = lent
+                waitOn = lent
             } else {
-                me.parkedOn = root
+                waitOn = root
             }
             parked = true
-            arbiter.wait()
-            me.parkedOn = nil
+            arbiter.park(me, on: waitOn)
         }
         arbiter.unlock()
         if parked { revalidate(me) }
@@ -503,7 +520,7 @@ enum _Groups {
                         break
                     }
                     let kind: _Held.Kind
-                    if root.holderBits.compareExchange(expected: 0, desired: me.bits, ordering: .sequentiallyConsistent).exchanged {
+                    if root.word.tryAcquire(by: me.bits) {
                         kind = .real
                     } else {
                         kind = slowAcquire(root, me)
