@@ -75,7 +75,7 @@ struct GroupLockTests {
 
     @Test func aContendedLockParksTheWaiterAndHandsItOverOnRelease() {
         let group = _Group()
-        nonisolated(unsafe) let shared = group
+        let shared = group
         let lease = _Groups.lock(group)
         let entered = Atomic<Bool>(false)
         let done = spawn {
@@ -94,7 +94,7 @@ struct GroupLockTests {
 
     @Test func aReleaseWakesOnlyTheThreadsParkedOnThatLock() throws {
         let first = _Group(), second = _Group()
-        nonisolated(unsafe) let groups = (first, second)
+        let groups = (first, second)
         let leaseFirst = _Groups.lock(first)
         let leaseSecond = _Groups.lock(second)
         let onFirstRecord = RecordSlot(), onSecondRecord = RecordSlot()
@@ -117,11 +117,11 @@ struct GroupLockTests {
         // A holds g1 and wants g2; B holds g2 and wants g1: the second to ask
         // finds the chain of waits ending at itself and borrows.
         let g1 = _Group(), g2 = _Group()
-        nonisolated(unsafe) let groups = (g1, g2)
+        let groups = (g1, g2)
         let holding = Atomic<Int>(0)
         let borrowed = Atomic<Int>(0)
         func cross(_ mine: _Group, _ theirs: _Group) -> @Sendable () -> Void {
-            nonisolated(unsafe) let pair = (mine, theirs)
+            let pair = (mine, theirs)
             return {
                 _Groups.locked(pair.0) {
                     holding.add(1, ordering: .sequentiallyConsistent)
@@ -148,7 +148,7 @@ struct GroupLockTests {
         // thread); without it, the looper wins the race to the free lock
         // again and again.
         let group = _Group()
-        nonisolated(unsafe) let shared = group
+        let shared = group
         let stop = Atomic<Bool>(false)
         let acquisitions = Atomic<Int>(0)
         let passedOver = Atomic<Int>(0)
@@ -168,7 +168,7 @@ struct GroupLockTests {
         }
         #expect(eventually { looperHolds.load(ordering: .relaxed) > 100 })
         for _ in 0..<200 {
-            _Groups.locked(group) { acquisitions.add(1, ordering: .sequentiallyConsistent) }
+            _Groups.locked(group) { _ = acquisitions.add(1, ordering: .sequentiallyConsistent) }
         }
         stop.store(true, ordering: .relaxed)
         #expect(looper.wait(timeout: .now() + 10) == .success)
@@ -178,7 +178,7 @@ struct GroupLockTests {
     @Test func eightThreadsIncrementUnderOneLockExactly() {
         final class Counter: @unchecked Sendable { var value = 0 }
         let group = _Group()
-        nonisolated(unsafe) let shared = group
+        let shared = group
         let counter = Counter()
         let threads = (0..<8).map { _ in
             spawn { for _ in 0..<5_000 { _Groups.locked(shared) { counter.value += 1 } } }

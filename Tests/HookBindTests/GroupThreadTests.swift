@@ -142,12 +142,14 @@ struct GroupThreadTests {
         let meeting = Rendezvous(2)
         let met = Shared(0)
         nonisolated(unsafe) let objects = (a, b)
-        try Binding.bind([.both(a.0, \.value), .both(a.1, \.value), .observer { call in
+        // Each callback holds the other group's objects, whose hooks hold the
+        // bindings: a cycle through both groups, broken by unbinding at the end.
+        let first = try Binding.bind([.both(a.0, \.value), .both(a.1, \.value), .observer { call in
             guard try call.argument(0, as: Int.self) == 1 else { return }
             if meeting.arrive() { met.mutate { $0 += 1 } }
             objects.1.1.value = 10
         }])
-        try Binding.bind([.both(b.0, \.value), .both(b.1, \.value), .observer { call in
+        let second = try Binding.bind([.both(b.0, \.value), .both(b.1, \.value), .observer { call in
             guard try call.argument(0, as: Int.self) == 2 else { return }
             if meeting.arrive() { met.mutate { $0 += 1 } }
             objects.0.1.value = 20
@@ -162,6 +164,8 @@ struct GroupThreadTests {
         a.0.value = 3
         b.1.value = 4
         #expect(values(a.0, a.1) == [3, 3] && values(b.0, b.1) == [4, 4])
+        first.unbind()
+        second.unbind()
     }
 
     /// The same with observables: each one's subscriber writes the other.
@@ -245,20 +249,24 @@ extension GroupThreadTests {
         let groups = (0..<4).map { _ in (Holder(), Holder()) }
         nonisolated(unsafe) let objects = groups
         let crossings = Shared(0)
+        // Each callback holds the next group's objects, whose hooks hold their
+        // binding: a cycle through the four groups, broken by unbinding at the end.
+        var bindings: [Binding] = []
         for (index, group) in groups.enumerated() {
             let next = objects[(index + 1) % objects.count]
-            try Binding.bind([.both(group.0, \.value), .both(group.1, \.value), .observer { call in
+            bindings += [try Binding.bind([.both(group.0, \.value), .both(group.1, \.value), .observer { call in
                 let value = try call.argument(0, as: Int.self)
                 guard value % 3 == 0 else { return }
                 next.1.value = value + 1  // not a multiple of 3: no further crossing
                 crossings.mutate { $0 += 1 }
-            }])
+            }])]
         }
         onThreads(4) { thread in
             for i in 0..<600 { objects[thread].0.value = i * 3 }
         }
         #expect(crossings.value == 4 * 600)
         #expect(groups.allSatisfy { $0.0.value == $0.1.value })
+        for binding in bindings { binding.unbind() }
     }
 }
 
