@@ -10,12 +10,19 @@ let package = Package(
         // @Hookable and @Unhooked: a product of their own, so that a user of
         // Hook alone never builds swift-syntax.
         .library(name: "HookMacros", targets: ["HookMacros"]),
+        // Hooked calls as spans, metrics and log lines (swift-distributed-tracing,
+        // swift-metrics, swift-log): a product of its own, so that a user of
+        // Hook alone builds none of them.
+        .library(name: "HookObservability", targets: ["HookObservability"]),
         .executable(name: "hook-demo", targets: ["HookDemo"]),
     ],
     dependencies: [
         // `swift package generate-documentation` (the DocC catalogs in Sources/*/*.docc).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
         .package(url: "https://github.com/swiftlang/swift-syntax", exact: "603.0.1"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", exact: "1.7.3"),
+        .package(url: "https://github.com/apple/swift-metrics", exact: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
     ],
     targets: [
         // C only, one module per concern. libffi (<ffi.h>, the link), the
@@ -45,6 +52,16 @@ let package = Package(
         .target(
             name: "HookBind",
             dependencies: ["Hook", "CHookBindThread"]
+        ),
+        // Spans, metrics and log lines of hooked calls.
+        .target(
+            name: "HookObservability",
+            dependencies: [
+                "Hook",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // The compiler plug-in that expands @Hookable (swift-syntax).
         .macro(
@@ -93,6 +110,16 @@ let package = Package(
                 "HookMacrosPlugin",
                 .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
                 .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
+            ]
+        ),
+        // HookObservability with the in-memory tracer and the metrics test kit.
+        .testTarget(
+            name: "HookObservabilityTests",
+            dependencies: [
+                "Hook", "HookObservability", "CHookTestSupport",
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // @Hookable classes and actors through the public API; async hook points.

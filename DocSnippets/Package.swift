@@ -20,6 +20,7 @@ let package = Package(
                 .product(name: "Hook", package: "Hook"),
                 .product(name: "HookBind", package: "Hook"),
                 .product(name: "HookMacros", package: "Hook"),
+                .product(name: "HookObservability", package: "Hook"),
                 "CDocSnippets",
             ],
             // The import-hook examples name SQLite's library.

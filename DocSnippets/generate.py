@@ -4,7 +4,7 @@ Sources/DocSnippets/Generated, one Swift file per document, so that building
 this package compiles them all.
 
 A block is compiled as the body of a throwing function, after its `import`
-lines are dropped (the generated file imports Foundation, Hook, HookBind, HookMacros and
+lines are dropped (the generated file imports Foundation, Hook, HookBind, HookMacros, HookObservability and
 CDocSnippets; the function is `async throws`). A comment line right before the block changes that:
 
     <!-- snippet: file -->      the block is declarations at file scope
@@ -85,6 +85,7 @@ def render(path):
         "import Hook",
         "import HookBind",
         "import HookMacros",
+        "import HookObservability",
         "",
     ]
     count = 0

@@ -4,6 +4,7 @@ import Foundation
 import Hook
 import HookBind
 import HookMacros
+import HookObservability
 
 // Sources/HookBind/HookBind.docc/BND.md:14
 func Sources_HookBind_HookBind_docc_BND_14() async throws {

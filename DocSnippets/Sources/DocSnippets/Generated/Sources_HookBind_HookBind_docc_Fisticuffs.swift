@@ -4,6 +4,7 @@ import Foundation
 import Hook
 import HookBind
 import HookMacros
+import HookObservability
 
 // Sources/HookBind/HookBind.docc/Fisticuffs.md:16
 func Sources_HookBind_HookBind_docc_Fisticuffs_16() async throws {

@@ -4,6 +4,7 @@ import Foundation
 import Hook
 import HookBind
 import HookMacros
+import HookObservability
 
 // Sources/HookBind/HookBind.docc/IQDataBinding.md:13
 func Sources_HookBind_HookBind_docc_IQDataBinding_13() async throws {

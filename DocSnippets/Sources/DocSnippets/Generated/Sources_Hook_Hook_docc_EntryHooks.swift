@@ -4,6 +4,7 @@ import Foundation
 import Hook
 import HookBind
 import HookMacros
+import HookObservability
 
 // Sources/Hook/Hook.docc/EntryHooks.md:13
 func Sources_Hook_Hook_docc_EntryHooks_13() async throws {

@@ -4,6 +4,7 @@ import Foundation
 import Hook
 import HookBind
 import HookMacros
+import HookObservability
 
 // Sources/Hook/Hook.docc/GettingStarted.md:7
 func Sources_Hook_Hook_docc_GettingStarted_7() async throws {

@@ -4,6 +4,7 @@ import Foundation
 import Hook
 import HookBind
 import HookMacros
+import HookObservability
 
 // Sources/Hook/Hook.docc/HookPoints.md:16
 func Sources_Hook_Hook_docc_HookPoints_16() async throws {

@@ -4,6 +4,7 @@ import Foundation
 import Hook
 import HookBind
 import HookMacros
+import HookObservability
 
 // Sources/Hook/Hook.docc/Hookable.md:9
 import HookMacros          // the macros; re-exports Hook

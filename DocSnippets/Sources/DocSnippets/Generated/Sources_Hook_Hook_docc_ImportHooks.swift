@@ -4,6 +4,7 @@ import Foundation
 import Hook
 import HookBind
 import HookMacros
+import HookObservability
 
 // Sources/Hook/Hook.docc/ImportHooks.md:13
 func Sources_Hook_Hook_docc_ImportHooks_13() async throws {

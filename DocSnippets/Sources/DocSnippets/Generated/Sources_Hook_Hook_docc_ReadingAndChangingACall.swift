@@ -4,6 +4,7 @@ import Foundation
 import Hook
 import HookBind
 import HookMacros
+import HookObservability
 
 // Sources/Hook/Hook.docc/ReadingAndChangingACall.md:8
 extension AddContext {

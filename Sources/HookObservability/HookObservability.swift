@@ -1,0 +1,179 @@
+import Hook
+import Logging
+import Metrics
+import Tracing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Hooked calls into the Swift server ecosystem's observability: a span per
+// call (swift-distributed-tracing), a counter of calls, a counter of errors
+// and a timer of durations (swift-metrics), a log line per call (swift-log).
+// Each is one hook of the point, removed like any hook (its token, or an
+// owner). Nothing is attached, and nothing costs, until one of them is added.
+
+/// Monotonic nanoseconds, for durations (no allocation, no Foundation).
+@inline(__always)
+func _now() -> UInt64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
+}
+
+/// The metrics of one hook point: calls, errors and durations, each
+/// dimensioned by the point's name.
+struct _CallMetrics: Sendable {
+    let calls: Counter
+    let errors: Counter
+    let duration: Timer
+
+    init(prefix: String, point: String, factory: any MetricsFactory) {
+        let dimensions = [("point", point)]
+        calls = Counter(label: "\(prefix)_calls_total", dimensions: dimensions, factory: factory)
+        errors = Counter(label: "\(prefix)_errors_total", dimensions: dimensions, factory: factory)
+        duration = Timer(label: "\(prefix)_duration_seconds", dimensions: dimensions, factory: factory)
+    }
+}
+
+extension HookPoint {
+    /// Records a span for every call of this hook point.
+    ///
+    /// ```swift
+    /// let token = account.$deposit.traced { call, attributes in
+    ///     attributes["amount"] = (try? call.argument(0, as: Int.self)) ?? 0
+    /// }
+    /// ```
+    ///
+    /// The span is named after the hook point (``CallBack/selector``) and is
+    /// the current context (`InstrumentationContext.current`) while the
+    /// original runs, so hooked calls made inside it are its children. An
+    /// error the call ends with is recorded on the span and sets its status.
+    /// Attributes come from `attributes`, given the call once the original
+    /// returned; without it the span has one, `hook.call`, the call's
+    /// description (`name(arguments) -> result`).
+    ///
+    /// It is an instead hook that calls the original: instead hooks added
+    /// before it run outside the span.
+    ///
+    /// On an ``AsyncClosureHook`` the span is current across the original's
+    /// suspensions, and its one attribute is `hook.call` (an async call has
+    /// no ``CallBack`` to hand `attributes`, which is not called there).
+    ///
+    /// - Parameters:
+    ///   - tracer: The tracer; by default `InstrumentationSystem.tracer`, read at each call.
+    ///   - kind: The spans' kind.
+    ///   - owner: If given, the hook goes with it, as any hook.
+    ///   - attributes: Sets the span's attributes from the call.
+    /// - Returns: The hook's token: `remove()` stops the tracing.
+    @discardableResult
+    public func traced(by tracer: (any Tracer)? = nil, ofKind kind: SpanKind = .internal, owner: AnyObject? = nil,
+                       attributes: (@Sendable (CallBack, inout SpanAttributes) -> Void)? = nil) -> HookToken {
+        // An async point's original can only be called from an async hook.
+        if let async = self as? any _AsyncObservable {
+            return async._traced(tracer, kind, owner)
+        }
+        return instead(owner: owner) { call in
+            let tracer = tracer ?? InstrumentationSystem.tracer
+            let span = tracer.startSpan(call.selector, context: InstrumentationContext.current ?? .topLevel, ofKind: kind)
+            defer { span.end() }
+            try InstrumentationContext.withValue(span.context) { try call.invokeOriginal() }
+            if let error = call.error {
+                span.recordError(error)
+                span.setStatus(SpanStatus(code: .error))
+            }
+            if let attributes {
+                attributes(call, &span.attributes)
+            } else {
+                span.attributes["hook.call"] = call.description
+            }
+        }
+    }
+
+    /// Counts the calls of this hook point and the errors they end with,
+    /// and times them: `<prefix>_calls_total`, `<prefix>_errors_total`
+    /// (counters) and `<prefix>_duration_seconds` (a timer, in
+    /// nanoseconds), each with the dimension `point` = the point's name.
+    ///
+    /// ```swift
+    /// sqliteStep.measured()          // hook_calls_total{point="sqlite3_step"} ...
+    /// ```
+    ///
+    /// The metrics are made once, here; a call increments two counters at
+    /// most and records one duration (monotonic clock). Like ``traced(by:ofKind:owner:attributes:)``
+    /// it is an instead hook that calls the original.
+    ///
+    /// - Parameters:
+    ///   - prefix: The metrics' label prefix (`hook` by default).
+    ///   - factory: Where the metrics go; by default `MetricsSystem.factory`.
+    ///   - owner: If given, the hook goes with it.
+    /// - Returns: The hook's token: `remove()` stops the counting.
+    @discardableResult
+    public func measured(prefix: String = "hook", factory: (any MetricsFactory)? = nil, owner: AnyObject? = nil) -> HookToken {
+        let metrics = _CallMetrics(prefix: prefix, point: name, factory: factory ?? MetricsSystem.factory)
+        if let async = self as? any _AsyncObservable { return async._measured(metrics, owner) }
+        return instead(owner: owner) { call in
+            let start = _now()
+            try call.invokeOriginal()
+            metrics.duration.recordNanoseconds(Int64(truncatingIfNeeded: _now() &- start))
+            metrics.calls.increment()
+            if call.error != nil { metrics.errors.increment() }
+        }
+    }
+
+    /// Logs every call of this hook point: one line at `level`, the call's
+    /// description (`name(arguments) -> result`, or `throws error`), with
+    /// the metadata `hook.point`. An after hook: it sees what the caller gets.
+    ///
+    /// ```swift
+    /// fetch.logged(to: Logger(label: "calls"), level: .debug)
+    /// ```
+    ///
+    /// - Returns: The hook's token: `remove()` stops the logging.
+    @discardableResult
+    public func logged(to logger: Logger, level: Logger.Level = .info, owner: AnyObject? = nil) -> HookToken {
+        after(owner: owner) { call in
+            // The level is tested first: a line below the logger's level costs no description.
+            guard logger.logLevel <= level else { return }
+            logger.log(level: level, "\(call.description)", metadata: ["hook.point": "\(call.selector)"])
+        }
+    }
+}
+
+/// An async hook point: its spans and metrics come from an async instead
+/// hook, which may call the async original.
+protocol _AsyncObservable {
+    func _traced(_ tracer: (any Tracer)?, _ kind: SpanKind, _ owner: AnyObject?) -> HookToken
+    func _measured(_ metrics: _CallMetrics, _ owner: AnyObject?) -> HookToken
+}
+
+extension AsyncClosureHook: _AsyncObservable {
+    /// The span is current across the original's suspensions. Its one
+    /// attribute is `hook.call`, the call's arguments and error: an async
+    /// call has no ``CallBack`` to hand an attributes closure.
+    func _traced(_ tracer: (any Tracer)?, _ kind: SpanKind, _ owner: AnyObject?) -> HookToken {
+        instead(owner: owner) { call in
+            let tracer = tracer ?? InstrumentationSystem.tracer
+            let span = tracer.startSpan(call.selector, context: InstrumentationContext.current ?? .topLevel, ofKind: kind)
+            defer { span.end() }
+            try await InstrumentationContext.withValue(span.context) { try await call.invokeOriginal() }
+            if let error = call.error {
+                span.recordError(error)
+                span.setStatus(SpanStatus(code: .error))
+            }
+            span.attributes["hook.call"] = call.selector + "(" + call.args.map { String(reflecting: $0) }.joined(separator: ", ") + ")"
+                + (call.error.map { " throws \($0)" } ?? "")
+        }
+    }
+
+    /// Durations include the original's suspensions.
+    func _measured(_ metrics: _CallMetrics, _ owner: AnyObject?) -> HookToken {
+        instead(owner: owner) { call in
+            let start = _now()
+            try await call.invokeOriginal()
+            metrics.duration.recordNanoseconds(Int64(truncatingIfNeeded: _now() &- start))
+            metrics.calls.increment()
+            if call.error != nil { metrics.errors.increment() }
+        }
+    }
+}

@@ -1,0 +1,206 @@
+import CHookTestSupport
+import Hook
+import HookObservability
+import InMemoryTracing
+import Logging
+import Metrics
+import MetricsTestKit
+import Synchronization
+import Testing
+import Tracing
+
+struct Negative: Error, CustomStringConvertible {
+    var description: String { "negative" }
+}
+
+/// Log lines kept in memory.
+final class LogLines: @unchecked Sendable {
+    private let lines = Mutex<[(Logger.Level, String, Logger.Metadata?)]>([])
+    func append(_ line: (Logger.Level, String, Logger.Metadata?)) { lines.withLock { $0.append(line) } }
+    var all: [(Logger.Level, String, Logger.Metadata?)] { lines.withLock { $0 } }
+}
+
+struct MemoryLogHandler: LogHandler {
+    let lines: LogLines
+    var logLevel: Logger.Level = .info
+    var metadata: Logger.Metadata = [:]
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+    func log(event: LogEvent) {
+        lines.append((event.level, event.message.description, event.metadata))
+    }
+}
+
+@Suite("Hooked calls as spans, metrics and log lines")
+struct HookObservabilityTests {
+    @Test func everyCallIsASpanNamedAfterThePointWithTheCallAsAttribute() throws {
+        let tracer = InMemoryTracer()
+        let add = ClosureHook(name: "add") { (a: Int, b: Int) in a + b }
+        add.traced(by: tracer)
+        for i in 0..<5 { #expect(add(i, 10) == i + 10) }
+        let spans = tracer.finishedSpans
+        #expect(spans.count == 5)
+        #expect(spans.allSatisfy { $0.operationName == "add" })
+        #expect(spans.map { $0.attributes["hook.call"]?.toSpanAttribute() } == (0..<5).map { .string("add(\($0), 10) -> \($0 + 10)") })
+        #expect(spans.allSatisfy { $0.errors.isEmpty && $0.status == nil })
+    }
+
+    @Test func attributesComeFromTheCall() throws {
+        let tracer = InMemoryTracer()
+        let add = ClosureHook(name: "add") { (a: Int, b: Int) in a + b }
+        add.traced(by: tracer) { call, attributes in
+            attributes["a"] = (try? call.argument(0, as: Int.self)) ?? -1
+            attributes["sum"] = (try? call.result(as: Int.self)) ?? -1
+        }
+        _ = add(2, 3)
+        let span = try #require(tracer.finishedSpans.first)
+        #expect(span.attributes["a"]?.toSpanAttribute() == .int64(2))
+        #expect(span.attributes["sum"]?.toSpanAttribute() == .int64(5))
+        #expect(span.attributes["hook.call"] == nil)
+    }
+
+    @Test func anErrorIsRecordedOnTheSpanAndStillThrown() throws {
+        let tracer = InMemoryTracer()
+        let check = ThrowingClosureHook(name: "check") { (x: Int) throws -> Int in
+            if x < 0 { throw Negative() }
+            return x
+        }
+        check.traced(by: tracer)
+        #expect(try check(1) == 1)
+        #expect(throws: Negative.self) { try check(-1) }
+        let spans = tracer.finishedSpans
+        #expect(spans.count == 2)
+        #expect(spans[0].errors.isEmpty)
+        #expect(spans[1].errors.count == 1)
+        #expect(spans[1].errors.first?.error is Negative)
+        #expect(spans[1].status?.code == .error)
+    }
+
+    @Test func hookedCallsInsideAHookedCallAreItsChildren() throws {
+        let tracer = InMemoryTracer()
+        let inner = ClosureHook(name: "inner") { (x: Int) in x * 2 }
+        let innerFunction = inner.function
+        let outer = ClosureHook(name: "outer") { (x: Int) in innerFunction(x) + innerFunction(x + 1) }
+        inner.traced(by: tracer)
+        outer.traced(by: tracer)
+        #expect(outer(1) == 6)
+        let spans = tracer.finishedSpans
+        let parent = try #require(spans.first { $0.operationName == "outer" })
+        let children = spans.filter { $0.operationName == "inner" }
+        #expect(children.count == 2)
+        #expect(children.allSatisfy { $0.parentSpanID == parent.spanID && $0.traceID == parent.traceID })
+        #expect(parent.parentSpanID == nil)
+    }
+
+    @Test func asyncCallsNestAcrossSuspensions() async throws {
+        let tracer = InMemoryTracer()
+        let inner = AsyncClosureHook(name: "load") { (x: Int) async -> Int in
+            await Task.yield()
+            return x + 1
+        }
+        let loadFunction = inner.function
+        let outer = AsyncClosureHook(name: "fetch") { (x: Int) async throws -> Int in
+            await Task.yield()
+            let first = try await loadFunction(x)
+            try await Task.sleep(nanoseconds: 1_000)
+            return try await loadFunction(first)
+        }
+        inner.traced(by: tracer)
+        outer.traced(by: tracer)
+        #expect(try await outer(1) == 3)
+        let spans = tracer.finishedSpans
+        let parent = try #require(spans.first { $0.operationName == "fetch" })
+        let children = spans.filter { $0.operationName == "load" }
+        #expect(children.count == 2)
+        #expect(children.allSatisfy { $0.parentSpanID == parent.spanID })
+        #expect(children.first?.attributes["hook.call"]?.toSpanAttribute() == .string("load(1)"))
+    }
+
+    @Test func aCFunctionIsTracedLikeAnyPoint() throws {
+        let tracer = InMemoryTracer()
+        let hook = try FunctionHook(cFunction: test_add as @convention(c) (Int32, Int32) -> Int32,
+                                    signature: Signature(returning: Int32.self, arguments: Int32.self, Int32.self), name: "test_add")
+        hook.traced(by: tracer)
+        #expect(hook.entry(as: (@convention(c) (Int32, Int32) -> Int32).self)(3, 4) == 7)
+        #expect(tracer.finishedSpans.map(\.operationName) == ["test_add"])
+        #expect(tracer.finishedSpans.first?.attributes["hook.call"]?.toSpanAttribute() == .string("test_add(3, 4) -> 7"))
+    }
+
+    @Test func removedOrOwnerlessTracingStops() throws {
+        let tracer = InMemoryTracer()
+        let add = ClosureHook(name: "add") { (a: Int, b: Int) in a + b }
+        let token = add.traced(by: tracer)
+        _ = add(1, 1)
+        token.remove()
+        _ = add(1, 1)
+        #expect(tracer.finishedSpans.count == 1)
+        final class Owner {}
+        var owner: Owner? = Owner()
+        add.traced(by: tracer, owner: owner)
+        _ = add(1, 1)
+        owner = nil
+        _ = add(1, 1)
+        #expect(tracer.finishedSpans.count == 2)
+        #expect(add.hookCount == 0)
+    }
+
+    @Test func callsErrorsAndDurationsAreCountedPerPoint() throws {
+        let metrics = TestMetrics()
+        let check = ThrowingClosureHook(name: "check") { (x: Int) throws -> Int in
+            if x < 0 { throw Negative() }
+            return x
+        }
+        let other = ClosureHook(name: "other") { (x: Int) in x }
+        check.measured(factory: metrics)
+        other.measured(prefix: "app", factory: metrics)
+        for i in -3..<7 { _ = try? check(i) }
+        _ = other(1)
+        let calls = try metrics.expectCounter("hook_calls_total", [("point", "check")])
+        let errors = try metrics.expectCounter("hook_errors_total", [("point", "check")])
+        let durations = try metrics.expectTimer("hook_duration_seconds", [("point", "check")])
+        #expect(calls.totalValue == 10)
+        #expect(errors.totalValue == 3)
+        #expect(durations.values.count == 10)
+        #expect(durations.values.allSatisfy { $0 >= 0 })
+        #expect(try metrics.expectCounter("app_calls_total", [("point", "other")]).totalValue == 1)
+        #expect(try metrics.expectCounter("app_errors_total", [("point", "other")]).totalValue == 0)
+    }
+
+    @Test func asyncCallsAreCountedWithTheirSuspensions() async throws {
+        let metrics = TestMetrics()
+        let wait = AsyncClosureHook(name: "wait") { (nanoseconds: UInt64) async throws -> Int in
+            try await Task.sleep(nanoseconds: nanoseconds)
+            return 1
+        }
+        wait.measured(factory: metrics)
+        _ = try await wait(2_000_000)
+        let durations = try metrics.expectTimer("hook_duration_seconds", [("point", "wait")])
+        #expect(try metrics.expectCounter("hook_calls_total", [("point", "wait")]).totalValue == 1)
+        #expect((durations.values.first ?? 0) >= 2_000_000, "the duration includes the suspension")
+    }
+
+    @Test func everyCallIsALogLineAtItsLevel() {
+        let lines = LogLines()
+        var logger = Logger(label: "calls") { _ in MemoryLogHandler(lines: lines) }
+        logger.logLevel = .info
+        let add = ClosureHook(name: "add") { (a: Int, b: Int) in a + b }
+        add.logged(to: logger)
+        let quiet = ClosureHook(name: "quiet") { (a: Int) in a }
+        quiet.logged(to: logger, level: .debug)
+        _ = add(1, 2)
+        _ = add(3, 4)
+        _ = quiet(5)
+        let logged = lines.all
+        #expect(logged.map(\.1) == ["add(1, 2) -> 3", "add(3, 4) -> 7"], "the debug line is below the logger's level")
+        #expect(logged.allSatisfy { $0.0 == .info && $0.2?["hook.point"] == "add" })
+    }
+
+    @Test func withNoTracerBootstrappedCallsRunAsBefore() {
+        // InstrumentationSystem is not bootstrapped in this process: its tracer is a no-op one.
+        let add = ClosureHook(name: "add") { (a: Int, b: Int) in a + b }
+        add.traced()
+        #expect(add(20, 22) == 42)
+    }
+}
