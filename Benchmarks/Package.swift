@@ -27,6 +27,7 @@ let package = Package(
                 "CBenchSupport",
                 .product(name: "Hook", package: "Hook"),
                 .product(name: "HookBind", package: "Hook"),
+                .product(name: "HookObservability", package: "Hook"),
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 "ThreadsSuite",

@@ -54,14 +54,18 @@ extension HookPoint {
     /// description (`name(arguments) -> result`).
     ///
     /// It is an instead hook that calls the original: instead hooks added
-    /// before it run outside the span.
+    /// before it run outside the span. With swift-distributed-tracing's
+    /// no-op tracer (nothing bootstrapped) a call is the original's and
+    /// nothing more; a span that does not record (sampled out) gets no
+    /// attributes, whose text is most of a traced call's cost.
     ///
     /// On an ``AsyncClosureHook`` the span is current across the original's
     /// suspensions, and its one attribute is `hook.call` (an async call has
     /// no ``CallBack`` to hand `attributes`, which is not called there).
     ///
     /// - Parameters:
-    ///   - tracer: The tracer; by default `InstrumentationSystem.tracer`, read at each call.
+    ///   - tracer: The tracer; by default `InstrumentationSystem.tracer`, read
+    ///     here, once: bootstrap the instrumentation system before tracing.
     ///   - kind: The spans' kind.
     ///   - owner: If given, the hook goes with it, as any hook.
     ///   - attributes: Sets the span's attributes from the call.
@@ -73,8 +77,12 @@ extension HookPoint {
         if let async = self as? any _AsyncObservable {
             return async._traced(tracer, kind, owner)
         }
+        // Read once: `InstrumentationSystem.tracer` takes a lock, and a cast per call costs as much.
+        let tracer = tracer ?? InstrumentationSystem.tracer
+        let isNoOp = tracer is NoOpTracer
         return instead(owner: owner) { call in
-            let tracer = tracer ?? InstrumentationSystem.tracer
+            // The no-op tracer (nothing bootstrapped): no span to make current.
+            if isNoOp { return try call.invokeOriginal() }
             let span = tracer.startSpan(call.selector, context: InstrumentationContext.current ?? .topLevel, ofKind: kind)
             defer { span.end() }
             try InstrumentationContext.withValue(span.context) { try call.invokeOriginal() }
@@ -82,6 +90,8 @@ extension HookPoint {
                 span.recordError(error)
                 span.setStatus(SpanStatus(code: .error))
             }
+            // A span that records nothing (sampled out) gets no attributes: their text is most of the cost.
+            guard span.isRecording else { return }
             if let attributes {
                 attributes(call, &span.attributes)
             } else {
@@ -152,8 +162,10 @@ extension AsyncClosureHook: _AsyncObservable {
     /// attribute is `hook.call`, the call's arguments and error: an async
     /// call has no ``CallBack`` to hand an attributes closure.
     func _traced(_ tracer: (any Tracer)?, _ kind: SpanKind, _ owner: AnyObject?) -> HookToken {
-        instead(owner: owner) { call in
-            let tracer = tracer ?? InstrumentationSystem.tracer
+        let tracer = tracer ?? InstrumentationSystem.tracer
+        let isNoOp = tracer is NoOpTracer
+        return instead(owner: owner) { call in
+            if isNoOp { return try await call.invokeOriginal() }
             let span = tracer.startSpan(call.selector, context: InstrumentationContext.current ?? .topLevel, ofKind: kind)
             defer { span.end() }
             try await InstrumentationContext.withValue(span.context) { try await call.invokeOriginal() }
@@ -161,6 +173,7 @@ extension AsyncClosureHook: _AsyncObservable {
                 span.recordError(error)
                 span.setStatus(SpanStatus(code: .error))
             }
+            guard span.isRecording else { return }
             span.attributes["hook.call"] = call.selector + "(" + call.args.map { String(reflecting: $0) }.joined(separator: ", ") + ")"
                 + (call.error.map { " throws \($0)" } ?? "")
         }

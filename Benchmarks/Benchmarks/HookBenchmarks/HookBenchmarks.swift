@@ -15,5 +15,6 @@ let benchmarks: @Sendable () -> Void = {
     footprintBenchmarks(configuration)
     importBenchmarks(configuration)
     entryBenchmarks(configuration)
+    observabilityBenchmarks(configuration)
     threadsBenchmarks(configuration)
 }

@@ -90,6 +90,9 @@ let cases: [Case] = [
     Case(id: "entry/after", label: "add: EntryHook, one after hook", floor: "entry/direct", zeroAllocations: true),
     Case(id: "entry/typed", label: "add: EntryHook, one typed after hook (afterReturning)", floor: "entry/direct", zeroAllocations: true),
     Case(id: "entry/both", label: "add: EntryHook, before + after reading typed arguments", floor: "entry/direct", zeroAllocations: true),
+    Case(id: "observe/hook", label: "closure: one instead hook calling the original (the hook alone)", floor: "swift/direct", zeroAllocations: true),
+    Case(id: "observe/traced", label: "closure: traced(), no-op tracer", floor: "observe/hook", zeroAllocations: true),
+    Case(id: "observe/measured", label: "closure: measured(), no-op metrics", floor: "observe/hook", zeroAllocations: true),
     Case(id: "entry/patch", label: "EntryHook install() + uninstall() of add"),
 ]
 

@@ -56,6 +56,8 @@ public let caseTargets: [String: [Target]] = [
     "c/typed": [.nsOverFloor(10)],
     "import/typed": [.nsOverFloor(10)],
     "entry/typed": [.nsOverFloor(10)],
+    // Issue 28: a traced call with the no-op tracer within 5 ns of the hook alone.
+    "observe/traced": [.nsOverFloor(5)],
 ]
 
 /// The targets of case `id` (none for most).
