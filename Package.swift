@@ -15,6 +15,11 @@ let package = Package(
         // Hook alone builds none of them.
         .library(name: "HookObservability", targets: ["HookObservability"]),
         .executable(name: "hook-demo", targets: ["HookDemo"]),
+        // hook-trace: what a program calls, as ltrace and uftrace show it; the
+        // launcher and the library it preloads (C only: a traced program loads
+        // no Swift runtime).
+        .executable(name: "hook-trace", targets: ["HookTraceLauncher"]),
+        .library(name: "HookTrace", type: .dynamic, targets: ["CHookTrace"]),
     ],
     dependencies: [
         // `swift package generate-documentation` (the DocC catalogs in Sources/*/*.docc).
@@ -44,6 +49,13 @@ let package = Package(
             name: "CEntryHooks",
             linkerSettings: [.linkedLibrary("Zydis")]
         ),
+        // hook-trace's preloaded library: the tracing stub, the call lines and
+        // the summary, on the entry and import patching above.
+        .target(
+            name: "CHookTrace",
+            dependencies: ["CEntryHooks", "CImportSlots"]
+        ),
+        .executableTarget(name: "HookTraceLauncher"),
         .target(
             name: "Hook",
             dependencies: ["CFFIShim", "CHookThreads", "CImportSlots", "CEntryHooks"]
@@ -102,6 +114,17 @@ let package = Package(
         .testTarget(
             name: "HookBindTests",
             dependencies: ["Hook", "HookBind", "CHookTestSupport"]
+        ),
+        // A C program whose calls hook-trace's tests trace (loops, SQLite, threads, fork, exec).
+        .executableTarget(
+            name: "HookTraceSample",
+            path: "Tests/HookTraceSample",
+            linkerSettings: [.linkedLibrary("sqlite3")]
+        ),
+        // hook-trace against the sample, and beside ltrace and uftrace.
+        .testTarget(
+            name: "HookTraceTests",
+            dependencies: ["HookTraceLauncher", "HookTraceSample", "CHookTrace", "CHookTestSupport"]
         ),
         // What @Hookable expands to, and the diagnostics it gives (swift-syntax's assertMacroExpansion).
         .testTarget(

@@ -1,0 +1,1030 @@
+// hook-trace's preloaded library: finds the functions a program calls whose
+// names match the patterns, sends each call through a tracing stub, and writes
+// a line per call (or, with a summary, counts and times them).
+//
+// How a call is traced. Each traced function gets a 24-byte stub: it loads the
+// function's record into r11 and jumps to `hk_trace_entry` (assembly, below),
+// which saves every argument register (rdi..r9, rax for variadic calls, r10,
+// xmm0-7), calls `trace_enter`, restores them, and jumps to the original with
+// the caller's stack untouched: stack arguments, variadic calls and floating
+// point all reach it as they were. `trace_enter` records the call on this
+// thread's shadow stack and replaces the return address with
+// `hk_trace_return`, so that the original returns there; that saves the
+// result registers (rax, rdx, xmm0, xmm1), calls `trace_exit`, which pops the
+// record, writes the line or the counts, and returns the real return address.
+// (uftrace and the Linux kernel's function-graph tracer work the same way.)
+//
+// Nothing on the call path locks, allocates, or writes memory another
+// thread's calls write: a thread's shadow stack, output buffer and counters
+// are its own (one mmap per thread, on its first traced call). Lines go out
+// in whole chunks with one write(2), when a thread's buffer is full, when the
+// thread ends, before exec and at exit.
+//
+// Where calls are taken. By default each matching function's entry is
+// patched (CEntryHooks: every call, from any object, the function's own
+// library included); a function whose entry cannot be patched, and every
+// function with HOOK_TRACE_LIBRARY_CALLS, is taken at its import slots
+// (CImportSlots: the GOT slots of every loaded object but this library, as
+// ltrace and `uftrace --force` do). After each dlopen the loaded objects are
+// searched again for new matching imports.
+#define _GNU_SOURCE
+#include "CHookTrace.h"
+
+#include "../CEntryHooks/include/CEntryHooks.h"
+#include "../CImportSlots/include/CImportSlots.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#if !defined(__x86_64__) || !defined(__linux__)
+#error "hook-trace's stubs are x86-64 System V code (see the Architecture article on an arm64 port)"
+#endif
+
+// MARK: - Prototypes: how to print a function's arguments and result
+
+// Argument and result kinds, one letter each in a prototype string:
+// i int, l long/ssize_t, u size_t/unsigned, x int in hex, p pointer,
+// s C string (quoted), f double (next xmm register), v void (results only).
+// Error rules (for the summary's errors column): how a result says "failed".
+enum { ERR_NONE, ERR_NEG1, ERR_NULL, ERR_NONZERO, ERR_SQLITE };
+
+typedef struct {
+  const char *name;
+  const char *result;   // one kind
+  const char *args;     // kinds, in order; "" none
+  int error;            // ERR_*
+  int variadic;         // print "..." after the fixed arguments
+} prototype;
+
+static const prototype prototypes[] = {
+  // strings and memory
+  {"strlen", "u", "s", ERR_NONE, 0}, {"strnlen", "u", "su", ERR_NONE, 0},
+  {"strdup", "p", "s", ERR_NULL, 0}, {"strndup", "p", "su", ERR_NULL, 0},
+  {"strcmp", "i", "ss", ERR_NONE, 0}, {"strncmp", "i", "ssu", ERR_NONE, 0},
+  {"strcasecmp", "i", "ss", ERR_NONE, 0}, {"strcpy", "p", "ps", ERR_NONE, 0},
+  {"strncpy", "p", "psu", ERR_NONE, 0}, {"strcat", "p", "ps", ERR_NONE, 0},
+  {"strchr", "p", "si", ERR_NONE, 0}, {"strrchr", "p", "si", ERR_NONE, 0},
+  {"strstr", "p", "ss", ERR_NONE, 0}, {"strtol", "l", "spi", ERR_NONE, 0},
+  {"strtoul", "u", "spi", ERR_NONE, 0}, {"strtod", "f", "sp", ERR_NONE, 0},
+  {"atoi", "i", "s", ERR_NONE, 0}, {"atol", "l", "s", ERR_NONE, 0},
+  {"memcpy", "p", "ppu", ERR_NONE, 0}, {"memmove", "p", "ppu", ERR_NONE, 0},
+  {"memset", "p", "piu", ERR_NONE, 0}, {"memcmp", "i", "ppu", ERR_NONE, 0},
+  {"memchr", "p", "piu", ERR_NONE, 0},
+  {"malloc", "p", "u", ERR_NULL, 0}, {"calloc", "p", "uu", ERR_NULL, 0},
+  {"realloc", "p", "pu", ERR_NULL, 0}, {"free", "v", "p", ERR_NONE, 0},
+  {"posix_memalign", "i", "puu", ERR_NONZERO, 0}, {"aligned_alloc", "p", "uu", ERR_NULL, 0},
+  // standard I/O
+  {"puts", "i", "s", ERR_NEG1, 0}, {"putchar", "i", "i", ERR_NEG1, 0},
+  {"printf", "i", "s", ERR_NEG1, 1}, {"fprintf", "i", "ps", ERR_NEG1, 1},
+  {"sprintf", "i", "ps", ERR_NEG1, 1}, {"snprintf", "i", "pus", ERR_NEG1, 1},
+  {"fputs", "i", "sp", ERR_NEG1, 0}, {"fputc", "i", "ip", ERR_NEG1, 0},
+  {"fwrite", "u", "puup", ERR_NONE, 0}, {"fread", "u", "puup", ERR_NONE, 0},
+  {"fopen", "p", "ss", ERR_NULL, 0}, {"fdopen", "p", "is", ERR_NULL, 0},
+  {"fclose", "i", "p", ERR_NEG1, 0}, {"fflush", "i", "p", ERR_NEG1, 0},
+  {"fgets", "p", "pip", ERR_NONE, 0}, {"perror", "v", "s", ERR_NONE, 0},
+  // files, processes, the environment
+  {"open", "i", "sx", ERR_NEG1, 1}, {"openat", "i", "isx", ERR_NEG1, 1},
+  {"close", "i", "i", ERR_NEG1, 0}, {"read", "l", "ipu", ERR_NEG1, 0},
+  {"write", "l", "ipu", ERR_NEG1, 0}, {"pread64", "l", "ipul", ERR_NEG1, 0},
+  {"pwrite64", "l", "ipul", ERR_NEG1, 0}, {"lseek", "l", "ili", ERR_NEG1, 0},
+  {"lseek64", "l", "ili", ERR_NEG1, 0}, {"fsync", "i", "i", ERR_NEG1, 0},
+  {"unlink", "i", "s", ERR_NEG1, 0}, {"access", "i", "si", ERR_NEG1, 0},
+  {"stat", "i", "sp", ERR_NEG1, 0}, {"fstat", "i", "ip", ERR_NEG1, 0},
+  {"mkdir", "i", "sx", ERR_NEG1, 0}, {"rename", "i", "ss", ERR_NEG1, 0},
+  {"dup", "i", "i", ERR_NEG1, 0}, {"dup2", "i", "ii", ERR_NEG1, 0},
+  {"pipe", "i", "p", ERR_NEG1, 0}, {"fork", "i", "", ERR_NEG1, 0},
+  {"waitpid", "i", "ipi", ERR_NEG1, 0}, {"getpid", "i", "", ERR_NONE, 0},
+  {"getenv", "s", "s", ERR_NONE, 0}, {"setenv", "i", "ssi", ERR_NEG1, 0},
+  {"unsetenv", "i", "s", ERR_NEG1, 0}, {"sleep", "u", "u", ERR_NONE, 0},
+  {"usleep", "i", "u", ERR_NEG1, 0}, {"nanosleep", "i", "pp", ERR_NEG1, 0},
+  {"time", "l", "p", ERR_NEG1, 0}, {"clock_gettime", "i", "ip", ERR_NEG1, 0},
+  {"gettimeofday", "i", "pp", ERR_NEG1, 0}, {"qsort", "v", "puup", ERR_NONE, 0},
+  {"bsearch", "p", "ppuup", ERR_NONE, 0}, {"rand", "i", "", ERR_NONE, 0},
+  {"srand", "v", "u", ERR_NONE, 0}, {"abs", "i", "i", ERR_NONE, 0},
+  {"sqrt", "f", "f", ERR_NONE, 0}, {"pow", "f", "ff", ERR_NONE, 0},
+  {"sin", "f", "f", ERR_NONE, 0}, {"cos", "f", "f", ERR_NONE, 0},
+  {"exp", "f", "f", ERR_NONE, 0}, {"log", "f", "f", ERR_NONE, 0},
+  {"socket", "i", "iii", ERR_NEG1, 0}, {"connect", "i", "ipu", ERR_NEG1, 0},
+  {"bind", "i", "ipu", ERR_NEG1, 0}, {"listen", "i", "ii", ERR_NEG1, 0},
+  {"accept", "i", "ipp", ERR_NEG1, 0}, {"send", "l", "ipui", ERR_NEG1, 0},
+  {"recv", "l", "ipui", ERR_NEG1, 0},
+  {"pthread_create", "i", "pppp", ERR_NONZERO, 0}, {"pthread_join", "i", "xp", ERR_NONZERO, 0},
+  {"pthread_mutex_lock", "i", "p", ERR_NONZERO, 0}, {"pthread_mutex_unlock", "i", "p", ERR_NONZERO, 0},
+  // SQLite (its result codes: 0 OK, 100 ROW and 101 DONE are not errors)
+  {"sqlite3_open", "i", "sp", ERR_SQLITE, 0}, {"sqlite3_open_v2", "i", "spxs", ERR_SQLITE, 0},
+  {"sqlite3_close", "i", "p", ERR_SQLITE, 0}, {"sqlite3_close_v2", "i", "p", ERR_SQLITE, 0},
+  {"sqlite3_exec", "i", "pspp", ERR_SQLITE, 0}, {"sqlite3_prepare_v2", "i", "psipp", ERR_SQLITE, 0},
+  {"sqlite3_step", "i", "p", ERR_SQLITE, 0}, {"sqlite3_reset", "i", "p", ERR_SQLITE, 0},
+  {"sqlite3_finalize", "i", "p", ERR_SQLITE, 0}, {"sqlite3_bind_int", "i", "pii", ERR_SQLITE, 0},
+  {"sqlite3_bind_text", "i", "pisip", ERR_SQLITE, 0}, {"sqlite3_column_int", "i", "pi", ERR_NONE, 0},
+  {"sqlite3_column_text", "s", "pi", ERR_NONE, 0}, {"sqlite3_errmsg", "s", "p", ERR_NONE, 0},
+  {"sqlite3_libversion_number", "i", "", ERR_NONE, 0}, {"sqlite3_free", "v", "p", ERR_NONE, 0},
+};
+
+static const prototype *prototype_named(const char *name) {
+  for (size_t i = 0; i < sizeof prototypes / sizeof prototypes[0]; i++)
+    if (strcmp(prototypes[i].name, name) == 0) return &prototypes[i];
+  return NULL;
+}
+
+// Functions whose return address must not be replaced: they return twice
+// (setjmp, vfork), never return, switch stacks or contexts, or are part of
+// starting and ending the process, unwinding, or the loader.
+static int never_traced(const char *name) {
+  static const char *const names[] = {
+    "setjmp", "_setjmp", "__sigsetjmp", "sigsetjmp", "longjmp", "_longjmp", "siglongjmp",
+    "__longjmp_chk", "vfork", "__vfork", "getcontext", "setcontext", "swapcontext", "makecontext",
+    "__libc_start_main", "__libc_start_call_main", "exit", "_exit", "_Exit", "abort", "quick_exit",
+    "pthread_exit", "__stack_chk_fail", "__fortify_fail", "__assert_fail", "__tls_get_addr",
+    "__cxa_finalize", "__cxa_atexit", "__cxa_throw", "__cxa_rethrow", "__cxa_begin_catch",
+    "__cxa_end_catch", "__gxx_personality_v0", "_Unwind_Resume", "_Unwind_RaiseException",
+    "__register_atfork", "clone", "clone3", "syscall", "dlopen", "dlmopen", "dlclose", "dlsym", "dlvsym",
+    "execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle", "fexecve",
+    "hook_trace_flush", "hook_trace_function_count",
+    NULL};
+  for (int i = 0; names[i]; i++)
+    if (strcmp(names[i], name) == 0) return 1;
+  if (strncmp(name, "_dl_", 4) == 0 || strncmp(name, "_Unwind_", 8) == 0) return 1;
+  if (strncmp(name, "__libc_", 7) == 0 || strncmp(name, "swift_task_", 11) == 0) return 1;
+  return 0;
+}
+
+// MARK: - Traced functions
+
+#define MAX_FUNCTIONS 4096
+
+typedef struct {
+  const void *original;     // where the stub jumps on: the function, or its relocated entry
+  const prototype *proto;   // NULL: raw words
+  const char *name;         // as printed (demangled Swift names)
+  const char *symbol;       // as the object names it
+  uint32_t index;           // in the counters
+  uint32_t name_length;
+  int by_entry;             // its entry is patched (else its import slots)
+  void *stub;               // the 24-byte stub
+} traced_function;
+
+static traced_function functions[MAX_FUNCTIONS];
+static _Atomic uint32_t function_count;
+
+size_t hook_trace_function_count(void) { return atomic_load(&function_count); }
+
+// MARK: - Per-thread state
+
+#define MAX_DEPTH 256
+#define BUFFER_SIZE (64 * 1024)
+#define LINE_ROOM 2048   // a line never needs more (names are cut at NAME_LIMIT)
+#define NAME_LIMIT 400
+
+typedef struct {
+  uint64_t calls, errors, ticks;
+} counter;
+
+typedef struct {
+  uintptr_t return_address;
+  const traced_function *function;
+  uint64_t start;
+  uintptr_t stack;          // the caller's stack pointer after the call returns
+} frame;
+
+typedef struct thread_state {
+  struct thread_state *next;   // every thread's, for the flush at exit
+  _Atomic int unused;          // its thread ended: the next new thread takes it (counters and all)
+  pid_t tid;
+  int depth;
+  int open_line;               // depth + 1 of the frame whose line is unfinished, 0 if none
+  uint32_t prefix_length;
+  char prefix[24];             // "[tid] "
+  size_t length;
+  frame frames[MAX_DEPTH];
+  counter counters[MAX_FUNCTIONS];
+  char buffer[BUFFER_SIZE];
+} thread_state;
+
+static _Thread_local thread_state *state_here __attribute__((tls_model("initial-exec")));
+static _Thread_local int inside __attribute__((tls_model("initial-exec")));  // in the tracer itself
+static _Atomic(thread_state *) all_states;
+static pthread_key_t state_key;
+
+// Settings.
+static int summary_mode;
+static int output_fd = 2;
+static int started;
+static double ns_per_tick = 1.0;
+static uint64_t ns_per_tick_q32 = 1ull << 32;   // ns_per_tick in 32.32 fixed point (the call path)
+static uint64_t start_ticks;
+static struct timespec start_time;
+
+static char *put_unsigned(char *p, uint64_t value);
+
+static void write_all(int fd, const char *data, size_t length) {
+  while (length > 0) {
+    ssize_t n = write(fd, data, length);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    data += n;
+    length -= (size_t)n;
+  }
+}
+
+static void flush_state(thread_state *s) {
+  if (s->length == 0) return;
+  int saved = errno;
+  write_all(output_fd, s->buffer, s->length);
+  s->length = 0;
+  errno = saved;
+}
+
+static void state_ends(void *value) {
+  thread_state *s = value;
+  inside++;
+  flush_state(s);
+  s->depth = 0;
+  s->open_line = 0;
+  state_here = NULL;
+  // The counters stay (the summary at exit adds them up); a later thread
+  // takes the state over and adds to them.
+  atomic_store(&s->unused, 1);
+  inside--;
+}
+
+static void state_name(thread_state *s) {
+  s->tid = (pid_t)syscall(SYS_gettid);
+  char *p = s->prefix;
+  *p++ = '[';
+  p = put_unsigned(p, (uint64_t)s->tid);
+  *p++ = ']';
+  *p++ = ' ';
+  s->prefix_length = (uint32_t)(p - s->prefix);
+}
+
+static thread_state *state_make(void) {
+  for (thread_state *s = atomic_load(&all_states); s; s = s->next) {
+    int expected = 1;
+    if (atomic_load(&s->unused) && atomic_compare_exchange_strong(&s->unused, &expected, 0)) {
+      state_name(s);
+      pthread_setspecific(state_key, s);
+      state_here = s;
+      return s;
+    }
+  }
+  thread_state *s = mmap(NULL, sizeof(thread_state), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (s == MAP_FAILED) return NULL;
+  state_name(s);
+  thread_state *head = atomic_load(&all_states);
+  do {
+    s->next = head;
+  } while (!atomic_compare_exchange_weak(&all_states, &head, s));
+  pthread_setspecific(state_key, s);
+  state_here = s;
+  return s;
+}
+
+void hook_trace_flush(void) {
+  inside++;
+  // Other threads' lines too (exec ends them, and so may _exit): a thread
+  // still writing meanwhile may see its buffer cut short.
+  for (thread_state *s = atomic_load(&all_states); s; s = s->next) flush_state(s);
+  inside--;
+}
+
+// MARK: - Formatting (no stdio: nothing here allocates or locks)
+
+static char *put(char *p, const char *text, size_t length) {
+  memcpy(p, text, length);
+  return p + length;
+}
+
+static char *put_text(char *p, const char *text) { return put(p, text, strlen(text)); }
+
+static const char digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+static char *put_unsigned(char *p, uint64_t value) {
+  char digits[20];
+  char *end = digits + 20, *d = end;
+  while (value >= 100) {
+    unsigned pair = (unsigned)(value % 100);
+    value /= 100;
+    d -= 2;
+    memcpy(d, digit_pairs + 2 * pair, 2);
+  }
+  if (value >= 10) {
+    d -= 2;
+    memcpy(d, digit_pairs + 2 * value, 2);
+  } else {
+    *--d = (char)('0' + value);
+  }
+  size_t n = (size_t)(end - d);
+  memcpy(p, d, n);
+  return p + n;
+}
+
+static char *put_signed(char *p, int64_t value) {
+  if (value < 0) {
+    *p++ = '-';
+    return put_unsigned(p, (uint64_t)0 - (uint64_t)value);
+  }
+  return put_unsigned(p, (uint64_t)value);
+}
+
+static char *put_hex(char *p, uint64_t value) {
+  static const char hex[] = "0123456789abcdef";
+  int nibbles = value ? (67 - __builtin_clzll(value)) / 4 : 1;
+  *p++ = '0';
+  *p++ = 'x';
+  for (int i = nibbles - 1; i >= 0; i--) {
+    p[i] = hex[value & 15];
+    value >>= 4;
+  }
+  return p + nibbles;
+}
+
+static char *put_pointer(char *p, uint64_t value) {
+  if (value == 0) return put(p, "NULL", 4);
+  return put_hex(p, value);
+}
+
+#define STRING_LIMIT 32
+
+static char *put_string(char *p, uint64_t value) {
+  const unsigned char *s = (const unsigned char *)(uintptr_t)value;
+  if (s == NULL) return put(p, "NULL", 4);
+  if (value < 4096) return put_hex(p, value);
+  *p++ = '"';
+  int i = 0;
+  for (; i < STRING_LIMIT && s[i]; i++) {
+    unsigned char c = s[i];
+    if (c >= 32 && c < 127 && c != '"' && c != '\\') {
+      *p++ = (char)c;
+    } else if (c == '"' || c == '\\') {
+      *p++ = '\\';
+      *p++ = (char)c;
+    } else if (c == '\n') {
+      p = put(p, "\\n", 2);
+    } else if (c == '\t') {
+      p = put(p, "\\t", 2);
+    } else if (c < 32 || c == 127) {
+      static const char hex[] = "0123456789abcdef";
+      p = put(p, "\\x", 2);
+      *p++ = hex[c >> 4];
+      *p++ = hex[c & 15];
+    } else {
+      *p++ = (char)c;
+    }
+  }
+  *p++ = '"';
+  if (i == STRING_LIMIT && s[i]) p = put(p, "...", 3);
+  return p;
+}
+
+static char *put_double(char *p, double value) {
+  // Enough for a trace: sign, integer part, six decimals (no libc formatting).
+  if (value != value) return put(p, "nan", 3);
+  if (value < 0) {
+    *p++ = '-';
+    value = -value;
+  }
+  if (value > 1e18) return put(p, "inf-ish", 7);
+  uint64_t whole = (uint64_t)value;
+  uint64_t fraction = (uint64_t)((value - (double)whole) * 1e6 + 0.5);
+  if (fraction >= 1000000) {
+    whole++;
+    fraction -= 1000000;
+  }
+  p = put_unsigned(p, whole);
+  *p++ = '.';
+  char digits[6];
+  for (int i = 5; i >= 0; i--) {
+    digits[i] = (char)('0' + fraction % 10);
+    fraction /= 10;
+  }
+  return put(p, digits, 6);
+}
+
+static char *put_value(char *p, char kind, uint64_t word, double real) {
+  switch (kind) {
+  case 'i': return put_signed(p, (int32_t)word);
+  case 'l': return put_signed(p, (int64_t)word);
+  case 'u': return put_unsigned(p, word);
+  case 'x': return put_hex(p, (uint32_t)word);
+  case 's': return put_string(p, word);
+  case 'f': return put_double(p, real);
+  default: return put_pointer(p, word);
+  }
+}
+
+// The saved registers, as hk_trace_entry lays them out.
+typedef struct {
+  double xmm[8][2];
+  uint64_t rdi, rsi, rdx, rcx, r8, r9, rax, r10;
+} entry_registers;
+
+typedef struct {
+  double xmm0[2], xmm1[2];
+  uint64_t rax, rdx;
+} return_registers;
+
+static char *put_arguments(char *p, const traced_function *f, const entry_registers *r) {
+  const uint64_t words[6] = {r->rdi, r->rsi, r->rdx, r->rcx, r->r8, r->r9};
+  *p++ = '(';
+  if (f->proto == NULL) {
+    for (int i = 0; i < 6; i++) {
+      if (i) p = put(p, ", ", 2);
+      p = put_hex(p, words[i]);
+    }
+  } else {
+    int integer = 0, real = 0;
+    const char *a = f->proto->args;
+    for (int i = 0; a[i]; i++) {
+      if (i) p = put(p, ", ", 2);
+      if (a[i] == 'f') {
+        p = put_double(p, real < 8 ? r->xmm[real][0] : 0);
+        real++;
+      } else {
+        p = integer < 6 ? put_value(p, a[i], words[integer], 0) : put(p, "?", 1);
+        integer++;
+      }
+    }
+    if (f->proto->variadic) p = put(p, a[0] ? ", ..." : "...", a[0] ? 5 : 3);
+  }
+  return p;
+}
+
+static int failed(const traced_function *f, const return_registers *r) {
+  if (f->proto == NULL) return 0;
+  switch (f->proto->error) {
+  case ERR_NEG1: return f->proto->result[0] == 'i' ? (int32_t)r->rax == -1 : (int64_t)r->rax == -1;
+  case ERR_NULL: return r->rax == 0;
+  case ERR_NONZERO: return (int32_t)r->rax != 0;
+  case ERR_SQLITE: {
+    int32_t code = (int32_t)r->rax;
+    return code != 0 && code != 100 && code != 101;
+  }
+  default: return 0;
+  }
+}
+
+// MARK: - The call path
+
+extern void hk_trace_entry(void);
+extern void hk_trace_return(void);
+
+// Called by hk_trace_entry: returns where to go on (the original).
+__attribute__((used)) const void *hk_trace_enter(const traced_function *f, const entry_registers *r,
+                                                  uintptr_t *return_slot) {
+  if (inside || !started) return f->original;
+  thread_state *s = state_here;
+  if (s == NULL) {
+    inside++;
+    s = state_make();
+    inside--;
+    if (s == NULL) return f->original;
+  }
+  if (s->depth >= MAX_DEPTH) return f->original;
+  inside++;
+  frame *fr = &s->frames[s->depth];
+  fr->return_address = *return_slot;
+  fr->function = f;
+  fr->stack = (uintptr_t)(return_slot + 1);
+  if (!summary_mode) {
+    if (s->length > BUFFER_SIZE - LINE_ROOM) flush_state(s);
+    char *p = s->buffer + s->length;
+    if (s->open_line) {
+      p = put(p, " <unfinished ...>\n", 18);
+      s->open_line = 0;
+    }
+    p = put(p, s->prefix, s->prefix_length);
+    p = put(p, f->name, f->name_length);
+    p = put_arguments(p, f, r);
+    s->length = (size_t)(p - s->buffer);
+    s->open_line = s->depth + 1;
+  }
+  s->depth++;
+  *return_slot = (uintptr_t)hk_trace_return;
+  inside--;
+  fr->start = __rdtsc();
+  return f->original;
+}
+
+// Called by hk_trace_return: returns the real return address.
+__attribute__((used)) uintptr_t hk_trace_exit(const return_registers *r, uintptr_t stack) {
+  uint64_t end = __rdtsc();
+  thread_state *s = state_here;
+  // Frames a longjmp skipped lie below the caller's stack: drop them.
+  while (s->depth > 1 && s->frames[s->depth - 1].stack < stack) s->depth--;
+  frame *fr = &s->frames[--s->depth];
+  const traced_function *f = fr->function;
+  uint64_t ticks = end - fr->start;
+  inside++;
+  if (summary_mode) {
+    counter *c = &s->counters[f->index];
+    c->calls++;
+    c->ticks += ticks;
+    c->errors += (uint64_t)failed(f, r);
+  } else {
+    char *p;
+    if (s->open_line == s->depth + 1) {
+      p = s->buffer + s->length;
+      *p++ = ')';
+    } else {
+      if (s->open_line) {
+        p = s->buffer + s->length;
+        p = put(p, " <unfinished ...>\n", 18);
+        s->length = (size_t)(p - s->buffer);
+      }
+      if (s->length > BUFFER_SIZE - LINE_ROOM) flush_state(s);
+      p = s->buffer + s->length;
+      p = put(p, s->prefix, s->prefix_length);
+      p = put(p, "<... ", 5);
+      p = put(p, f->name, f->name_length);
+      p = put(p, " resumed>", 9);
+    }
+    s->open_line = 0;
+    char kind = f->proto ? f->proto->result[0] : 'p';
+    if (kind != 'v') {
+      p = put(p, " = ", 3);
+      p = put_value(p, kind, r->rax, r->xmm0[0]);
+    }
+    p = put(p, " <", 2);
+    p = put_unsigned(p, (uint64_t)(((unsigned __int128)ticks * ns_per_tick_q32) >> 32));
+    p = put(p, " ns>\n", 5);
+    s->length = (size_t)(p - s->buffer);
+  }
+  inside--;
+  return fr->return_address;
+}
+
+// The stubs' common entry and the return landing. See the top of the file.
+__asm__(
+    ".text\n"
+    ".globl hk_trace_entry\n"
+    ".hidden hk_trace_entry\n"
+    ".type hk_trace_entry,@function\n"
+    "hk_trace_entry:\n"
+    "  subq $200, %rsp\n"            // 192 bytes of registers + 8: aligned to 16
+    "  movaps %xmm0, 0(%rsp)\n"
+    "  movaps %xmm1, 16(%rsp)\n"
+    "  movaps %xmm2, 32(%rsp)\n"
+    "  movaps %xmm3, 48(%rsp)\n"
+    "  movaps %xmm4, 64(%rsp)\n"
+    "  movaps %xmm5, 80(%rsp)\n"
+    "  movaps %xmm6, 96(%rsp)\n"
+    "  movaps %xmm7, 112(%rsp)\n"
+    "  movq %rdi, 128(%rsp)\n"
+    "  movq %rsi, 136(%rsp)\n"
+    "  movq %rdx, 144(%rsp)\n"
+    "  movq %rcx, 152(%rsp)\n"
+    "  movq %r8, 160(%rsp)\n"
+    "  movq %r9, 168(%rsp)\n"
+    "  movq %rax, 176(%rsp)\n"
+    "  movq %r10, 184(%rsp)\n"
+    "  movq %r11, %rdi\n"            // the function's record
+    "  movq %rsp, %rsi\n"            // the saved registers
+    "  leaq 200(%rsp), %rdx\n"       // the return address's slot
+    "  call hk_trace_enter\n"
+    "  movq %rax, %r11\n"
+    "  movaps 0(%rsp), %xmm0\n"
+    "  movaps 16(%rsp), %xmm1\n"
+    "  movaps 32(%rsp), %xmm2\n"
+    "  movaps 48(%rsp), %xmm3\n"
+    "  movaps 64(%rsp), %xmm4\n"
+    "  movaps 80(%rsp), %xmm5\n"
+    "  movaps 96(%rsp), %xmm6\n"
+    "  movaps 112(%rsp), %xmm7\n"
+    "  movq 128(%rsp), %rdi\n"
+    "  movq 136(%rsp), %rsi\n"
+    "  movq 144(%rsp), %rdx\n"
+    "  movq 152(%rsp), %rcx\n"
+    "  movq 160(%rsp), %r8\n"
+    "  movq 168(%rsp), %r9\n"
+    "  movq 176(%rsp), %rax\n"
+    "  movq 184(%rsp), %r10\n"
+    "  addq $200, %rsp\n"
+    "  jmp *%r11\n"
+    ".size hk_trace_entry, .-hk_trace_entry\n"
+    "\n"
+    ".globl hk_trace_return\n"
+    ".hidden hk_trace_return\n"
+    ".type hk_trace_return,@function\n"
+    "hk_trace_return:\n"
+    "  subq $64, %rsp\n"             // the real return address's slot at 56, 48 bytes below: aligned
+    "  movaps %xmm0, 0(%rsp)\n"
+    "  movaps %xmm1, 16(%rsp)\n"
+    "  movq %rax, 32(%rsp)\n"
+    "  movq %rdx, 40(%rsp)\n"
+    "  movq %rsp, %rdi\n"            // the result registers
+    "  leaq 64(%rsp), %rsi\n"        // the caller's stack
+    "  call hk_trace_exit\n"
+    "  movq %rax, 56(%rsp)\n"
+    "  movaps 0(%rsp), %xmm0\n"
+    "  movaps 16(%rsp), %xmm1\n"
+    "  movq 32(%rsp), %rax\n"
+    "  movq 40(%rsp), %rdx\n"
+    "  addq $56, %rsp\n"
+    "  ret\n"
+    ".size hk_trace_return, .-hk_trace_return\n");
+
+// MARK: - Stubs
+
+// 24 bytes a function: movabs $record, %r11; jmp *0(%rip); .quad hk_trace_entry.
+#define STUB_SIZE 24
+static uint8_t *stub_page;
+static size_t stub_used, stub_capacity;
+
+static void *stub_make(const traced_function *f) {
+  if (stub_page == NULL || stub_used + STUB_SIZE > stub_capacity) {
+    size_t size = 64 * 1024;
+    void *page = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) return NULL;
+    if (stub_page) mprotect(stub_page, stub_capacity, PROT_READ | PROT_EXEC);
+    stub_page = page;
+    stub_used = 0;
+    stub_capacity = size;
+  } else {
+    mprotect(stub_page, stub_capacity, PROT_READ | PROT_WRITE);
+  }
+  uint8_t *p = stub_page + stub_used;
+  uint64_t record = (uint64_t)(uintptr_t)f, target = (uint64_t)(uintptr_t)hk_trace_entry;
+  p[0] = 0x49;
+  p[1] = 0xbb;
+  memcpy(p + 2, &record, 8);
+  p[10] = 0xff;
+  p[11] = 0x25;
+  memset(p + 12, 0, 4);
+  memcpy(p + 16, &target, 8);
+  stub_used += STUB_SIZE;
+  mprotect(stub_page, stub_capacity, PROT_READ | PROT_EXEC);
+  __builtin___clear_cache((char *)p, (char *)p + STUB_SIZE);
+  return p;
+}
+
+// MARK: - Finding the imports that match
+
+static char **patterns;
+static size_t pattern_count;
+static int library_calls_only;
+
+static int matches(const char *name) {
+  if (pattern_count == 0) return 1;
+  for (size_t i = 0; i < pattern_count; i++)
+    if (fnmatch(patterns[i], name, 0) == 0) return 1;
+  return 0;
+}
+
+static traced_function *traced_named(const char *symbol) {
+  uint32_t n = atomic_load(&function_count);
+  for (uint32_t i = 0; i < n; i++)
+    if (strcmp(functions[i].symbol, symbol) == 0) return &functions[i];
+  return NULL;
+}
+
+// Names collected by a walk (malloc'd outside the walk's callback).
+typedef struct {
+  const char **names;
+  size_t count, capacity;
+  int full;
+} name_list;
+
+static uintptr_t own_base;
+static const void *own_dynamic;
+
+static int collect_imports(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  name_list *list = data;
+  if (info->dlpi_addr == own_base) return 0;
+  const ElfW(Dyn) *dynamic = NULL;
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) dynamic = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+  if (dynamic == NULL || dynamic == own_dynamic) return 0;
+  const char *name = info->dlpi_name;
+  if (name && (strstr(name, "/ld-linux") || strstr(name, "linux-vdso"))) return 0;
+  const ElfW(Sym) *symtab = NULL;
+  const char *strtab = NULL;
+  const ElfW(Rela) *tables[2] = {NULL, NULL};
+  size_t sizes[2] = {0, 0};
+  for (const ElfW(Dyn) *d = dynamic; d->d_tag != DT_NULL; d++) {
+    uintptr_t value = d->d_un.d_ptr;
+    uintptr_t address = value < info->dlpi_addr ? value + info->dlpi_addr : value;
+    switch (d->d_tag) {
+    case DT_SYMTAB: symtab = (const void *)address; break;
+    case DT_STRTAB: strtab = (const void *)address; break;
+    case DT_JMPREL: tables[0] = (const void *)address; break;
+    case DT_PLTRELSZ: sizes[0] = d->d_un.d_val; break;
+    case DT_RELA: tables[1] = (const void *)address; break;
+    case DT_RELASZ: sizes[1] = d->d_un.d_val; break;
+    }
+  }
+  if (symtab == NULL || strtab == NULL) return 0;
+  for (int t = 0; t < 2; t++) {
+    if (tables[t] == NULL) continue;
+    size_t count = sizes[t] / sizeof(ElfW(Rela));
+    for (size_t i = 0; i < count; i++) {
+      uint32_t type = ELF64_R_TYPE(tables[t][i].r_info), index = ELF64_R_SYM(tables[t][i].r_info);
+      if (index == 0 || (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)) continue;
+      const ElfW(Sym) *sym = &symtab[index];
+      int kind = ELF64_ST_TYPE(sym->st_info);
+      if (sym->st_shndx != SHN_UNDEF) continue;
+      if (kind != STT_FUNC && kind != STT_NOTYPE && kind != STT_GNU_IFUNC) continue;
+      const char *symbol = strtab + sym->st_name;
+      if (symbol[0] == 0 || never_traced(symbol) || !matches(symbol)) continue;
+      int seen = 0;
+      for (size_t k = 0; k < list->count && !seen; k++) seen = strcmp(list->names[k], symbol) == 0;
+      if (seen) continue;
+      if (list->count == list->capacity) {
+        list->full = 1;
+        return 1;
+      }
+      list->names[list->count++] = symbol;
+    }
+  }
+  return 0;
+}
+
+static const char *demangled(const char *symbol) {
+  const char *mangled = symbol;
+  if (strncmp(mangled, "_$s", 3) == 0) mangled++;
+  if (strncmp(mangled, "$s", 2) != 0 && strncmp(mangled, "$S", 2) != 0) return strdup(symbol);
+  char *(*demangle)(const char *, size_t, char *, size_t *, uint32_t) = dlsym(RTLD_DEFAULT, "swift_demangle");
+  if (demangle == NULL) return strdup(symbol);
+  char *text = demangle(mangled, strlen(mangled), NULL, NULL, 0);
+  return text ? text : strdup(symbol);
+}
+
+static int import_patch(traced_function *f) {
+  hk_import_request request;
+  memset(&request, 0, sizeof request);
+  // Calls from one object to another: not this library's, and not the
+  // defining object's calls of its own function through its own slots.
+  uintptr_t bases[2] = {own_base, 0};
+  const void *dynamics[2] = {own_dynamic, NULL};
+  request.symbol = f->symbol;
+  request.original = (void *)f->original;
+  request.replacement = f->stub;
+  request.excluded_bases = bases;
+  request.excluded_dynamics = dynamics;
+  request.excluded_count = hk_import_image(f->original, &bases[1], &dynamics[1]) ? 2 : 1;
+  hk_import_outcome outcome;
+  memset(&outcome, 0, sizeof outcome);
+  int result = hk_import_patch(&request, &outcome);
+  hk_import_outcome_free(&outcome);
+  return result;
+}
+
+static int entry_patch(traced_function *f) {
+  if (!hk_entry_supported() || hk_entry_unavailable_under_sanitizer()) return -1;
+  char why[256], name[256];
+  hk_entry_definition definition;
+  uint64_t size = 0;
+  if (hk_entry_find_address(f->original, name, sizeof name, &definition) && definition.address == f->original)
+    size = definition.size;
+  void *page = hk_entry_page_reserve(f->original, why, sizeof why);
+  if (page == NULL) return -1;
+  static hk_entry_plan plan;   // large; made and used under the setup's single thread of control
+  if (hk_entry_plan_make(f->original, size, page, &plan, why, sizeof why) != 0) return -1;
+  if (hk_entry_page_fill(page, &plan, f->stub, why, sizeof why) != 0) return -1;
+  const void *entry = f->original;
+  f->original = page;   // the relocated entry: calls the function as it was
+  if (hk_entry_patch(&plan, page, hk_entry_page_thunk(page), why, sizeof why) != 0) {
+    f->original = entry;
+    return -1;
+  }
+  f->by_entry = 1;
+  return 0;
+}
+
+static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
+
+// Finds matching imports not yet traced, in every loaded object, and traces them.
+static void trace_new_imports(void) {
+  pthread_mutex_lock(&setup_lock);
+  inside++;
+  name_list list = {0};
+  list.capacity = 1024;
+  for (;;) {
+    list.names = malloc(list.capacity * sizeof(char *));
+    if (list.names == NULL) goto done;
+    list.count = 0;
+    list.full = 0;
+    dl_iterate_phdr(collect_imports, &list);
+    if (!list.full) break;
+    free(list.names);
+    list.capacity *= 4;
+  }
+  for (size_t i = 0; i < list.count; i++) {
+    const char *symbol = list.names[i];
+    traced_function *known = traced_named(symbol);
+    if (known) {
+      // A newly loaded object importing a traced function: its slots too.
+      if (!known->by_entry) import_patch(known);
+      continue;
+    }
+    uint32_t n = atomic_load(&function_count);
+    if (n == MAX_FUNCTIONS) break;
+    void *entry_target = dlsym(RTLD_NEXT, symbol);           // the definition after this library's
+    void *import_target = dlsym(RTLD_DEFAULT, symbol);       // what the program's slots are bound to
+    if (import_target == NULL) continue;
+    traced_function *f = &functions[n];
+    memset(f, 0, sizeof *f);
+    f->symbol = strdup(symbol);
+    f->name = demangled(symbol);
+    size_t length = strlen(f->name);
+    f->name_length = (uint32_t)(length > NAME_LIMIT ? NAME_LIMIT : length);
+    f->proto = prototype_named(symbol);
+    f->index = n;
+    f->stub = stub_make(f);
+    if (f->stub == NULL || f->symbol == NULL || f->name == NULL) break;
+    f->original = entry_target && entry_target == import_target ? entry_target : import_target;
+    int done = 0;
+    if (!library_calls_only && entry_target == import_target) done = entry_patch(f) == 0;
+    atomic_store(&function_count, n + 1);
+    if (!done) {
+      f->original = import_target;
+      import_patch(f);
+    }
+  }
+  free(list.names);
+done:
+  inside--;
+  pthread_mutex_unlock(&setup_lock);
+}
+
+static void summary_print(void);
+static void refine_calibration(void);
+
+// Before exec or _exit: what this process image traced goes out now (the
+// lines, and with -c its table), since no destructor will run.
+static void image_ends(void) {
+  if (!started) return;
+  refine_calibration();
+  hook_trace_flush();
+  if (summary_mode) summary_print();
+}
+
+// MARK: - Interposed: dlopen (new objects), exec and _exit (write out first)
+
+void *dlopen(const char *file, int mode) {
+  static void *(*real)(const char *, int);
+  if (real == NULL) real = dlsym(RTLD_NEXT, "dlopen");
+  void *handle = real(file, mode);
+  if (handle && started) trace_new_imports();
+  return handle;
+}
+
+#define FORWARD_EXEC(name, params, args)                    \
+  int name params {                                         \
+    static int(*real) params;                               \
+    if (real == NULL) real = dlsym(RTLD_NEXT, #name);       \
+    image_ends();                                           \
+    return real args;                                       \
+  }
+
+FORWARD_EXEC(execve, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp))
+FORWARD_EXEC(execv, (const char *path, char *const argv[]), (path, argv))
+FORWARD_EXEC(execvp, (const char *file, char *const argv[]), (file, argv))
+FORWARD_EXEC(execvpe, (const char *file, char *const argv[], char *const envp[]), (file, argv, envp))
+FORWARD_EXEC(fexecve, (int fd, char *const argv[], char *const envp[]), (fd, argv, envp))
+
+void _exit(int status) {
+  static void (*real)(int);
+  if (real == NULL) real = dlsym(RTLD_NEXT, "_exit");
+  image_ends();
+  real(status);
+  __builtin_unreachable();
+}
+
+// MARK: - Start and end
+
+static void summary_print(void) {
+  inside++;
+  uint32_t n = atomic_load(&function_count);
+  counter *totals = calloc(n ? n : 1, sizeof(counter));
+  if (totals == NULL) goto out;
+  for (thread_state *s = atomic_load(&all_states); s; s = s->next)
+    for (uint32_t i = 0; i < n; i++) {
+      totals[i].calls += s->counters[i].calls;
+      totals[i].errors += s->counters[i].errors;
+      totals[i].ticks += s->counters[i].ticks;
+    }
+  uint64_t all_ticks = 0, all_calls = 0, all_errors = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    all_ticks += totals[i].ticks;
+    all_calls += totals[i].calls;
+    all_errors += totals[i].errors;
+  }
+  FILE *out = fdopen(dup(output_fd), "a");
+  if (out == NULL) goto out;
+  fprintf(out, "hook-trace: %d calls traced in process %d\n", (int)all_calls, (int)getpid());
+  fprintf(out, "%% time     seconds  usecs/call     calls    errors function\n");
+  fprintf(out, "------ ----------- ----------- --------- --------- --------------------\n");
+  // Largest total time first.
+  for (;;) {
+    int best = -1;
+    for (uint32_t i = 0; i < n; i++)
+      if (totals[i].calls && (best < 0 || totals[i].ticks > totals[best].ticks)) best = (int)i;
+    if (best < 0) break;
+    counter c = totals[best];
+    double seconds = (double)c.ticks * ns_per_tick / 1e9;
+    fprintf(out, "%6.2f %11.6f %11.3f %9llu %9llu %s\n",
+            all_ticks ? 100.0 * (double)c.ticks / (double)all_ticks : 0.0, seconds,
+            seconds * 1e6 / (double)c.calls, (unsigned long long)c.calls, (unsigned long long)c.errors,
+            functions[best].name);
+    totals[best].calls = 0;
+  }
+  fprintf(out, "------ ----------- ----------- --------- --------- --------------------\n");
+  fprintf(out, "100.00 %11.6f             %9llu %9llu total\n", (double)all_ticks * ns_per_tick / 1e9,
+          (unsigned long long)all_calls, (unsigned long long)all_errors);
+  fclose(out);
+  // Printed: an exec that fails goes on counting from zero.
+  for (thread_state *s = atomic_load(&all_states); s; s = s->next) memset(s->counters, 0, sizeof s->counters);
+out:
+  free(totals);
+  inside--;
+}
+
+static void calibrate(void) {
+  // Ticks of the time-stamp counter per nanosecond, over 2 ms; refined at exit.
+  clock_gettime(CLOCK_MONOTONIC, &start_time);
+  start_ticks = __rdtsc();
+  struct timespec now;
+  do {
+    clock_gettime(CLOCK_MONOTONIC, &now);
+  } while ((now.tv_sec - start_time.tv_sec) * 1000000000LL + (now.tv_nsec - start_time.tv_nsec) < 2000000);
+  uint64_t ticks = __rdtsc() - start_ticks;
+  double ns = (double)((now.tv_sec - start_time.tv_sec) * 1000000000LL + (now.tv_nsec - start_time.tv_nsec));
+  if (ticks) ns_per_tick = ns / (double)ticks;
+  ns_per_tick_q32 = (uint64_t)(ns_per_tick * 4294967296.0);
+}
+
+static void refine_calibration(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  uint64_t ticks = __rdtsc() - start_ticks;
+  double ns = (double)((now.tv_sec - start_time.tv_sec) * 1000000000LL + (now.tv_nsec - start_time.tv_nsec));
+  if (ticks > 1000000) ns_per_tick = ns / (double)ticks;
+}
+
+static void after_fork_in_child(void) {
+  // The child's copies of the parent's buffers and counters are the
+  // parent's to write: drop them, so that each process reports its own calls.
+  for (thread_state *s = atomic_load(&all_states); s; s = s->next) {
+    s->length = 0;
+    s->open_line = 0;
+    memset(s->counters, 0, sizeof s->counters);
+    if (s != state_here) {
+      s->depth = 0;
+      atomic_store(&s->unused, 1);   // their threads are not in the child
+    }
+  }
+  if (state_here) state_name(state_here);
+}
+
+__attribute__((constructor)) static void hook_trace_start(void) {
+  const char *pattern_text = getenv("HOOK_TRACE_PATTERNS");
+  if (getenv("HOOK_TRACE") == NULL) return;   // loaded but not by the launcher: do nothing
+  inside++;
+  hk_import_own_image(&own_base, &own_dynamic);
+  summary_mode = getenv("HOOK_TRACE_SUMMARY") != NULL;
+  library_calls_only = getenv("HOOK_TRACE_LIBRARY_CALLS") != NULL;
+  const char *output = getenv("HOOK_TRACE_OUTPUT");
+  if (output && *output) {
+    int fd = open(output, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0) output_fd = fd;
+  }
+  if (pattern_text && *pattern_text) {
+    char *copy = strdup(pattern_text);
+    size_t count = 1;
+    for (const char *c = copy; *c; c++) count += *c == '+';
+    patterns = calloc(count, sizeof(char *));
+    for (char *save = NULL, *p = strtok_r(copy, "+", &save); p; p = strtok_r(NULL, "+", &save))
+      patterns[pattern_count++] = p;
+  }
+  pthread_key_create(&state_key, state_ends);
+  pthread_atfork(NULL, NULL, after_fork_in_child);
+  calibrate();
+  started = 1;
+  trace_new_imports();
+  inside--;
+}
+
+__attribute__((destructor)) static void hook_trace_end(void) { image_ends(); }

@@ -1,0 +1,197 @@
+// hook-trace: runs a program with libHookTrace.so preloaded, which prints the
+// program's calls of the functions named by the patterns (or, with -c, a
+// summary table at exit). Checks what it is given first: a bad pattern, a
+// program that cannot be run and an output file that cannot be written each
+// end it with a message and a non-zero status before the program starts.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "usage: hook-trace [-e PATTERN]... [-c] [-L] [-o FILE] [--] PROGRAM [ARGUMENT]...\n"
+    "  -e PATTERN  trace the functions whose symbol matches PATTERN, a glob (str*, sqlite3_*);\n"
+    "              several joined by '+' (strdup+strlen+free) or given as several -e; default: all\n"
+    "  -c          count and time the calls; print a table at exit instead of each call\n"
+    "  -L          library calls only: take calls at the import slots (calls from one object\n"
+    "              to another, as ltrace does), not at the functions' entries\n"
+    "  -o FILE     write the trace to FILE instead of standard error\n";
+
+// A pattern names symbols: letters, digits, '_', '$', '.', '@' and the glob
+// characters '*', '?', '[...]'.
+static int check_pattern(const char *pattern) {
+  if (*pattern == 0) {
+    fprintf(stderr, "hook-trace: an empty pattern (-e ''): name a symbol or a glob such as 'str*'\n");
+    return 0;
+  }
+  int open_bracket = 0;
+  for (const char *c = pattern; *c; c++) {
+    if (*c == '[') {
+      if (open_bracket) {
+        fprintf(stderr, "hook-trace: bad pattern '%s': '[' inside '[...]'\n", pattern);
+        return 0;
+      }
+      open_bracket = 1;
+    } else if (*c == ']') {
+      if (!open_bracket) {
+        fprintf(stderr, "hook-trace: bad pattern '%s': ']' without '['\n", pattern);
+        return 0;
+      }
+      open_bracket = 0;
+    } else if (!(*c == '_' || *c == '$' || *c == '.' || *c == '@' || *c == '*' || *c == '?' || *c == '!' ||
+                 *c == '-' || (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z'))) {
+      fprintf(stderr, "hook-trace: bad pattern '%s': '%c' is not part of a symbol name or a glob\n", pattern, *c);
+      return 0;
+    }
+  }
+  if (open_bracket) {
+    fprintf(stderr, "hook-trace: bad pattern '%s': '[' is never closed\n", pattern);
+    return 0;
+  }
+  return 1;
+}
+
+// The program as execvp would find it, or NULL.
+static int runnable(const char *program, char *found, size_t size) {
+  if (strchr(program, '/')) {
+    snprintf(found, size, "%s", program);
+    return access(program, X_OK) == 0 ? 0 : errno;
+  }
+  const char *path = getenv("PATH");
+  if (path == NULL) path = "/usr/local/bin:/usr/bin:/bin";
+  int error = ENOENT;
+  for (const char *p = path; *p;) {
+    const char *end = strchr(p, ':');
+    size_t length = end ? (size_t)(end - p) : strlen(p);
+    snprintf(found, size, "%.*s/%s", (int)length, length ? p : ".", program);
+    struct stat info;
+    if (stat(found, &info) == 0 && S_ISREG(info.st_mode)) {
+      if (access(found, X_OK) == 0) return 0;
+      error = EACCES;
+    }
+    if (!end) break;
+    p = end + 1;
+  }
+  return error;
+}
+
+int main(int argc, char **argv) {
+  char patterns[8192] = "";
+  int summary = 0, library_calls = 0;
+  const char *output = NULL;
+  int i = 1;
+  for (; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--") == 0) {
+      i++;
+      break;
+    }
+    if (a[0] != '-') break;
+    if (strcmp(a, "-c") == 0) {
+      summary = 1;
+    } else if (strcmp(a, "-L") == 0) {
+      library_calls = 1;
+    } else if (strcmp(a, "-e") == 0 || strcmp(a, "-o") == 0) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "hook-trace: %s needs a value\n%s", a, usage);
+        return 2;
+      }
+      const char *value = argv[++i];
+      if (a[1] == 'o') {
+        output = value;
+        continue;
+      }
+      // One pattern or several joined by '+'.
+      char copy[4096];
+      if (strlen(value) >= sizeof copy) {
+        fprintf(stderr, "hook-trace: a pattern of %zu characters is too long\n", strlen(value));
+        return 2;
+      }
+      snprintf(copy, sizeof copy, "%s", value);
+      if (*copy == 0 && !check_pattern(copy)) return 2;
+      char *save = NULL;
+      for (char *p = strtok_r(copy, "+", &save); p; p = strtok_r(NULL, "+", &save)) {
+        if (!check_pattern(p)) return 2;
+        if (strlen(patterns) + strlen(p) + 2 >= sizeof patterns) {
+          fprintf(stderr, "hook-trace: too many patterns\n");
+          return 2;
+        }
+        if (*patterns) strcat(patterns, "+");
+        strcat(patterns, p);
+      }
+    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      fputs(usage, stdout);
+      return 0;
+    } else {
+      fprintf(stderr, "hook-trace: unknown option '%s'\n%s", a, usage);
+      return 2;
+    }
+  }
+  if (i >= argc) {
+    fprintf(stderr, "hook-trace: no program to run\n%s", usage);
+    return 2;
+  }
+  const char *program = argv[i];
+  char found[PATH_MAX];
+  int error = runnable(program, found, sizeof found);
+  if (error) {
+    fprintf(stderr, "hook-trace: cannot run '%s': %s\n", program, strerror(error));
+    return 127;
+  }
+  if (output) {
+    int fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      fprintf(stderr, "hook-trace: cannot write the trace to '%s': %s\n", output, strerror(errno));
+      return 2;
+    }
+    close(fd);
+  }
+
+  // The library beside this executable (or HOOK_TRACE_LIBRARY).
+  char library[PATH_MAX];
+  const char *given = getenv("HOOK_TRACE_LIBRARY");
+  if (given && *given) {
+    snprintf(library, sizeof library, "%s", given);
+  } else {
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+      fprintf(stderr, "hook-trace: cannot find its own path: %s\n", strerror(errno));
+      return 2;
+    }
+    self[n] = 0;
+    snprintf(library, sizeof library, "%s/libHookTrace.so", dirname(self));
+  }
+  if (access(library, R_OK) != 0) {
+    fprintf(stderr, "hook-trace: cannot read its library '%s': %s (build it: swift build --product HookTrace)\n",
+            library, strerror(errno));
+    return 2;
+  }
+
+  const char *preload = getenv("LD_PRELOAD");
+  char value[PATH_MAX * 2];
+  snprintf(value, sizeof value, "%s%s%s", library, preload && *preload ? ":" : "", preload ? preload : "");
+  setenv("LD_PRELOAD", value, 1);
+  setenv("HOOK_TRACE", "1", 1);
+  if (*patterns) setenv("HOOK_TRACE_PATTERNS", patterns, 1);
+  else unsetenv("HOOK_TRACE_PATTERNS");
+  if (summary) setenv("HOOK_TRACE_SUMMARY", "1", 1);
+  else unsetenv("HOOK_TRACE_SUMMARY");
+  if (library_calls) setenv("HOOK_TRACE_LIBRARY_CALLS", "1", 1);
+  else unsetenv("HOOK_TRACE_LIBRARY_CALLS");
+  if (output) {
+    char absolute[PATH_MAX];
+    setenv("HOOK_TRACE_OUTPUT", realpath(output, absolute) ? absolute : output, 1);
+  } else {
+    unsetenv("HOOK_TRACE_OUTPUT");
+  }
+  execv(found, argv + i);
+  fprintf(stderr, "hook-trace: cannot run '%s': %s\n", program, strerror(errno));
+  return 127;
+}

@@ -1,0 +1,111 @@
+// hook-trace-sample: a program for hook-trace's tests and its comparison with
+// ltrace and uftrace. It prints what it did and ends with a known status.
+//   loop N       N times strdup, strlen and free; prints the total length; status 3
+//   sqlite N     an in-memory SQLite database: N inserts by sqlite3_exec, a count by
+//                sqlite3_prepare_v2/sqlite3_step/sqlite3_finalize; status 0
+//   threads T N  T threads, each running the loop N times; status 0
+//   fork N       the loop N times in a child (which ends with _exit) and in the parent; status 0
+//   exec N       runs itself again as `loop N` (execv); status 3 (the new image's)
+//   fail         four calls that fail: open and close of nothing, strtol, fopen; status 1
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *volatile text = "hello, world";
+
+static size_t loop(long n) {
+  size_t total = 0;
+  for (long i = 0; i < n; i++) {
+    char *copy = strdup(text);
+    total += strlen(copy);
+    free(copy);
+  }
+  return total;
+}
+
+static void *thread_loop(void *n) { return (void *)loop((long)n); }
+
+static int count_rows(void *counter, int columns, char **values, char **names) {
+  (void)columns; (void)names;
+  *(int *)counter = atoi(values[0]);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "loop";
+  long n = argc > 2 ? strtol(argv[2], NULL, 10) : 1000;
+  if (strcmp(mode, "loop") == 0) {
+    printf("total %zu\n", loop(n));
+    return 3;
+  }
+  if (strcmp(mode, "sqlite") == 0) {
+    sqlite3 *db;
+    if (sqlite3_open(":memory:", &db) != SQLITE_OK) return 2;
+    sqlite3_exec(db, "CREATE TABLE t(x INTEGER)", NULL, NULL, NULL);
+    for (long i = 0; i < n; i++) sqlite3_exec(db, "INSERT INTO t VALUES (1)", NULL, NULL, NULL);
+    sqlite3_stmt *statement;
+    sqlite3_prepare_v2(db, "SELECT count(*) FROM t", -1, &statement, NULL);
+    int rows = 0;
+    while (sqlite3_step(statement) == SQLITE_ROW) rows = sqlite3_column_int(statement, 0);
+    sqlite3_finalize(statement);
+    int again = 0;
+    sqlite3_exec(db, "SELECT count(*) FROM t", count_rows, &again, NULL);
+    // One that fails: no such table.
+    int status = sqlite3_exec(db, "SELECT * FROM missing", NULL, NULL, NULL);
+    sqlite3_close(db);
+    printf("rows %d %d, missing table: %d\n", rows, again, status);
+    return 0;
+  }
+  if (strcmp(mode, "threads") == 0) {
+    long threads = n, each = argc > 3 ? strtol(argv[3], NULL, 10) : 1000;
+    pthread_t ids[64];
+    if (threads > 64) threads = 64;
+    for (long t = 0; t < threads; t++) pthread_create(&ids[t], NULL, thread_loop, (void *)each);
+    size_t total = 0;
+    for (long t = 0; t < threads; t++) {
+      void *result;
+      pthread_join(ids[t], &result);
+      total += (size_t)result;
+    }
+    printf("total %zu\n", total);
+    return 0;
+  }
+  if (strcmp(mode, "fork") == 0) {
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+      printf("child total %zu\n", loop(n));
+      fflush(stdout);
+      _exit(0);
+    }
+    size_t total = loop(n);
+    int status = 0;
+    waitpid(child, &status, 0);
+    printf("parent total %zu, child status %d\n", total, WEXITSTATUS(status));
+    return 0;
+  }
+  if (strcmp(mode, "exec") == 0) {
+    printf("exec\n");
+    fflush(stdout);
+    char count[32];
+    snprintf(count, sizeof count, "%ld", n);
+    char *args[] = {argv[0], "loop", count, NULL};
+    execv("/proc/self/exe", args);
+    return 4;
+  }
+  if (strcmp(mode, "fail") == 0) {
+    int fd = open("/nonexistent/hook-trace", O_RDONLY);
+    int closed = close(-1);
+    FILE *file = fopen("/nonexistent/hook-trace", "r");
+    printf("failed: %d %d %d\n", fd, closed, file == NULL);
+    return 1;
+  }
+  fprintf(stderr, "unknown mode %s\n", mode);
+  return 2;
+}

@@ -1,0 +1,244 @@
+import CHookTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a run of a program printed, and how it ended.
+struct Run {
+    var status: Int32
+    var output: String
+    var errors: String
+}
+
+/// The folder of the products this test bundle was built with (hook-trace,
+/// libHookTrace.so, HookTraceSample).
+let products: URL = {
+    let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+    var folder = bundle.deletingLastPathComponent()
+    while folder.path != "/" {
+        if FileManager.default.fileExists(atPath: folder.appendingPathComponent("hook-trace").path) { return folder }
+        folder.deleteLastPathComponent()
+    }
+    return URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug").standardized
+}()
+
+let launcher = products.appendingPathComponent("hook-trace").path
+let sample = products.appendingPathComponent("HookTraceSample").path
+
+/// Runs `arguments` (found on PATH when not a path), its output and errors in files.
+func run(_ arguments: [String]) throws -> Run {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-\(getpid())-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let out = folder.appendingPathComponent("out").path, err = folder.appendingPathComponent("err").path
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    posix_spawn_file_actions_addopen(&actions, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    let argv = arguments.map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ)
+    guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EINVAL) }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    // WIFEXITED: the low 7 bits are 0; then the status is in bits 8-15.
+    let code = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    return Run(status: code,
+               output: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
+               errors: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+}
+
+/// The summary tables in `text` (`-c`): per process, calls and errors by function.
+func summaries(_ text: String) -> [[String: (calls: Int, errors: Int)]] {
+    var tables: [[String: (calls: Int, errors: Int)]] = []
+    for line in text.split(separator: "\n") {
+        if line.hasPrefix("hook-trace: ") && line.contains("calls traced in process") {
+            tables.append([:])
+            continue
+        }
+        let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+        guard fields.count == 6, !tables.isEmpty, Double(fields[0]) != nil,
+              let calls = Int(fields[3]), let errors = Int(fields[4]), fields[5] != "total" else { continue }
+        tables[tables.count - 1][String(fields[5])] = (calls, errors)
+    }
+    return tables
+}
+
+func counts(_ table: [String: (calls: Int, errors: Int)]) -> [String: Int] { table.mapValues(\.calls) }
+
+func program(_ name: String) -> String? {
+    for folder in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
+        let path = "\(folder)/\(name)"
+        if access(path, X_OK) == 0 { return path }
+    }
+    return nil
+}
+
+/// hook-trace runs programs with a library preloaded; a build with a
+/// sanitizer instruments that library too, which a plain program cannot load.
+let unsanitized = hk_test_malloc_counting_available()
+
+@Suite("hook-trace: a program's calls, as ltrace and uftrace show them", .enabled(if: unsanitized, "not under a sanitizer"))
+struct HookTraceTests {
+    @Test func theSummaryCountsEveryCallAndTheProgramRunsAsBefore() throws {
+        let plain = try run([sample, "loop", "1000"])
+        #expect(plain.status == 3 && plain.output == "total 12000\n" && plain.errors.isEmpty)
+        let traced = try run([launcher, "-c", "-L", "-e", "strdup+strlen+free", "--", sample, "loop", "1000"])
+        #expect(traced.status == 3)
+        #expect(traced.output == plain.output)
+        let tables = summaries(traced.errors)
+        #expect(tables.count == 1, "\(traced.errors)")
+        #expect(counts(tables.first ?? [:]) == ["strdup": 1000, "strlen": 1000, "free": 1000])
+        #expect(traced.errors.contains("3000         0 total"))
+    }
+
+    @Test func eachCallIsPrintedWithItsArgumentsResultThreadAndDuration() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-lines-\(getpid()).txt").path
+        defer { unlink(file) }
+        let traced = try run([launcher, "-L", "-o", file, "-e", "str*", "-e", "free", sample, "loop", "50"])
+        #expect(traced.status == 3 && traced.output == "total 600\n")
+        #expect(traced.errors.isEmpty, "the trace goes to the file: \(traced.errors)")
+        let lines = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n").map(String.init)
+        // Lines of the calls the loop makes (strtol and strcmp read the arguments first).
+        let loopLines = lines.filter { !$0.contains("] strtol(") && !$0.contains("] strcmp(") }
+        #expect(loopLines.count == 150, "\(lines.prefix(5))")
+        let pattern = #/^\[(\d+)\] (strdup|strlen|free)\(("hello, world"|0x[0-9a-f]+)\)( = (0x[0-9a-f]+|12))? <\d+ ns>$/#
+        var lastCopy: String?
+        var threads: Set<Substring> = []
+        for (i, line) in loopLines.enumerated() {
+            let match = try #require(try pattern.wholeMatch(in: line), "\(line)")
+            threads.insert(match.1)
+            switch i % 3 {
+            case 0:
+                #expect(match.2 == "strdup" && match.3 == "\"hello, world\"")
+                lastCopy = match.5.map(String.init)
+            case 1:
+                #expect(match.2 == "strlen" && match.5 == "12")
+            default:
+                #expect(match.2 == "free" && String(match.3) == lastCopy && match.4 == nil)
+            }
+        }
+        #expect(threads.count == 1)   // one thread, its kernel thread ID on every line
+        #expect(lines.contains { $0.hasPrefix("[") && $0.contains("] strtol(\"50\", NULL, 10) = 50 <") })
+    }
+
+    /// By default the functions' entries are patched: calls from inside
+    /// libc count too (glibc's strdup measures its argument with strlen).
+    @Test func entryHooksAlsoSeeCallsInsideTheLibrary() throws {
+        let traced = try run([launcher, "-c", "-e", "strdup+strlen+free", sample, "loop", "200"])
+        #expect(traced.status == 3 && traced.output == "total 2400\n")
+        let table = counts(try #require(summaries(traced.errors).first))
+        #expect(table["strdup"] == 200 && table["free"] == 200)
+        #expect(table["strlen"] == 400 || table["strlen"] == 200, "\(table)")
+        let lines = try run([launcher, "-e", "strdup+strlen", sample, "loop", "1"])
+        #expect(lines.status == 3)
+        if table["strlen"] == 400 {
+            // The nested call interrupts its caller's line, as ltrace prints it.
+            #expect(lines.errors.contains(#"strdup("hello, world" <unfinished ...>"#), "\(lines.errors)")
+            #expect(lines.errors.contains("<... strdup resumed> = 0x"), "\(lines.errors)")
+        }
+    }
+
+    @Test func sqliteCallsAndTheirErrors() throws {
+        let plain = try run([sample, "sqlite", "40"])
+        #expect(plain.status == 0 && plain.output == "rows 40 40, missing table: 1\n")
+        // Library calls only: the program's own calls into SQLite.
+        let traced = try run([launcher, "-c", "-L", "-e", "sqlite3_*", sample, "sqlite", "40"])
+        #expect(traced.status == 0 && traced.output == plain.output)
+        let table = try #require(summaries(traced.errors).first)
+        #expect(counts(table) == [
+            "sqlite3_open": 1, "sqlite3_exec": 43, "sqlite3_prepare_v2": 1, "sqlite3_step": 2,
+            "sqlite3_column_int": 1, "sqlite3_finalize": 1, "sqlite3_close": 1,
+        ])
+        #expect(table["sqlite3_exec"]?.errors == 1)   // the missing table
+        #expect(table["sqlite3_step"]?.errors == 0)   // ROW and DONE are no errors
+        // Entries: also SQLite's calls of its own API (sqlite3_exec prepares and steps each statement).
+        let entries = try run([launcher, "-c", "-e", "sqlite3_*", sample, "sqlite", "40"])
+        #expect(entries.status == 0 && entries.output == plain.output)
+        let inside = counts(try #require(summaries(entries.errors).first))
+        #expect((inside["sqlite3_step"] ?? 0) >= 2 + 43 && (inside["sqlite3_prepare_v2"] ?? 0) >= 1 + 43, "\(inside)")
+        let lines = try run([launcher, "-L", "-e", "sqlite3_open+sqlite3_exec", sample, "sqlite", "1"])
+        #expect(lines.errors.contains(#"sqlite3_open(":memory:", 0x"#), "\(lines.errors)")
+        #expect(lines.errors.contains(#"sqlite3_exec(0x"#) && lines.errors.contains(#", "SELECT * FROM missing", NULL, NULL) = 1 <"#))
+    }
+
+    @Test func everyThreadsCallsAreCounted() throws {
+        let traced = try run([launcher, "-c", "-L", "-e", "strdup+strlen+free", sample, "threads", "4", "2000"])
+        #expect(traced.status == 0 && traced.output == "total 96000\n")
+        // (glibc frees a thread's memory when it ends, but through its own
+        // slot: a call inside libc, not a library call.)
+        #expect(counts(try #require(summaries(traced.errors).first)) == ["strdup": 8000, "strlen": 8000, "free": 8000])
+        let lines = try run([launcher, "-L", "-e", "strdup", sample, "threads", "3", "10"])
+        let threads = Set(lines.errors.split(separator: "\n").filter { $0.contains("strdup(") }.map { $0.split(separator: "]")[0] })
+        #expect(threads.count == 3, "\(threads)")
+    }
+
+    /// A child of fork is traced too and reports its own calls (its table
+    /// at _exit); an exec'd image is traced as the launcher's was.
+    @Test func forkAndExec() throws {
+        let forked = try run([launcher, "-c", "-L", "-e", "strdup+strlen+free", sample, "fork", "100"])
+        #expect(forked.status == 0)
+        #expect(forked.output.contains("child total 1200\n") && forked.output.contains("parent total 1200, child status 0\n"))
+        let tables = summaries(forked.errors)
+        #expect(tables.count == 2, "\(forked.errors)")
+        for table in tables { #expect(counts(table) == ["strdup": 100, "strlen": 100, "free": 100]) }
+
+        let execed = try run([launcher, "-c", "-L", "-e", "strdup+strlen+free", sample, "exec", "30"])
+        #expect(execed.status == 3 && execed.output == "exec\ntotal 360\n")
+        let images = summaries(execed.errors)
+        #expect(images.count == 2, "\(execed.errors)")   // the image before exec (none of these calls), the one after
+        #expect(counts(images.last ?? [:]) == ["strdup": 30, "strlen": 30, "free": 30])
+    }
+
+    @Test func badInputEndsWithAMessageAndAStatus() throws {
+        let badPattern = try run([launcher, "-e", "str len", sample, "loop", "1"])
+        #expect(badPattern.status == 2 && badPattern.errors.contains("bad pattern 'str len': ' ' is not part of a symbol name"))
+        let unclosed = try run([launcher, "-e", "str[ab", sample])
+        #expect(unclosed.status == 2 && unclosed.errors.contains("bad pattern 'str[ab': '[' is never closed"))
+        let empty = try run([launcher, "-e", "", sample])
+        #expect(empty.status == 2 && empty.errors.contains("an empty pattern"))
+        let missing = try run([launcher, "-c", "no-such-program-of-hook-trace"])
+        #expect(missing.status == 127 && missing.errors.contains("cannot run 'no-such-program-of-hook-trace': No such file or directory"))
+        let unwritable = try run([launcher, "-o", "/nonexistent/folder/trace.txt", sample, "loop", "1"])
+        #expect(unwritable.status == 2 && unwritable.errors.contains("cannot write the trace to '/nonexistent/folder/trace.txt': No such file or directory"))
+        #expect(unwritable.output.isEmpty, "the program never ran")
+        let nothing = try run([launcher, "-c"])
+        #expect(nothing.status == 2 && nothing.errors.contains("no program to run"))
+    }
+
+    /// The same calls and counts as ltrace and uftrace report for the same program.
+    @Test(.enabled(if: program("ltrace") != nil && program("uftrace") != nil, "ltrace and uftrace are installed by .ci/run"))
+    func theSameCountsAsLtraceAndUftrace() throws {
+        let ours = try run([launcher, "-c", "-L", "-e", "strdup+strlen+free", sample, "loop", "300"])
+        let ourCounts = counts(try #require(summaries(ours.errors).first))
+        #expect(ourCounts == ["strdup": 300, "strlen": 300, "free": 300])
+
+        let ltrace = try run(["ltrace", "-c", "-e", "strdup+strlen+free", sample, "loop", "300"])
+        #expect(ltrace.output == ours.output)   // (ltrace -c ends with status 0)
+        var ltraceCounts: [String: Int] = [:]
+        for line in ltrace.errors.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            if fields.count == 5, Double(fields[0]) != nil, let calls = Int(fields[3]) { ltraceCounts[String(fields[4])] = calls }
+        }
+        #expect(ltraceCounts == ourCounts, "ltrace: \(ltrace.errors)")
+
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-uftrace-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let recorded = try run(["uftrace", "record", "--force", "-d", folder, sample, "loop", "300"])
+        #expect(recorded.output == ours.output)
+        let report = try run(["uftrace", "report", "-d", folder])
+        var uftraceCounts: [String: Int] = [:]
+        for line in report.output.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            if let name = fields.last, ["strdup", "strlen", "free"].contains(name), fields.count >= 2,
+               let calls = Int(fields[fields.count - 2]) { uftraceCounts[String(name)] = calls }
+        }
+        #expect(uftraceCounts == ourCounts, "uftrace: \(report.output)")
+    }
+}
