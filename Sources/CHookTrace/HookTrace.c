@@ -47,6 +47,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -169,7 +172,7 @@ static int never_traced(const char *name) {
 
 #define MAX_FUNCTIONS 4096
 
-typedef struct {
+typedef struct traced_function {
   const void *original;     // where the stub jumps on: the function, or its relocated entry
   const prototype *proto;   // NULL: raw words
   const char *name;         // as printed (demangled Swift names)
@@ -177,6 +180,10 @@ typedef struct {
   uint32_t index;           // in the counters
   uint32_t name_length;
   int by_entry;             // its entry is patched (else its import slots)
+  uint32_t integer_words;     // words of integer arguments a record keeps (6 without a prototype)
+  uint32_t real_words;        // and of floating-point ones (at most 2)
+  uint32_t string_arguments;  // its prototype's C string arguments
+  uint32_t string_result;     // 1 if it returns one
   void *stub;               // the 24-byte stub
 } traced_function;
 
@@ -188,33 +195,65 @@ size_t hook_trace_function_count(void) { return atomic_load(&function_count); }
 // MARK: - Per-thread state
 
 #define MAX_DEPTH 256
-#define BUFFER_SIZE (64 * 1024)
-#define LINE_ROOM 2048   // a line never needs more (names are cut at NAME_LIMIT)
+#define RING_SIZE (256 * 1024)   // a thread's records not yet written (a power of two)
+#define OUT_SIZE (64 * 1024)     // the writer's buffer of lines
+#define LINE_ROOM 4096           // a line never needs more (names are cut at NAME_LIMIT)
 #define NAME_LIMIT 400
+#define STRING_LIMIT 32
+#define MAX_STRINGS 4            // string arguments and result of a prototype, at most
 
 typedef struct {
   uint64_t calls, errors, ticks;
 } counter;
 
+// A C string argument or result, copied when the call is made (or returns):
+// the memory may be freed or changed by the time the line is written.
+enum { TEXT_WHOLE, TEXT_CUT, TEXT_NULL, TEXT_WORD };
+typedef struct {
+  uint8_t length, kind;   // TEXT_*
+  char bytes[STRING_LIMIT];
+} text;
+
 typedef struct {
   uintptr_t return_address;
-  const traced_function *function;
+  const struct traced_function *function;
   uint64_t start;
   uintptr_t stack;          // the caller's stack pointer after the call returns
+  uint64_t words[6];        // the integer argument registers
+  double reals[2];          // xmm0 and xmm1 (the first two floating-point arguments)
+  text texts[MAX_STRINGS];  // its string arguments
 } frame;
 
+// One traced call, complete, as the call path leaves it for the writer:
+// only the words its prototype prints (a record is one or two cache lines,
+// each of which the writer's core must fetch).
+typedef struct {
+  uint32_t size;            // bytes, a multiple of 8 (the ring's end: a skip record with no function)
+  uint32_t tid;
+  const struct traced_function *function;
+  uint64_t ticks;
+  uint64_t result;          // rax, or xmm0's bits for a floating-point result
+  uint16_t depth;           // traced calls of this thread it is inside
+  uint16_t texts;           // how many texts follow the words
+  uint32_t unused;
+  uint64_t words[];         // the integer arguments, then the floating-point ones' bits; then the texts
+} record;
+
 typedef struct thread_state {
-  struct thread_state *next;   // every thread's, for the flush at exit
+  struct thread_state *next;   // every thread's, for the writer and the flush at exit
   _Atomic int unused;          // its thread ended: the next new thread takes it (counters and all)
   pid_t tid;
   int depth;
-  int open_line;               // depth + 1 of the frame whose line is unfinished, 0 if none
-  uint32_t prefix_length;
-  char prefix[24];             // "[tid] "
-  size_t length;
-  frame frames[MAX_DEPTH];
+  // The ring's ends, each on a cache line of its own (the thread and the
+  // writer each write one), and the thread's last look at the writer's.
+  _Alignas(64) _Atomic uint64_t head;   // the end of the records the writer may read (published)
+  _Alignas(64) uint64_t head_local;     // the end of the thread's records (it publishes in batches)
+  uint64_t published_at;                // the time-stamp counter when it last published
+  uint64_t tail_seen;
+  _Alignas(64) _Atomic uint64_t tail;   // written by the writer: the end of what it has written out
+  _Alignas(64) frame frames[MAX_DEPTH];
   counter counters[MAX_FUNCTIONS];
-  char buffer[BUFFER_SIZE];
+  char ring[RING_SIZE];
 } thread_state;
 
 static _Thread_local thread_state *state_here __attribute__((tls_model("initial-exec")));
@@ -227,60 +266,28 @@ static int summary_mode;
 static int output_fd = 2;
 static int started;
 static double ns_per_tick = 1.0;
-static uint64_t ns_per_tick_q32 = 1ull << 32;   // ns_per_tick in 32.32 fixed point (the call path)
+static uint64_t ns_per_tick_q32 = 1ull << 32;   // ns_per_tick in 32.32 fixed point
+static uint64_t publish_ticks = 3000000;         // about a millisecond
 static uint64_t start_ticks;
 static struct timespec start_time;
-
-static char *put_unsigned(char *p, uint64_t value);
-
-static void write_all(int fd, const char *data, size_t length) {
-  while (length > 0) {
-    ssize_t n = write(fd, data, length);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    data += n;
-    length -= (size_t)n;
-  }
-}
-
-static void flush_state(thread_state *s) {
-  if (s->length == 0) return;
-  int saved = errno;
-  write_all(output_fd, s->buffer, s->length);
-  s->length = 0;
-  errno = saved;
-}
 
 static void state_ends(void *value) {
   thread_state *s = value;
   inside++;
-  flush_state(s);
+  atomic_store_explicit(&s->head, s->head_local, memory_order_release);
   s->depth = 0;
-  s->open_line = 0;
   state_here = NULL;
-  // The counters stay (the summary at exit adds them up); a later thread
-  // takes the state over and adds to them.
+  // Its records stay for the writer, its counters for the summary; a later
+  // thread takes the state over and adds to them.
   atomic_store(&s->unused, 1);
   inside--;
-}
-
-static void state_name(thread_state *s) {
-  s->tid = (pid_t)syscall(SYS_gettid);
-  char *p = s->prefix;
-  *p++ = '[';
-  p = put_unsigned(p, (uint64_t)s->tid);
-  *p++ = ']';
-  *p++ = ' ';
-  s->prefix_length = (uint32_t)(p - s->prefix);
 }
 
 static thread_state *state_make(void) {
   for (thread_state *s = atomic_load(&all_states); s; s = s->next) {
     int expected = 1;
     if (atomic_load(&s->unused) && atomic_compare_exchange_strong(&s->unused, &expected, 0)) {
-      state_name(s);
+      s->tid = (pid_t)syscall(SYS_gettid);
       pthread_setspecific(state_key, s);
       state_here = s;
       return s;
@@ -288,7 +295,7 @@ static thread_state *state_make(void) {
   }
   thread_state *s = mmap(NULL, sizeof(thread_state), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (s == MAP_FAILED) return NULL;
-  state_name(s);
+  s->tid = (pid_t)syscall(SYS_gettid);
   thread_state *head = atomic_load(&all_states);
   do {
     s->next = head;
@@ -298,22 +305,31 @@ static thread_state *state_make(void) {
   return s;
 }
 
-void hook_trace_flush(void) {
-  inside++;
-  // Other threads' lines too (exec ends them, and so may _exit): a thread
-  // still writing meanwhile may see its buffer cut short.
-  for (thread_state *s = atomic_load(&all_states); s; s = s->next) flush_state(s);
-  inside--;
-}
-
 // MARK: - Formatting (no stdio: nothing here allocates or locks)
 
-static char *put(char *p, const char *text, size_t length) {
-  memcpy(p, text, length);
+// Short copies inline (a call of memcpy per piece of a line costs more than the piece).
+static inline char *put(char *p, const char *text, size_t length) {
+  if (length >= 8 && length <= 16) {
+    uint64_t a, b;
+    memcpy(&a, text, 8);
+    memcpy(&b, text + length - 8, 8);
+    memcpy(p, &a, 8);
+    memcpy(p + length - 8, &b, 8);
+  } else if (length >= 4 && length < 8) {
+    uint32_t a, b;
+    memcpy(&a, text, 4);
+    memcpy(&b, text + length - 4, 4);
+    memcpy(p, &a, 4);
+    memcpy(p + length - 4, &b, 4);
+  } else if (length > 0 && length < 4) {
+    p[0] = text[0];
+    p[length / 2] = text[length / 2];
+    p[length - 1] = text[length - 1];
+  } else if (length > 16) {
+    memcpy(p, text, length);
+  }
   return p + length;
 }
-
-static char *put_text(char *p, const char *text) { return put(p, text, strlen(text)); }
 
 static const char digit_pairs[201] =
     "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
@@ -335,9 +351,7 @@ static char *put_unsigned(char *p, uint64_t value) {
   } else {
     *--d = (char)('0' + value);
   }
-  size_t n = (size_t)(end - d);
-  memcpy(p, d, n);
-  return p + n;
+  return put(p, d, (size_t)(end - d));
 }
 
 static char *put_signed(char *p, int64_t value) {
@@ -365,16 +379,13 @@ static char *put_pointer(char *p, uint64_t value) {
   return put_hex(p, value);
 }
 
-#define STRING_LIMIT 32
-
-static char *put_string(char *p, uint64_t value) {
-  const unsigned char *s = (const unsigned char *)(uintptr_t)value;
-  if (s == NULL) return put(p, "NULL", 4);
-  if (value < 4096) return put_hex(p, value);
+static char *put_text(char *p, const text *t, uint64_t word) {
+  if (t->kind == TEXT_NULL) return put(p, "NULL", 4);
+  if (t->kind == TEXT_WORD) return put_hex(p, word);
+  static const char hex[] = "0123456789abcdef";
   *p++ = '"';
-  int i = 0;
-  for (; i < STRING_LIMIT && s[i]; i++) {
-    unsigned char c = s[i];
+  for (int i = 0; i < t->length; i++) {
+    unsigned char c = (unsigned char)t->bytes[i];
     if (c >= 32 && c < 127 && c != '"' && c != '\\') {
       *p++ = (char)c;
     } else if (c == '"' || c == '\\') {
@@ -384,18 +395,55 @@ static char *put_string(char *p, uint64_t value) {
       p = put(p, "\\n", 2);
     } else if (c == '\t') {
       p = put(p, "\\t", 2);
-    } else if (c < 32 || c == 127) {
-      static const char hex[] = "0123456789abcdef";
+    } else {
       p = put(p, "\\x", 2);
       *p++ = hex[c >> 4];
       *p++ = hex[c & 15];
-    } else {
-      *p++ = (char)c;
     }
   }
   *p++ = '"';
-  if (i == STRING_LIMIT && s[i]) p = put(p, "...", 3);
+  if (t->kind == TEXT_CUT) p = put(p, "...", 3);
   return p;
+}
+
+// Copies the C string at `word`, at most STRING_LIMIT bytes. (A pointer
+// below the first page is printed as a number, not read.)
+static inline void text_take(text *t, uint64_t word) {
+  const char *s = (const char *)(uintptr_t)word;
+  if (s == NULL) {
+    t->kind = TEXT_NULL;
+    return;
+  }
+  if (word < 4096) {
+    t->kind = TEXT_WORD;
+    return;
+  }
+  // Eight bytes at a time where they lie in one page (a string's NUL may be
+  // the last byte of its page, and the next page unmapped).
+  int n = 0;
+  while (n < STRING_LIMIT) {
+    uintptr_t at = (uintptr_t)(s + n);
+    if ((at & 4095) <= 4096 - 8) {
+      uint64_t chunk;
+      memcpy(&chunk, s + n, 8);
+      memcpy(t->bytes + n, &chunk, 8);
+      uint64_t zero = (chunk - 0x0101010101010101ull) & ~chunk & 0x8080808080808080ull;
+      if (zero) {
+        n += __builtin_ctzll(zero) / 8;
+        t->length = (uint8_t)n;
+        t->kind = TEXT_WHOLE;
+        return;
+      }
+      n += 8;
+    } else {
+      if (s[n] == 0) break;
+      t->bytes[n] = s[n];
+      n++;
+    }
+  }
+  if (n > STRING_LIMIT) n = STRING_LIMIT;
+  t->length = (uint8_t)n;
+  t->kind = n == STRING_LIMIT && s[n] ? TEXT_CUT : TEXT_WHOLE;
 }
 
 static char *put_double(char *p, double value) {
@@ -422,13 +470,13 @@ static char *put_double(char *p, double value) {
   return put(p, digits, 6);
 }
 
-static char *put_value(char *p, char kind, uint64_t word, double real) {
+static char *put_value(char *p, char kind, uint64_t word, double real, const text *t) {
   switch (kind) {
   case 'i': return put_signed(p, (int32_t)word);
   case 'l': return put_signed(p, (int64_t)word);
   case 'u': return put_unsigned(p, word);
   case 'x': return put_hex(p, (uint32_t)word);
-  case 's': return put_string(p, word);
+  case 's': return put_text(p, t, word);
   case 'f': return put_double(p, real);
   default: return put_pointer(p, word);
   }
@@ -441,48 +489,206 @@ typedef struct {
 } entry_registers;
 
 typedef struct {
-  double xmm0[2], xmm1[2];
+  union {
+    double xmm0[2];
+    uint64_t xmm0_bits;
+  };
+  double xmm1[2];
   uint64_t rax, rdx;
 } return_registers;
 
-static char *put_arguments(char *p, const traced_function *f, const entry_registers *r) {
-  const uint64_t words[6] = {r->rdi, r->rsi, r->rdx, r->rcx, r->r8, r->r9};
-  *p++ = '(';
-  if (f->proto == NULL) {
-    for (int i = 0; i < 6; i++) {
-      if (i) p = put(p, ", ", 2);
-      p = put_hex(p, words[i]);
-    }
-  } else {
-    int integer = 0, real = 0;
-    const char *a = f->proto->args;
-    for (int i = 0; a[i]; i++) {
-      if (i) p = put(p, ", ", 2);
-      if (a[i] == 'f') {
-        p = put_double(p, real < 8 ? r->xmm[real][0] : 0);
-        real++;
-      } else {
-        p = integer < 6 ? put_value(p, a[i], words[integer], 0) : put(p, "?", 1);
-        integer++;
-      }
-    }
-    if (f->proto->variadic) p = put(p, a[0] ? ", ..." : "...", a[0] ? 5 : 3);
-  }
-  return p;
-}
-
-static int failed(const traced_function *f, const return_registers *r) {
+static int failed(const traced_function *f, uint64_t rax) {
   if (f->proto == NULL) return 0;
   switch (f->proto->error) {
-  case ERR_NEG1: return f->proto->result[0] == 'i' ? (int32_t)r->rax == -1 : (int64_t)r->rax == -1;
-  case ERR_NULL: return r->rax == 0;
-  case ERR_NONZERO: return (int32_t)r->rax != 0;
+  case ERR_NEG1: return f->proto->result[0] == 'i' ? (int32_t)rax == -1 : (int64_t)rax == -1;
+  case ERR_NULL: return rax == 0;
+  case ERR_NONZERO: return (int32_t)rax != 0;
   case ERR_SQLITE: {
-    int32_t code = (int32_t)r->rax;
+    int32_t code = (int32_t)rax;
     return code != 0 && code != 100 && code != 101;
   }
   default: return 0;
   }
+}
+
+// A record's line: "[tid] name(arguments) = result <duration ns>", indented
+// by the traced calls it was made inside.
+static char *put_line(char *p, const record *r) {
+  const traced_function *f = r->function;
+  *p++ = '[';
+  p = put_unsigned(p, r->tid);
+  *p++ = ']';
+  *p++ = ' ';
+  for (uint32_t i = 0; i < r->depth && i < 32; i++) p = put(p, "  ", 2);
+  p = put(p, f->name, f->name_length);
+  *p++ = '(';
+  const text *texts = (const text *)(r->words + f->integer_words + f->real_words);
+  if (f->proto == NULL) {
+    for (int i = 0; i < 6; i++) {
+      if (i) p = put(p, ", ", 2);
+      p = put_hex(p, r->words[i]);
+    }
+  } else {
+    uint32_t integer = 0, real = 0, taken = 0;
+    const char *a = f->proto->args;
+    for (int i = 0; a[i]; i++) {
+      if (i) p = put(p, ", ", 2);
+      if (a[i] == 'f') {
+        double value;
+        memcpy(&value, &r->words[f->integer_words + real], 8);
+        p = real < f->real_words ? put_double(p, value) : put(p, "?", 1);
+        real++;
+      } else if (integer < f->integer_words) {
+        p = put_value(p, a[i], r->words[integer], 0, a[i] == 's' ? &texts[taken++] : NULL);
+        integer++;
+      } else {
+        p = put(p, "?", 1);
+      }
+    }
+    if (f->proto->variadic) p = put(p, a[0] ? ", ..." : "...", a[0] ? 5 : 3);
+  }
+  *p++ = ')';
+  char kind = f->proto ? f->proto->result[0] : 'p';
+  if (kind != 'v') {
+    double real;
+    memcpy(&real, &r->result, 8);
+    p = put(p, " = ", 3);
+    p = put_value(p, kind, r->result, real, kind == 's' ? &texts[r->texts - 1] : NULL);
+  }
+  p = put(p, " <", 2);
+  p = put_unsigned(p, (uint64_t)(((unsigned __int128)r->ticks * ns_per_tick_q32) >> 32));
+  return put(p, " ns>\n", 5);
+}
+
+// MARK: - The writer
+
+// Lines are made and written by a thread of the tracer's own, so that a
+// traced call only copies what it saw into its thread's ring. Where there is
+// no writer thread (a child of fork, after a failed exec, or if it could not
+// be made), a thread whose ring is full writes it out itself, and what is
+// left is written at exit.
+static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
+static char out[OUT_SIZE];
+static size_t out_length;
+static pthread_t writer;
+static _Atomic int writer_running, writer_stop, writer_asleep;
+static _Atomic uint32_t writer_wakeups;
+
+static void write_all(int fd, const char *data, size_t length) {
+  while (length > 0) {
+    ssize_t n = write(fd, data, length);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    data += n;
+    length -= (size_t)n;
+  }
+}
+
+static void out_flush(void) {
+  if (out_length == 0) return;
+  int saved = errno;
+  write_all(output_fd, out, out_length);
+  out_length = 0;
+  errno = saved;
+}
+
+// Writes out one thread's records (under drain_lock). 1 if there were any.
+static int drain_state(thread_state *s) {
+  uint64_t head = atomic_load_explicit(&s->head, memory_order_acquire);
+  uint64_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
+  if (head == tail) return 0;
+  while (tail != head) {
+    const record *r = (const record *)(s->ring + (tail & (RING_SIZE - 1)));
+    if (r->function) {
+      if (out_length > OUT_SIZE - LINE_ROOM) out_flush();
+      out_length = (size_t)(put_line(out + out_length, r) - out);
+    }
+    tail += r->size;
+  }
+  atomic_store_explicit(&s->tail, tail, memory_order_release);
+  return 1;
+}
+
+static int drain_all(void) {
+  int any = 0;
+  for (thread_state *s = atomic_load(&all_states); s; s = s->next) any |= drain_state(s);
+  return any;
+}
+
+static void *writer_main(void *unused) {
+  (void)unused;
+  inside = 1;   // nothing the writer calls is traced
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);   // the program's signals go to its own threads
+  while (!atomic_load(&writer_stop)) {
+    pthread_mutex_lock(&drain_lock);
+    int any = drain_all();
+    out_flush();
+    pthread_mutex_unlock(&drain_lock);
+    if (!any) {
+      // Nothing to write: sleep a millisecond, or until a thread's ring is half full.
+      uint32_t seen = atomic_load(&writer_wakeups);
+      atomic_store(&writer_asleep, 1);
+      struct timespec pause = {0, 1000000};
+      syscall(SYS_futex, &writer_wakeups, FUTEX_WAIT_PRIVATE, seen, &pause, NULL, 0);
+      atomic_store(&writer_asleep, 0);
+    }
+  }
+  return NULL;
+}
+
+static void writer_wake(void) {
+  atomic_fetch_add(&writer_wakeups, 1);
+  syscall(SYS_futex, &writer_wakeups, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void writer_start(void) {
+  atomic_store(&writer_stop, 0);
+  if (pthread_create(&writer, NULL, writer_main, NULL) == 0) atomic_store(&writer_running, 1);
+}
+
+static void writer_end(void) {
+  if (!atomic_load(&writer_running)) return;
+  atomic_store(&writer_stop, 1);
+  writer_wake();
+  pthread_join(writer, NULL);
+  atomic_store(&writer_running, 0);
+}
+
+// Room for `size` more bytes in this thread's ring: waits for the writer, or
+// writes the ring out itself where there is none.
+static void ring_make_room(thread_state *s, uint64_t size) {
+  atomic_store_explicit(&s->head, s->head_local, memory_order_release);
+  for (;;) {
+    uint64_t used = atomic_load_explicit(&s->head, memory_order_relaxed) -
+                    atomic_load_explicit(&s->tail, memory_order_acquire);
+    if (RING_SIZE - used >= size) return;
+    if (atomic_load(&writer_running)) {
+      writer_wake();
+      sched_yield();
+    } else {
+      pthread_mutex_lock(&drain_lock);
+      drain_state(s);
+      out_flush();
+      pthread_mutex_unlock(&drain_lock);
+    }
+  }
+}
+
+void hook_trace_flush(void) {
+  inside++;
+  // Every thread's records, those not yet published too (the image is
+  // ending: a thread still running may lose the call it is making).
+  for (thread_state *s = atomic_load(&all_states); s; s = s->next)
+    atomic_store_explicit(&s->head, s->head_local, memory_order_release);
+  pthread_mutex_lock(&drain_lock);
+  drain_all();
+  out_flush();
+  pthread_mutex_unlock(&drain_lock);
+  inside--;
 }
 
 // MARK: - The call path
@@ -502,27 +708,29 @@ __attribute__((used)) const void *hk_trace_enter(const traced_function *f, const
     if (s == NULL) return f->original;
   }
   if (s->depth >= MAX_DEPTH) return f->original;
-  inside++;
   frame *fr = &s->frames[s->depth];
   fr->return_address = *return_slot;
   fr->function = f;
   fr->stack = (uintptr_t)(return_slot + 1);
   if (!summary_mode) {
-    if (s->length > BUFFER_SIZE - LINE_ROOM) flush_state(s);
-    char *p = s->buffer + s->length;
-    if (s->open_line) {
-      p = put(p, " <unfinished ...>\n", 18);
-      s->open_line = 0;
+    const uint64_t *saved = &r->rdi;   // rdi, rsi, rdx, rcx, r8, r9 in order
+    for (uint32_t i = 0; i < f->integer_words; i++) fr->words[i] = saved[i];
+    if (f->real_words) {
+      fr->reals[0] = r->xmm[0][0];
+      fr->reals[1] = r->xmm[1][0];
     }
-    p = put(p, s->prefix, s->prefix_length);
-    p = put(p, f->name, f->name_length);
-    p = put_arguments(p, f, r);
-    s->length = (size_t)(p - s->buffer);
-    s->open_line = s->depth + 1;
+    if (f->string_arguments) {
+      const char *a = f->proto->args;
+      int integer = 0, texts = 0;
+      for (int i = 0; a[i] && integer < 6; i++) {
+        if (a[i] == 'f') continue;
+        if (a[i] == 's') text_take(&fr->texts[texts++], fr->words[integer]);
+        integer++;
+      }
+    }
   }
   s->depth++;
   *return_slot = (uintptr_t)hk_trace_return;
-  inside--;
   fr->start = __rdtsc();
   return f->original;
 }
@@ -536,42 +744,66 @@ __attribute__((used)) uintptr_t hk_trace_exit(const return_registers *r, uintptr
   frame *fr = &s->frames[--s->depth];
   const traced_function *f = fr->function;
   uint64_t ticks = end - fr->start;
-  inside++;
   if (summary_mode) {
     counter *c = &s->counters[f->index];
     c->calls++;
     c->ticks += ticks;
-    c->errors += (uint64_t)failed(f, r);
-  } else {
-    char *p;
-    if (s->open_line == s->depth + 1) {
-      p = s->buffer + s->length;
-      *p++ = ')';
-    } else {
-      if (s->open_line) {
-        p = s->buffer + s->length;
-        p = put(p, " <unfinished ...>\n", 18);
-        s->length = (size_t)(p - s->buffer);
-      }
-      if (s->length > BUFFER_SIZE - LINE_ROOM) flush_state(s);
-      p = s->buffer + s->length;
-      p = put(p, s->prefix, s->prefix_length);
-      p = put(p, "<... ", 5);
-      p = put(p, f->name, f->name_length);
-      p = put(p, " resumed>", 9);
-    }
-    s->open_line = 0;
-    char kind = f->proto ? f->proto->result[0] : 'p';
-    if (kind != 'v') {
-      p = put(p, " = ", 3);
-      p = put_value(p, kind, r->rax, r->xmm0[0]);
-    }
-    p = put(p, " <", 2);
-    p = put_unsigned(p, (uint64_t)(((unsigned __int128)ticks * ns_per_tick_q32) >> 32));
-    p = put(p, " ns>\n", 5);
-    s->length = (size_t)(p - s->buffer);
+    c->errors += (uint64_t)failed(f, r->rax);
+    return fr->return_address;
   }
-  inside--;
+  uint32_t texts = f->string_arguments + f->string_result, words = f->integer_words + f->real_words;
+  uint64_t size = (sizeof(record) + words * 8 + texts * sizeof(text) + 7) & ~(uint64_t)7;
+  uint64_t head = s->head_local;
+  uint64_t to_end = RING_SIZE - (head & (RING_SIZE - 1));
+  uint64_t need = size + (to_end < size ? to_end : 0);
+  uint64_t used = head - s->tail_seen;
+  if (RING_SIZE - used < need) {
+    s->tail_seen = atomic_load_explicit(&s->tail, memory_order_acquire);
+    used = head - s->tail_seen;
+    if (RING_SIZE - used < need) {
+      inside++;
+      ring_make_room(s, need);
+      inside--;
+      s->tail_seen = atomic_load_explicit(&s->tail, memory_order_acquire);
+    }
+  }
+  if (to_end < size) {
+    // The record does not fit before the ring's end: a skip record to there.
+    record *skip = (record *)(s->ring + (head & (RING_SIZE - 1)));
+    skip->size = (uint32_t)to_end;
+    skip->function = NULL;
+    head += to_end;
+  }
+  record *rec = (record *)(s->ring + (head & (RING_SIZE - 1)));
+  rec->size = (uint32_t)size;
+  rec->tid = (uint32_t)s->tid;
+  rec->function = f;
+  rec->ticks = ticks;
+  rec->result = f->proto && f->proto->result[0] == 'f' ? r->xmm0_bits : r->rax;
+  rec->depth = (uint16_t)s->depth;
+  rec->texts = (uint16_t)texts;
+  for (uint32_t i = 0; i < f->integer_words; i++) rec->words[i] = fr->words[i];
+  for (uint32_t i = 0; i < f->real_words; i++) memcpy(&rec->words[f->integer_words + i], &fr->reals[i], 8);
+  text *kept = (text *)(rec->words + words);
+  for (uint32_t i = 0; i < f->string_arguments; i++) kept[i] = fr->texts[i];
+  if (f->string_result) text_take(&kept[texts - 1], r->rax);
+  s->head_local = head + size;
+  // Published in batches, so that the writer's reads and the thread's
+  // writes of the ring's end do not pass its cache line back and forth on
+  // every call: every 4 KiB, or once a millisecond or so has passed (a
+  // thread that makes a call now and then has its lines written soon).
+  if (s->head_local - atomic_load_explicit(&s->head, memory_order_relaxed) >= 4096 ||
+      end - s->published_at > publish_ticks) {
+    atomic_store_explicit(&s->head, s->head_local, memory_order_release);
+    s->published_at = end;
+  }
+  // Half full and the writer asleep: wake it (once: the first to see it asleep).
+  if (used + need > RING_SIZE / 2 && atomic_load_explicit(&writer_asleep, memory_order_relaxed) &&
+      atomic_exchange(&writer_asleep, 0)) {
+    inside++;
+    writer_wake();
+    inside--;
+  }
   return fr->return_address;
 }
 
@@ -851,6 +1083,16 @@ static void trace_new_imports(void) {
     size_t length = strlen(f->name);
     f->name_length = (uint32_t)(length > NAME_LIMIT ? NAME_LIMIT : length);
     f->proto = prototype_named(symbol);
+    f->integer_words = 6;
+    if (f->proto) {
+      f->integer_words = 0;
+      for (const char *a = f->proto->args; *a; a++) {
+        f->string_arguments += *a == 's';
+        if (*a == 'f') f->real_words += f->real_words < 2;
+        else f->integer_words += f->integer_words < 6;
+      }
+      f->string_result = f->proto->result[0] == 's';
+    }
     f->index = n;
     f->stub = stub_make(f);
     if (f->stub == NULL || f->symbol == NULL || f->name == NULL) break;
@@ -876,6 +1118,9 @@ static void refine_calibration(void);
 // lines, and with -c its table), since no destructor will run.
 static void image_ends(void) {
   if (!started) return;
+  inside++;
+  writer_end();
+  inside--;
   refine_calibration();
   hook_trace_flush();
   if (summary_mode) summary_print();
@@ -919,7 +1164,7 @@ static void summary_print(void) {
   inside++;
   uint32_t n = atomic_load(&function_count);
   counter *totals = calloc(n ? n : 1, sizeof(counter));
-  if (totals == NULL) goto out;
+  if (totals == NULL) goto done;
   for (thread_state *s = atomic_load(&all_states); s; s = s->next)
     for (uint32_t i = 0; i < n; i++) {
       totals[i].calls += s->counters[i].calls;
@@ -932,11 +1177,11 @@ static void summary_print(void) {
     all_calls += totals[i].calls;
     all_errors += totals[i].errors;
   }
-  FILE *out = fdopen(dup(output_fd), "a");
-  if (out == NULL) goto out;
-  fprintf(out, "hook-trace: %d calls traced in process %d\n", (int)all_calls, (int)getpid());
-  fprintf(out, "%% time     seconds  usecs/call     calls    errors function\n");
-  fprintf(out, "------ ----------- ----------- --------- --------- --------------------\n");
+  FILE *table = fdopen(dup(output_fd), "a");
+  if (table == NULL) goto done;
+  fprintf(table, "hook-trace: %d calls traced in process %d\n", (int)all_calls, (int)getpid());
+  fprintf(table, "%% time     seconds  usecs/call     calls    errors function\n");
+  fprintf(table, "------ ----------- ----------- --------- --------- --------------------\n");
   // Largest total time first.
   for (;;) {
     int best = -1;
@@ -945,19 +1190,19 @@ static void summary_print(void) {
     if (best < 0) break;
     counter c = totals[best];
     double seconds = (double)c.ticks * ns_per_tick / 1e9;
-    fprintf(out, "%6.2f %11.6f %11.3f %9llu %9llu %s\n",
+    fprintf(table, "%6.2f %11.6f %11.3f %9llu %9llu %s\n",
             all_ticks ? 100.0 * (double)c.ticks / (double)all_ticks : 0.0, seconds,
             seconds * 1e6 / (double)c.calls, (unsigned long long)c.calls, (unsigned long long)c.errors,
             functions[best].name);
     totals[best].calls = 0;
   }
-  fprintf(out, "------ ----------- ----------- --------- --------- --------------------\n");
-  fprintf(out, "100.00 %11.6f             %9llu %9llu total\n", (double)all_ticks * ns_per_tick / 1e9,
+  fprintf(table, "------ ----------- ----------- --------- --------- --------------------\n");
+  fprintf(table, "100.00 %11.6f             %9llu %9llu total\n", (double)all_ticks * ns_per_tick / 1e9,
           (unsigned long long)all_calls, (unsigned long long)all_errors);
-  fclose(out);
+  fclose(table);
   // Printed: an exec that fails goes on counting from zero.
   for (thread_state *s = atomic_load(&all_states); s; s = s->next) memset(s->counters, 0, sizeof s->counters);
-out:
+done:
   free(totals);
   inside--;
 }
@@ -974,6 +1219,7 @@ static void calibrate(void) {
   double ns = (double)((now.tv_sec - start_time.tv_sec) * 1000000000LL + (now.tv_nsec - start_time.tv_nsec));
   if (ticks) ns_per_tick = ns / (double)ticks;
   ns_per_tick_q32 = (uint64_t)(ns_per_tick * 4294967296.0);
+  publish_ticks = (uint64_t)(1000000.0 / ns_per_tick);
 }
 
 static void refine_calibration(void) {
@@ -981,22 +1227,35 @@ static void refine_calibration(void) {
   clock_gettime(CLOCK_MONOTONIC, &now);
   uint64_t ticks = __rdtsc() - start_ticks;
   double ns = (double)((now.tv_sec - start_time.tv_sec) * 1000000000LL + (now.tv_nsec - start_time.tv_nsec));
-  if (ticks > 1000000) ns_per_tick = ns / (double)ticks;
+  if (ticks > 1000000) {
+    ns_per_tick = ns / (double)ticks;
+    ns_per_tick_q32 = (uint64_t)(ns_per_tick * 4294967296.0);
+  }
 }
 
+// fork: no drain is under way while the process is copied (so the rings
+// are whole in the child).
+static void before_fork(void) { pthread_mutex_lock(&drain_lock); }
+static void after_fork_in_parent(void) { pthread_mutex_unlock(&drain_lock); }
+
 static void after_fork_in_child(void) {
-  // The child's copies of the parent's buffers and counters are the
-  // parent's to write: drop them, so that each process reports its own calls.
+  pthread_mutex_unlock(&drain_lock);
+  // The child has no writer thread: its threads write their rings out
+  // themselves, when full and at exit. Its copies of the parent's records
+  // and counters are the parent's to write: dropped, so that each process
+  // reports its own calls.
+  atomic_store(&writer_running, 0);
   for (thread_state *s = atomic_load(&all_states); s; s = s->next) {
-    s->length = 0;
-    s->open_line = 0;
+    atomic_store(&s->head, s->head_local);
+    atomic_store(&s->tail, s->head_local);
+    s->tail_seen = s->head_local;
     memset(s->counters, 0, sizeof s->counters);
     if (s != state_here) {
       s->depth = 0;
       atomic_store(&s->unused, 1);   // their threads are not in the child
     }
   }
-  if (state_here) state_name(state_here);
+  if (state_here) state_here->tid = (pid_t)syscall(SYS_gettid);
 }
 
 __attribute__((constructor)) static void hook_trace_start(void) {
@@ -1020,8 +1279,9 @@ __attribute__((constructor)) static void hook_trace_start(void) {
       patterns[pattern_count++] = p;
   }
   pthread_key_create(&state_key, state_ends);
-  pthread_atfork(NULL, NULL, after_fork_in_child);
+  pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
   calibrate();
+  if (!summary_mode) writer_start();
   started = 1;
   trace_new_imports();
   inside--;
