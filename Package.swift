@@ -28,6 +28,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing", exact: "1.7.3"),
         .package(url: "https://github.com/apple/swift-metrics", exact: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        // Tests only: the Prometheus text exposition of hooked calls' metrics.
+        .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
     ],
     targets: [
         // C only, one module per concern. libffi (<ffi.h>, the link), the
@@ -143,6 +145,7 @@ let package = Package(
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         // @Hookable classes and actors through the public API; async hook points.

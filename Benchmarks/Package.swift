@@ -13,6 +13,8 @@ let package = Package(
         .package(name: "Hook", path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/OpenCombine/OpenCombine", exact: "0.14.0"),
+        // A real metrics backend for HookObservability's measured() case.
+        .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
     ],
     targets: [
         // The C side of the C cases: the function hooked, the bare libffi
@@ -30,6 +32,7 @@ let package = Package(
                 .product(name: "HookObservability", package: "Hook"),
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "OpenCombine", package: "OpenCombine"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 "ThreadsSuite",
                 "BenchSupport",
                 "BenchTargets",

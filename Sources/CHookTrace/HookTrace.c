@@ -195,7 +195,7 @@ size_t hook_trace_function_count(void) { return atomic_load(&function_count); }
 // MARK: - Per-thread state
 
 #define MAX_DEPTH 256
-#define RING_SIZE (256 * 1024)   // a thread's records not yet written (a power of two)
+#define RING_SIZE (1024 * 1024)  // a thread's records not yet written (a power of two; pages touched as used)
 #define OUT_SIZE (64 * 1024)     // the writer's buffer of lines
 #define LINE_ROOM 4096           // a line never needs more (names are cut at NAME_LIMIT)
 #define NAME_LIMIT 400
@@ -410,6 +410,7 @@ static char *put_text(char *p, const text *t, uint64_t word) {
 // below the first page is printed as a number, not read.)
 static inline void text_take(text *t, uint64_t word) {
   const char *s = (const char *)(uintptr_t)word;
+  t->length = 0;
   if (s == NULL) {
     t->kind = TEXT_NULL;
     return;
@@ -511,6 +512,13 @@ static int failed(const traced_function *f, uint64_t rax) {
   }
 }
 
+// The text at `cursor` in a record, and the cursor moved past it.
+static const text *text_next(const uint8_t **cursor) {
+  const text *t = (const text *)*cursor;
+  *cursor += 2 + t->length;
+  return t;
+}
+
 // A record's line: "[tid] name(arguments) = result <duration ns>", indented
 // by the traced calls it was made inside.
 static char *put_line(char *p, const record *r) {
@@ -522,14 +530,15 @@ static char *put_line(char *p, const record *r) {
   for (uint32_t i = 0; i < r->depth && i < 32; i++) p = put(p, "  ", 2);
   p = put(p, f->name, f->name_length);
   *p++ = '(';
-  const text *texts = (const text *)(r->words + f->integer_words + f->real_words);
+  // The texts, packed: each its two bytes and then its length of bytes.
+  const uint8_t *cursor = (const uint8_t *)(r->words + f->integer_words + f->real_words);
   if (f->proto == NULL) {
     for (int i = 0; i < 6; i++) {
       if (i) p = put(p, ", ", 2);
       p = put_hex(p, r->words[i]);
     }
   } else {
-    uint32_t integer = 0, real = 0, taken = 0;
+    uint32_t integer = 0, real = 0;
     const char *a = f->proto->args;
     for (int i = 0; a[i]; i++) {
       if (i) p = put(p, ", ", 2);
@@ -539,7 +548,7 @@ static char *put_line(char *p, const record *r) {
         p = real < f->real_words ? put_double(p, value) : put(p, "?", 1);
         real++;
       } else if (integer < f->integer_words) {
-        p = put_value(p, a[i], r->words[integer], 0, a[i] == 's' ? &texts[taken++] : NULL);
+        p = put_value(p, a[i], r->words[integer], 0, a[i] == 's' ? text_next(&cursor) : NULL);
         integer++;
       } else {
         p = put(p, "?", 1);
@@ -553,7 +562,7 @@ static char *put_line(char *p, const record *r) {
     double real;
     memcpy(&real, &r->result, 8);
     p = put(p, " = ", 3);
-    p = put_value(p, kind, r->result, real, kind == 's' ? &texts[r->texts - 1] : NULL);
+    p = put_value(p, kind, r->result, real, kind == 's' ? text_next(&cursor) : NULL);
   }
   p = put(p, " <", 2);
   p = put_unsigned(p, (uint64_t)(((unsigned __int128)r->ticks * ns_per_tick_q32) >> 32));
@@ -752,7 +761,14 @@ __attribute__((used)) uintptr_t hk_trace_exit(const return_registers *r, uintptr
     return fr->return_address;
   }
   uint32_t texts = f->string_arguments + f->string_result, words = f->integer_words + f->real_words;
-  uint64_t size = (sizeof(record) + words * 8 + texts * sizeof(text) + 7) & ~(uint64_t)7;
+  text result_text;
+  uint64_t text_bytes = 0;
+  for (uint32_t i = 0; i < f->string_arguments; i++) text_bytes += 2 + fr->texts[i].length;
+  if (f->string_result) {
+    text_take(&result_text, r->rax);
+    text_bytes += 2 + result_text.length;
+  }
+  uint64_t size = (sizeof(record) + words * 8 + text_bytes + 7) & ~(uint64_t)7;
   uint64_t head = s->head_local;
   uint64_t to_end = RING_SIZE - (head & (RING_SIZE - 1));
   uint64_t need = size + (to_end < size ? to_end : 0);
@@ -784,9 +800,11 @@ __attribute__((used)) uintptr_t hk_trace_exit(const return_registers *r, uintptr
   rec->texts = (uint16_t)texts;
   for (uint32_t i = 0; i < f->integer_words; i++) rec->words[i] = fr->words[i];
   for (uint32_t i = 0; i < f->real_words; i++) memcpy(&rec->words[f->integer_words + i], &fr->reals[i], 8);
-  text *kept = (text *)(rec->words + words);
-  for (uint32_t i = 0; i < f->string_arguments; i++) kept[i] = fr->texts[i];
-  if (f->string_result) text_take(&kept[texts - 1], r->rax);
+  uint8_t *kept = (uint8_t *)(rec->words + words);
+  for (uint32_t i = 0; i < f->string_arguments; i++) {
+    kept = (uint8_t *)put((char *)kept, (const char *)&fr->texts[i], 2 + fr->texts[i].length);
+  }
+  if (f->string_result) put((char *)kept, (const char *)&result_text, 2 + result_text.length);
   s->head_local = head + size;
   // Published in batches, so that the writer's reads and the thread's
   // writes of the ring's end do not pass its cache line back and forth on

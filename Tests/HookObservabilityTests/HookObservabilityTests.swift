@@ -5,6 +5,7 @@ import InMemoryTracing
 import Logging
 import Metrics
 import MetricsTestKit
+import Prometheus
 import Synchronization
 import Testing
 import Tracing
@@ -166,6 +167,55 @@ struct HookObservabilityTests {
         #expect(durations.values.allSatisfy { $0 >= 0 })
         #expect(try metrics.expectCounter("app_calls_total", [("point", "other")]).totalValue == 1)
         #expect(try metrics.expectCounter("app_errors_total", [("point", "other")]).totalValue == 0)
+    }
+
+    /// Entry hooks on SQLite's API, measured into swift-prometheus: the
+    /// registry's text exposition counts every call. (sqlite3_bind_int and
+    /// sqlite3_column_int: no other test calls them, so the counts are this
+    /// test's. Entry hooks, since the calls come from this process's own
+    /// image, whose import slots an ImportHook leaves alone; the sanitizers'
+    /// runs refuse entry hooks.)
+    @Test(.enabled(if: hk_test_malloc_counting_available(), "entry hooks are refused under a sanitizer"))
+    func sqliteCallsInPrometheusTextExposition() throws {
+        let registry = PrometheusCollectorRegistry()
+        let factory = PrometheusMetricsFactory(registry: registry)
+        let bind = try EntryHook(symbol: "sqlite3_bind_int", signature: Signature(returning: .int32, arguments: [.pointer, .int32, .int32]))
+        defer { try? bind.restore() }
+        let column = try EntryHook(symbol: "sqlite3_column_int", signature: Signature(returning: .int32, arguments: [.pointer, .int32]))
+        defer { try? column.restore() }
+        bind.measured(prefix: "sqlite", factory: factory)
+        column.measured(prefix: "sqlite", factory: factory)
+
+        var db: OpaquePointer?
+        #expect(sqlite3_open(":memory:", &db) == SQLITE_OK)
+        defer { sqlite3_close(db) }
+        func run(_ sql: String, _ body: (OpaquePointer?) -> Void = { _ in }) {
+            var statement: OpaquePointer?
+            #expect(sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK)
+            body(statement)
+            sqlite3_finalize(statement)
+        }
+        run("CREATE TABLE t(x INTEGER)") { #expect(sqlite3_step($0) == SQLITE_DONE) }
+        run("INSERT INTO t VALUES (?)") { insert in
+            for i in 1...7 {
+                #expect(sqlite3_bind_int(insert, 1, Int32(i)) == SQLITE_OK)
+                #expect(sqlite3_step(insert) == SQLITE_DONE)
+                sqlite3_reset(insert)
+            }
+            #expect(sqlite3_bind_int(insert, 5, 0) == SQLITE_RANGE)   // no such parameter: a call all the same
+        }
+        var sum: Int32 = 0
+        run("SELECT x FROM t") { select in
+            while sqlite3_step(select) == SQLITE_ROW { sum += sqlite3_column_int(select, 0) }
+        }
+        #expect(sum == 28)
+
+        let text = registry.emitToString()
+        #expect(text.contains("# TYPE sqlite_calls_total counter"), "\(text)")
+        #expect(text.contains(#"sqlite_calls_total{point="sqlite3_bind_int"} 8"#), "\(text)")
+        #expect(text.contains(#"sqlite_calls_total{point="sqlite3_column_int"} 7"#), "\(text)")
+        #expect(text.contains(#"sqlite_errors_total{point="sqlite3_bind_int"} 0"#), "\(text)")
+        #expect(text.contains(#"sqlite_duration_seconds_count{point="sqlite3_column_int"} 7"#), "\(text)")
     }
 
     @Test func asyncCallsAreCountedWithTheirSuspensions() async throws {

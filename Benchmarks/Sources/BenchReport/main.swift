@@ -93,6 +93,7 @@ let cases: [Case] = [
     Case(id: "observe/hook", label: "closure: one instead hook calling the original (the hook alone)", floor: "swift/direct", zeroAllocations: true),
     Case(id: "observe/traced", label: "closure: traced(), no-op tracer", floor: "observe/hook", zeroAllocations: true),
     Case(id: "observe/measured", label: "closure: measured(), no-op metrics", floor: "observe/hook", zeroAllocations: true),
+    Case(id: "observe/prometheus", label: "closure: measured(), swift-prometheus (counters, histogram)", floor: "observe/hook", zeroAllocations: true),
     Case(id: "entry/patch", label: "EntryHook install() + uninstall() of add"),
 ]
 
