@@ -123,10 +123,12 @@ let package = Package(
             path: "Tests/HookTraceSample",
             linkerSettings: [.linkedLibrary("sqlite3")]
         ),
-        // hook-trace against the sample, and beside ltrace and uftrace.
+        // A Swift program for hook-trace's tests (demangled names).
+        .executableTarget(name: "HookTraceSwiftSample", path: "Tests/HookTraceSwiftSample"),
+        // hook-trace against the samples, and beside ltrace and uftrace.
         .testTarget(
             name: "HookTraceTests",
-            dependencies: ["HookTraceLauncher", "HookTraceSample", "CHookTrace", "CHookTestSupport"]
+            dependencies: ["HookTraceLauncher", "HookTraceSample", "HookTraceSwiftSample", "CHookTrace", "CHookTestSupport"]
         ),
         // What @Hookable expands to, and the diagnostics it gives (swift-syntax's assertMacroExpansion).
         .testTarget(

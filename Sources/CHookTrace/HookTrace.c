@@ -171,6 +171,7 @@ static int never_traced(const char *name) {
 // MARK: - Traced functions
 
 #define MAX_FUNCTIONS 4096
+#define MAX_STRINGS 4            // string arguments and result of a prototype, at most
 
 typedef struct traced_function {
   const void *original;     // where the stub jumps on: the function, or its relocated entry
@@ -184,6 +185,8 @@ typedef struct traced_function {
   uint32_t real_words;        // and of floating-point ones (at most 2)
   uint32_t string_arguments;  // its prototype's C string arguments
   uint32_t string_result;     // 1 if it returns one
+  uint32_t real_result;       // 1 if its result is in xmm0
+  uint8_t string_word[MAX_STRINGS];  // which integer argument each string argument is
   void *stub;               // the 24-byte stub
 } traced_function;
 
@@ -200,7 +203,6 @@ size_t hook_trace_function_count(void) { return atomic_load(&function_count); }
 #define LINE_ROOM 4096           // a line never needs more (names are cut at NAME_LIMIT)
 #define NAME_LIMIT 400
 #define STRING_LIMIT 32
-#define MAX_STRINGS 4            // string arguments and result of a prototype, at most
 
 typedef struct {
   uint64_t calls, errors, ticks;
@@ -221,7 +223,6 @@ typedef struct {
   uintptr_t stack;          // the caller's stack pointer after the call returns
   uint64_t words[6];        // the integer argument registers
   double reals[2];          // xmm0 and xmm1 (the first two floating-point arguments)
-  text texts[MAX_STRINGS];  // its string arguments
 } frame;
 
 // One traced call, complete, as the call path leaves it for the writer:
@@ -247,7 +248,8 @@ typedef struct thread_state {
   // The ring's ends, each on a cache line of its own (the thread and the
   // writer each write one), and the thread's last look at the writer's.
   _Alignas(64) _Atomic uint64_t head;   // the end of the records the writer may read (published)
-  _Alignas(64) uint64_t head_local;     // the end of the thread's records (it publishes in batches)
+  _Alignas(64) _Atomic uint64_t head_local;  // the end of the thread's records (it publishes in batches;
+                                             // the writer reads this only when idle)
   uint64_t published_at;                // the time-stamp counter when it last published
   uint64_t tail_seen;
   _Alignas(64) _Atomic uint64_t tail;   // written by the writer: the end of what it has written out
@@ -274,7 +276,7 @@ static struct timespec start_time;
 static void state_ends(void *value) {
   thread_state *s = value;
   inside++;
-  atomic_store_explicit(&s->head, s->head_local, memory_order_release);
+  atomic_store_explicit(&s->head, atomic_load(&s->head_local), memory_order_release);
   s->depth = 0;
   state_here = NULL;
   // Its records stay for the writer, its counters for the summary; a later
@@ -604,10 +606,12 @@ static void out_flush(void) {
 }
 
 // Writes out one thread's records (under drain_lock). 1 if there were any.
-static int drain_state(thread_state *s) {
-  uint64_t head = atomic_load_explicit(&s->head, memory_order_acquire);
+// `late`: also what the thread has not published yet (the writer, idle, so
+// that a thread's last calls before it goes quiet are written soon).
+static int drain_state(thread_state *s, int late) {
+  uint64_t head = atomic_load_explicit(late ? &s->head_local : &s->head, memory_order_acquire);
   uint64_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
-  if (head == tail) return 0;
+  if ((int64_t)(head - tail) <= 0) return 0;   // (a late drain may have read past the published end)
   while (tail != head) {
     const record *r = (const record *)(s->ring + (tail & (RING_SIZE - 1)));
     if (r->function) {
@@ -620,9 +624,9 @@ static int drain_state(thread_state *s) {
   return 1;
 }
 
-static int drain_all(void) {
+static int drain_all(int late) {
   int any = 0;
-  for (thread_state *s = atomic_load(&all_states); s; s = s->next) any |= drain_state(s);
+  for (thread_state *s = atomic_load(&all_states); s; s = s->next) any |= drain_state(s, late);
   return any;
 }
 
@@ -632,13 +636,21 @@ static void *writer_main(void *unused) {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL);   // the program's signals go to its own threads
+  int idle = 0;
   while (!atomic_load(&writer_stop)) {
     pthread_mutex_lock(&drain_lock);
-    int any = drain_all();
-    out_flush();
+    int any = drain_all(idle >= 64);
+    if (!any || out_length > OUT_SIZE / 2) out_flush();
     pthread_mutex_unlock(&drain_lock);
-    if (!any) {
-      // Nothing to write: sleep a millisecond, or until a thread's ring is half full.
+    if (any) {
+      idle = 0;
+    } else if (++idle < 64) {
+      // A thread that is tracing publishes every few microseconds: look
+      // again soon before going to sleep.
+      struct timespec pause = {0, 20000};
+      nanosleep(&pause, NULL);
+    } else {
+      // Nothing to write for a while: sleep a millisecond, or until a thread's ring is half full.
       uint32_t seen = atomic_load(&writer_wakeups);
       atomic_store(&writer_asleep, 1);
       struct timespec pause = {0, 1000000};
@@ -670,7 +682,7 @@ static void writer_end(void) {
 // Room for `size` more bytes in this thread's ring: waits for the writer, or
 // writes the ring out itself where there is none.
 static void ring_make_room(thread_state *s, uint64_t size) {
-  atomic_store_explicit(&s->head, s->head_local, memory_order_release);
+  atomic_store_explicit(&s->head, atomic_load(&s->head_local), memory_order_release);
   for (;;) {
     uint64_t used = atomic_load_explicit(&s->head, memory_order_relaxed) -
                     atomic_load_explicit(&s->tail, memory_order_acquire);
@@ -680,7 +692,7 @@ static void ring_make_room(thread_state *s, uint64_t size) {
       sched_yield();
     } else {
       pthread_mutex_lock(&drain_lock);
-      drain_state(s);
+      drain_state(s, 0);
       out_flush();
       pthread_mutex_unlock(&drain_lock);
     }
@@ -692,9 +704,9 @@ void hook_trace_flush(void) {
   // Every thread's records, those not yet published too (the image is
   // ending: a thread still running may lose the call it is making).
   for (thread_state *s = atomic_load(&all_states); s; s = s->next)
-    atomic_store_explicit(&s->head, s->head_local, memory_order_release);
+    atomic_store_explicit(&s->head, atomic_load(&s->head_local), memory_order_release);
   pthread_mutex_lock(&drain_lock);
-  drain_all();
+  drain_all(1);
   out_flush();
   pthread_mutex_unlock(&drain_lock);
   inside--;
@@ -728,15 +740,6 @@ __attribute__((used)) const void *hk_trace_enter(const traced_function *f, const
       fr->reals[0] = r->xmm[0][0];
       fr->reals[1] = r->xmm[1][0];
     }
-    if (f->string_arguments) {
-      const char *a = f->proto->args;
-      int integer = 0, texts = 0;
-      for (int i = 0; a[i] && integer < 6; i++) {
-        if (a[i] == 'f') continue;
-        if (a[i] == 's') text_take(&fr->texts[texts++], fr->words[integer]);
-        integer++;
-      }
-    }
   }
   s->depth++;
   *return_slot = (uintptr_t)hk_trace_return;
@@ -761,17 +764,11 @@ __attribute__((used)) uintptr_t hk_trace_exit(const return_registers *r, uintptr
     return fr->return_address;
   }
   uint32_t texts = f->string_arguments + f->string_result, words = f->integer_words + f->real_words;
-  text result_text;
-  uint64_t text_bytes = 0;
-  for (uint32_t i = 0; i < f->string_arguments; i++) text_bytes += 2 + fr->texts[i].length;
-  if (f->string_result) {
-    text_take(&result_text, r->rax);
-    text_bytes += 2 + result_text.length;
-  }
-  uint64_t size = (sizeof(record) + words * 8 + text_bytes + 7) & ~(uint64_t)7;
-  uint64_t head = s->head_local;
+  // Room for the longest such record; it takes what its strings need.
+  uint64_t most = (sizeof(record) + words * 8 + texts * sizeof(text) + 7) & ~(uint64_t)7;
+  uint64_t head = atomic_load_explicit(&s->head_local, memory_order_relaxed);
   uint64_t to_end = RING_SIZE - (head & (RING_SIZE - 1));
-  uint64_t need = size + (to_end < size ? to_end : 0);
+  uint64_t need = most + (to_end < most ? to_end : 0);
   uint64_t used = head - s->tail_seen;
   if (RING_SIZE - used < need) {
     s->tail_seen = atomic_load_explicit(&s->tail, memory_order_acquire);
@@ -783,36 +780,45 @@ __attribute__((used)) uintptr_t hk_trace_exit(const return_registers *r, uintptr
       s->tail_seen = atomic_load_explicit(&s->tail, memory_order_acquire);
     }
   }
-  if (to_end < size) {
-    // The record does not fit before the ring's end: a skip record to there.
+  if (to_end < most) {
+    // The record may not fit before the ring's end: a skip record to there.
     record *skip = (record *)(s->ring + (head & (RING_SIZE - 1)));
     skip->size = (uint32_t)to_end;
     skip->function = NULL;
     head += to_end;
   }
   record *rec = (record *)(s->ring + (head & (RING_SIZE - 1)));
-  rec->size = (uint32_t)size;
   rec->tid = (uint32_t)s->tid;
   rec->function = f;
   rec->ticks = ticks;
-  rec->result = f->proto && f->proto->result[0] == 'f' ? r->xmm0_bits : r->rax;
+  rec->result = f->real_result ? r->xmm0_bits : r->rax;
   rec->depth = (uint16_t)s->depth;
   rec->texts = (uint16_t)texts;
   for (uint32_t i = 0; i < f->integer_words; i++) rec->words[i] = fr->words[i];
   for (uint32_t i = 0; i < f->real_words; i++) memcpy(&rec->words[f->integer_words + i], &fr->reals[i], 8);
+  // The C strings, read now, straight into the record (every string argument
+  // of the prototypes is one the function reads and leaves as it was).
   uint8_t *kept = (uint8_t *)(rec->words + words);
   for (uint32_t i = 0; i < f->string_arguments; i++) {
-    kept = (uint8_t *)put((char *)kept, (const char *)&fr->texts[i], 2 + fr->texts[i].length);
+    text *t = (text *)kept;
+    text_take(t, fr->words[f->string_word[i]]);
+    kept += 2 + t->length;
   }
-  if (f->string_result) put((char *)kept, (const char *)&result_text, 2 + result_text.length);
-  s->head_local = head + size;
+  if (f->string_result) {
+    text *t = (text *)kept;
+    text_take(t, r->rax);
+    kept += 2 + t->length;
+  }
+  uint64_t size = ((uint64_t)(kept - (uint8_t *)rec) + 7) & ~(uint64_t)7;
+  rec->size = (uint32_t)size;
+  atomic_store_explicit(&s->head_local, head + size, memory_order_release);   // (a plain store on x86-64)
   // Published in batches, so that the writer's reads and the thread's
   // writes of the ring's end do not pass its cache line back and forth on
   // every call: every 4 KiB, or once a millisecond or so has passed (a
   // thread that makes a call now and then has its lines written soon).
-  if (s->head_local - atomic_load_explicit(&s->head, memory_order_relaxed) >= 4096 ||
+  if (head + size - atomic_load_explicit(&s->head, memory_order_relaxed) >= 4096 ||
       end - s->published_at > publish_ticks) {
-    atomic_store_explicit(&s->head, s->head_local, memory_order_release);
+    atomic_store_explicit(&s->head, head + size, memory_order_release);
     s->published_at = end;
   }
   // Half full and the writer asleep: wake it (once: the first to see it asleep).
@@ -1105,11 +1111,13 @@ static void trace_new_imports(void) {
     if (f->proto) {
       f->integer_words = 0;
       for (const char *a = f->proto->args; *a; a++) {
-        f->string_arguments += *a == 's';
+        if (*a == 's' && f->integer_words < 6 && f->string_arguments < MAX_STRINGS - 1)
+          f->string_word[f->string_arguments++] = (uint8_t)f->integer_words;
         if (*a == 'f') f->real_words += f->real_words < 2;
         else f->integer_words += f->integer_words < 6;
       }
       f->string_result = f->proto->result[0] == 's';
+      f->real_result = f->proto->result[0] == 'f';
     }
     f->index = n;
     f->stub = stub_make(f);
@@ -1264,9 +1272,9 @@ static void after_fork_in_child(void) {
   // reports its own calls.
   atomic_store(&writer_running, 0);
   for (thread_state *s = atomic_load(&all_states); s; s = s->next) {
-    atomic_store(&s->head, s->head_local);
-    atomic_store(&s->tail, s->head_local);
-    s->tail_seen = s->head_local;
+    atomic_store(&s->head, atomic_load(&s->head_local));
+    atomic_store(&s->tail, atomic_load(&s->head_local));
+    s->tail_seen = atomic_load(&s->head_local);
     memset(s->counters, 0, sizeof s->counters);
     if (s != state_here) {
       s->depth = 0;

@@ -27,6 +27,7 @@ let products: URL = {
 
 let launcher = products.appendingPathComponent("hook-trace").path
 let sample = products.appendingPathComponent("HookTraceSample").path
+let swiftSample = products.appendingPathComponent("HookTraceSwiftSample").path
 
 /// Runs `arguments` (found on PATH when not a path), its output and errors in files.
 func run(_ arguments: [String]) throws -> Run {
@@ -198,6 +199,20 @@ struct HookTraceTests {
         let images = summaries(execed.errors)
         #expect(images.count == 2, "\(execed.errors)")   // the image before exec (none of these calls), the one after
         #expect(counts(images.last ?? [:]) == ["strdup": 30, "strlen": 30, "free": 30])
+    }
+
+    /// A Swift program's calls of the standard library, by their mangled
+    /// symbols' pattern, printed with their demangled names (and, having no
+    /// prototype, six raw words).
+    @Test func swiftNamesAreDemangled() throws {
+        for mode in [["-L"], []] {
+            let traced = try run([launcher] + mode + ["-e", "$ss5print*", swiftSample, "hello", "there"])
+            #expect(traced.status == 0 && traced.output == "hello there\n")
+            let lines = traced.errors.split(separator: "\n")
+            #expect(lines.count == 1, "\(traced.errors)")
+            let pattern = #/^\[\d+\] Swift\.print\(_: Any\.\.\., separator: Swift\.String, terminator: Swift\.String\) -> \(\)\((0x[0-9a-f]+, ){5}0x[0-9a-f]+\) = 0x[0-9a-f]+ <\d+ ns>$/#
+            #expect(try pattern.wholeMatch(in: String(lines.first ?? "")) != nil, "\(traced.errors)")
+        }
     }
 
     @Test func badInputEndsWithAMessageAndAStatus() throws {
