@@ -132,6 +132,7 @@ uint64_t hk_test_free_count(void) { return 0; }
 
 #include <malloc.h>
 size_t hk_test_usable_size(void *pointer) { return pointer ? malloc_usable_size(pointer) : 0; }
+size_t hk_test_heap_in_use(void) { return mallinfo2().uordblks; }
 
 __attribute__((noinline)) int64_t abi_six_ints(int8_t a, uint16_t b, int32_t c, bool d, const void *e, int64_t f) {
   return (int64_t)a + (int64_t)b + (int64_t)c + (int64_t)d + (int64_t)(intptr_t)e + f;

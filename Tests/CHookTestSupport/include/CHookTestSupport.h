@@ -14,6 +14,8 @@
 
 // malloc_usable_size, which <malloc.h> declares only for C.
 size_t hk_test_usable_size(void *pointer);
+// Bytes of the heap in use, in glibc's chunks (mallinfo2's uordblks, every arena).
+size_t hk_test_heap_in_use(void);
 
 // MARK: scalars: T abi_NAME(T a, T b), recording a and b.
 #define ABI_SCALAR_DECL(NAME, T) \
