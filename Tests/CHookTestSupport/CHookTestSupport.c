@@ -95,6 +95,7 @@ int64_t test_counter_calls(void) { return counted_calls; }
 #  define HK_SANITIZED 1
 #endif
 
+#include <malloc.h>
 #ifndef HK_SANITIZED
 // Replaces glibc's allocator entry points (glibc documents this as supported)
 // and forwards to glibc's own implementation, counting calls per thread.
@@ -106,21 +107,41 @@ extern void __libc_free(void *);
 
 static _Thread_local uint64_t malloc_count __attribute__((tls_model("initial-exec")));
 static _Thread_local uint64_t free_count __attribute__((tls_model("initial-exec")));
+// The heap this thread's allocations hold, in glibc's chunks (usable size + 8),
+// less what it freed: unlike mallinfo2, other threads' allocations do not count.
+static _Thread_local int64_t heap_bytes __attribute__((tls_model("initial-exec")));
 
-void *malloc(size_t size) { malloc_count++; return __libc_malloc(size); }
-void *calloc(size_t n, size_t size) { malloc_count++; return __libc_calloc(n, size); }
-void *realloc(void *p, size_t size) { malloc_count++; return __libc_realloc(p, size); }
-void free(void *p) { if (p) free_count++; __libc_free(p); }
-void *memalign(size_t alignment, size_t size) { malloc_count++; return __libc_memalign(alignment, size); }
-void *aligned_alloc(size_t alignment, size_t size) { malloc_count++; return __libc_memalign(alignment, size); }
+static inline int64_t chunk_of(void *p) { return p ? (int64_t)malloc_usable_size(p) + 8 : 0; }
+static inline void *counted(void *p) {
+  heap_bytes += chunk_of(p);
+  return p;
+}
+
+void *malloc(size_t size) { malloc_count++; return counted(__libc_malloc(size)); }
+void *calloc(size_t n, size_t size) { malloc_count++; return counted(__libc_calloc(n, size)); }
+void *realloc(void *p, size_t size) {
+  malloc_count++;
+  int64_t before = chunk_of(p);
+  void *q = __libc_realloc(p, size);
+  if (q || size == 0) heap_bytes -= before;
+  return counted(q);
+}
+void free(void *p) {
+  if (p) free_count++;
+  heap_bytes -= chunk_of(p);
+  __libc_free(p);
+}
+void *memalign(size_t alignment, size_t size) { malloc_count++; return counted(__libc_memalign(alignment, size)); }
+void *aligned_alloc(size_t alignment, size_t size) { malloc_count++; return counted(__libc_memalign(alignment, size)); }
 int posix_memalign(void **out, size_t alignment, size_t size) {
   if (alignment % sizeof(void *) != 0 || (alignment & (alignment - 1)) != 0) return EINVAL;
   malloc_count++;
-  void *p = __libc_memalign(alignment, size);
+  void *p = counted(__libc_memalign(alignment, size));
   if (!p) return ENOMEM;
   *out = p;
   return 0;
 }
+int64_t hk_test_thread_heap_bytes(void) { return heap_bytes; }
 bool hk_test_malloc_counting_available(void) { return true; }
 uint64_t hk_test_malloc_count(void) { return malloc_count; }
 uint64_t hk_test_free_count(void) { return free_count; }
@@ -128,11 +149,11 @@ uint64_t hk_test_free_count(void) { return free_count; }
 bool hk_test_malloc_counting_available(void) { return false; }
 uint64_t hk_test_malloc_count(void) { return 0; }
 uint64_t hk_test_free_count(void) { return 0; }
+int64_t hk_test_thread_heap_bytes(void) { return 0; }
 #endif
 
 #include <malloc.h>
 size_t hk_test_usable_size(void *pointer) { return pointer ? malloc_usable_size(pointer) : 0; }
-size_t hk_test_heap_in_use(void) { return mallinfo2().uordblks; }
 
 __attribute__((noinline)) int64_t abi_six_ints(int8_t a, uint16_t b, int32_t c, bool d, const void *e, int64_t f) {
   return (int64_t)a + (int64_t)b + (int64_t)c + (int64_t)d + (int64_t)(intptr_t)e + f;

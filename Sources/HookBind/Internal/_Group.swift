@@ -78,19 +78,48 @@ struct _Lease {
 }
 
 /// One lock a thread took (a stack, in the order taken).
+///
+/// Its states, in one byte: how it was taken (`kind`), whether its scope has
+/// ended (`closed`) and whether a `retaining` scope keeps it (`retained`).
+/// The common entry, taken for real, open and not retained, is the byte 0:
+/// a plain unlock tests it with one comparison (`isPlainReal`).
 struct _Held {
-    enum Kind { case real, borrowed, again }
+    enum Kind: UInt8 { case real = 0, borrowed = 1, again = 2 }
     /// Not retained while its scope is open (the caller keeps the group);
     /// retained once kept by a `retaining` scope (`retained`). Unmanaged:
     /// an `unowned(unsafe)` reference passed on would be retained for it.
     let lockRef: Unmanaged<_Group>
     var lock: _Group { lockRef.takeUnretainedValue() }
+    /// Bits 0-1 the kind, bit 2 closed, bit 3 retained.
+    private var bits: UInt8
+
+    private static var kindMask: UInt8 { 3 }
+    private static var closedBit: UInt8 { 4 }
+    private static var retainedBit: UInt8 { 8 }
+
+    init(lockRef: Unmanaged<_Group>, kind: Kind) {
+        self.lockRef = lockRef
+        bits = kind.rawValue
+    }
+
     /// `.real`: this entry releases it; `.borrowed`: it ends the borrow; `.again`: held by an entry below.
-    var kind: Kind
+    var kind: Kind {
+        get { Kind(rawValue: bits & Self.kindMask).unsafelyUnwrapped }
+        set { bits = bits & ~Self.kindMask | newValue.rawValue }
+    }
     /// Its scope ended, but a `retaining` scope keeps it until that ends.
-    var closed = false
+    var closed: Bool {
+        get { bits & Self.closedBit != 0 }
+        set { bits = newValue ? bits | Self.closedBit : bits & ~Self.closedBit }
+    }
     /// `lock` is retained (+1, released with the entry).
-    var retained = false
+    var retained: Bool {
+        get { bits & Self.retainedBit != 0 }
+        set { bits = newValue ? bits | Self.retainedBit : bits & ~Self.retainedBit }
+    }
+    /// Taken for real, its scope open, not retained.
+    @inline(__always)
+    var isPlainReal: Bool { bits == 0 }
 }
 
 /// A root held in place of a lower entry (see `_Groups.mergeHeld`): released
@@ -326,7 +355,7 @@ enum _Groups {
         let top = me.held.count - 1
         if top >= 0, me.retainDepth == 0, me.pins.isEmpty {
             let entry = me.held[top]
-            if !entry.closed, entry.kind == .real, !entry.retained, entry.lockRef.toOpaque() == root.toOpaque() {
+            if entry.isPlainReal, entry.lockRef.toOpaque() == root.toOpaque() {
                 _ = me.held.removeLast()
                 if !root._withUnsafeGuaranteedRef({ $0.word.release(by: me.bits) }) { handOff(root.takeUnretainedValue()) }
                 return

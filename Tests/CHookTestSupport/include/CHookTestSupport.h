@@ -14,8 +14,9 @@
 
 // malloc_usable_size, which <malloc.h> declares only for C.
 size_t hk_test_usable_size(void *pointer);
-// Bytes of the heap in use, in glibc's chunks (mallinfo2's uordblks, every arena).
-size_t hk_test_heap_in_use(void);
+// Bytes of the heap this thread's allocations hold, in glibc's chunks
+// (usable size + 8), less those it freed (0 under a sanitizer).
+int64_t hk_test_thread_heap_bytes(void);
 
 // MARK: scalars: T abi_NAME(T a, T b), recording a and b.
 #define ABI_SCALAR_DECL(NAME, T) \
