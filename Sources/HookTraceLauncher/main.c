@@ -82,6 +82,10 @@ static int runnable(const char *program, char *found, size_t size) {
 }
 
 int main(int argc, char **argv) {
+#if !defined(__x86_64__) || !defined(__linux__)
+  fprintf(stderr, "hook-trace: x86-64 Linux only (its tracing stub is x86-64 code)\n");
+  return 2;
+#endif
   char patterns[8192] = "";
   int summary = 0, library_calls = 0;
   const char *output = NULL;
