@@ -127,6 +127,9 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
 
     var _height: Int { _node.height }
 
+    @usableFromInline
+    var _version: UInt64 { _node.version }
+
     /// Nothing to do: a computed tells its dependents when it publishes.
     @usableFromInline
     func _becameRead() {}
@@ -134,13 +137,14 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     @usableFromInline
     func _refresh() {
         guard state == .dirty else { return }
-        var changed = false
-        for dependency in dependencies {
-            dependency.source._refresh()
-            if dependency.source._node.version != dependency.version {
-                changed = true
-                break
+        // Borrowed in place: iterating the array would copy each dependency,
+        // a retain and a release of its source.
+        let changed = dependencies.withUnsafeBufferPointer { dependencies -> Bool in
+            for i in dependencies.indices {
+                dependencies[i].source._refresh()
+                if dependencies[i].source._version != dependencies[i].version { return true }
             }
+            return false
         }
         if changed {
             recompute()
@@ -196,7 +200,9 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     func _markDirty() {
         guard state == .clean else { return }
         state = .dirty
-        if point.withExisting(\.hasHooks) ?? false { _Graph.enqueue(link) }
+        // (A closure, not the key path `\.hasHooks`: applying a key path costs
+        // more than the rest of marking a node.)
+        if point.withExisting({ $0.hasHooks }) ?? false { _Graph.enqueue(link) }
         _Graph.markDependents(of: _node)
     }
 

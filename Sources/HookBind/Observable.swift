@@ -125,6 +125,9 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     @usableFromInline
     var _group: _Group { _node }
 
+    @usableFromInline
+    var _version: UInt64 { _unmanagedNode._withUnsafeGuaranteedRef { $0.version } }
+
     /// Runs `body` with the node if a computed has read this value (what a
     /// change must tell), without reference counting.
     @inlinable @inline(__always)

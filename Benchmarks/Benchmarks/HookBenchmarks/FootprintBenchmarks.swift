@@ -65,6 +65,8 @@ func footprintBenchmarks(_ base: Benchmark.Configuration) {
                   prepare: { $0 }, measure: { Observable($0) })
         footprint(name("subject", "make an OpenCombine CurrentValueSubject<Int, Never>"), objects: n, configuration,
                   prepare: { $0 }, measure: { CurrentValueSubject<Int, Never>($0) })
+        footprint(name("computed", "make a Computed<Int> over an Observable<Int>, no subscriber"), objects: n, configuration,
+                  prepare: { Observable($0) }, measure: { (source: Observable<Int>) in Computed { source.value &+ 1 } })
         footprint(name("lookup", "PropertyHook.of on a new object of a known class"), objects: n, configuration,
                   prepare: { _ in HookedThree() }, measure: { try! PropertyHook.of($0, \.b) })
         let known = HookedThree()

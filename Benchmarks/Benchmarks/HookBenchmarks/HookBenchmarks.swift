@@ -11,6 +11,7 @@ let benchmarks: @Sendable () -> Void = {
     closureBenchmarks(configuration)
     propertyBenchmarks(configuration)
     reactiveBenchmarks(configuration)
+    kairoBenchmarks(configuration)
     scalingBenchmarks(configuration)
     footprintBenchmarks(configuration)
     importBenchmarks(configuration)

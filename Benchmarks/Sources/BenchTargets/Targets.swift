@@ -58,6 +58,17 @@ public let caseTargets: [String: [Target]] = [
     "entry/typed": [.nsOverFloor(10)],
     // Issue 28: a traced call with the no-op tracer within 5 ns of the hook alone.
     "observe/traced": [.nsOverFloor(5)],
+    // Issue 30: a diamond write in 150 ns, 0.1x OpenCombine; every kairo shape
+    // at least 5x faster than OpenCombine (the peer) and Observation (the floor).
+    "diamond/computed": [.ns(150), .timesPeer(0.1)],
+    "kairo-deep/computed": [.timesPeer(0.2), .timesFloor(0.2)],
+    "kairo-broad/computed": [.timesPeer(0.2), .timesFloor(0.2)],
+    "kairo-diamond/computed": [.timesPeer(0.2), .timesFloor(0.2)],
+    "kairo-triangle/computed": [.timesPeer(0.2), .timesFloor(0.2)],
+    "kairo-mux/computed": [.timesPeer(0.2), .timesFloor(0.2)],
+    "kairo-repeated/computed": [.timesPeer(0.2), .timesFloor(0.2)],
+    "kairo-unstable/computed": [.timesPeer(0.2), .timesFloor(0.2)],
+    "kairo-avoidable/computed": [.timesPeer(0.2), .timesFloor(0.2)],
 ]
 
 /// The targets of case `id` (none for most).

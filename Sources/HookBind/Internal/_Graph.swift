@@ -70,6 +70,8 @@ final class _Link {
 @usableFromInline
 protocol _Source: AnyObject {
     var _node: _Node { get }
+    /// `_node.version`, read without retaining the node.
+    var _version: UInt64 { get }
     /// The connected group of the value (a computed merges its sources' into its own).
     var _group: _Group { get }
     /// Brings the value up to date (computeds); nothing for sources.
@@ -120,7 +122,11 @@ final class _Evaluation {
 
     /// Records `source` unless already read (a linear scan: computeds read few values).
     func record(_ source: any _Source) {
-        for dependency in dependencies where dependency.source === source { return }
+        let known = dependencies.withUnsafeBufferPointer { dependencies -> Bool in
+            for i in dependencies.indices where dependencies[i].source === source { return true }
+            return false
+        }
+        if known { return }
         let node = source._node
         if !node.isRead {
             node.isRead = true
@@ -188,8 +194,11 @@ enum _Graph {
     }
 
     static func markDependents(of node: _Node) {
-        for link in node.dependents where link.isAlive {
-            link.target._markDirty()
+        // Borrowed in place (iterating would retain each link).
+        node.dependents.withUnsafeBufferPointer { links in
+            for i in links.indices where links[i].isAlive {
+                links[i].target._markDirty()
+            }
         }
     }
 
