@@ -65,8 +65,6 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     @exclusivity(unchecked) private var state = State.clean
     @exclusivity(unchecked) private var publishedVersion: UInt64 = 0
     @exclusivity(unchecked) private var evaluations = 0
-    /// The storage of the dependencies before the last evaluation, for the next one.
-    @exclusivity(unchecked) private var spareDependencies: [_Dependency] = []
     /// How the values it reads know it (set once `self` exists).
     private var link: _Link!
 
@@ -155,30 +153,20 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
 
     private func recompute() {
         // What the evaluation reads stays locked until it is registered (the
-        // caller holds this computed's group).
-        var old = dependencies
+        // caller holds this computed's group). The dependencies are checked
+        // in place (see `_Evaluation`): reading what it read last time, in
+        // the same order, registers nothing and builds no array.
         let value = _Groups.retaining { () -> Value in
             state = .evaluating
-            var found = spareDependencies
-            spareDependencies = []
-            let value = _Graph.evaluate(compute, into: &found)
+            let (value, replaced) = _Graph.reevaluate(compute, &dependencies)
             evaluations += 1
             state = .clean
-            dependencies = found
-            if !Self.sameSources(old, found) { register(found, replacing: old) }
+            if let replaced { register(dependencies, replacing: replaced) }
             return value
         }
-        old.removeAll(keepingCapacity: true)
-        spareDependencies = old
         if let isEqual, isEqual(cache, value) { return }
         cache = value
         _node.version &+= 1
-    }
-
-    private static func sameSources(_ a: [_Dependency], _ b: [_Dependency]) -> Bool {
-        guard a.count == b.count else { return false }
-        for i in a.indices where a[i].source !== b[i].source { return false }
-        return true
     }
 
     /// Makes this computed a dependent of what it read, and no longer of what

@@ -242,6 +242,49 @@ struct ObservableTests {
         #expect(shown.evaluationCount == before + 1)
     }
 
+    /// A re-evaluation is checked against the last one's reads in order
+    /// (kept in place while they match): every way the reads can differ
+    /// (fewer, more, in another order, one read twice, one swapped in the
+    /// middle) leaves exactly what it read as the dependencies, each
+    /// followed from then on and the others not.
+    @Test func dependenciesFollowEveryEvaluationHoweverItsReadsChange() {
+        let mode = Observable(0)
+        let a = Observable(1), b = Observable(10), c = Observable(100)
+        let sum = Computed { () -> Int in
+            switch mode.value {
+            case 0: return a.value + b.value            // mode, a, b
+            case 1: return a.value                      // mode, a: fewer
+            case 2: return a.value + b.value + c.value  // mode, a, b, c: more
+            case 3: return b.value + a.value            // mode, b, a: another order
+            case 4: return a.value + a.value + b.value  // a read twice
+            default: return a.value + c.value           // c in b's place
+            }
+        }
+        let heard = Shared<[Int]>([])
+        sum.subscribe { _, new in heard.mutate { $0.append(new) } }
+        func evaluations(after change: () -> Void) -> Int {
+            let before = sum.evaluationCount
+            change()
+            _ = sum.value
+            return sum.evaluationCount - before
+        }
+        let expected: [(mode: Int, count: Int, follows: [Observable<Int>], ignores: [Observable<Int>])] = [
+            (1, 2, [a], [b, c]), (2, 4, [a, b, c], []), (3, 3, [a, b], [c]),
+            (4, 3, [a, b], [c]), (5, 3, [a, c], [b]), (0, 3, [a, b], [c]),
+        ]
+        for step in expected {
+            mode.value = step.mode
+            #expect(sum.dependencyCount == step.count, "mode \(step.mode)")
+            for source in step.follows { #expect(evaluations { source.value += 1 } == 1, "mode \(step.mode)") }
+            for source in step.ignores { #expect(evaluations { source.value += 1 } == 0, "mode \(step.mode)") }
+        }
+        // Unchanged reads, in place: a change of a source re-evaluates once and keeps the count.
+        #expect(evaluations { a.value = 50 } == 1)
+        #expect(sum.dependencyCount == 3)
+        #expect(sum.value == 50 + b.value)
+        #expect(heard.value.last == sum.value)
+    }
+
     @Test func aComputedEvaluatesLazilyWithoutSubscribers() {
         let count = Observable(0)
         let doubled = Computed { count.value * 2 }

@@ -116,23 +116,51 @@ final class _GraphState: @unchecked Sendable {
     @exclusivity(unchecked) var spareGroups: [_Group] = []
 }
 
-/// What one evaluation of a computed read.
+/// What one evaluation of a computed read, checked against what the last
+/// one read: the computed's dependencies are kept in place while each read
+/// matches the next of them in order (its version is brought up to date
+/// there, nothing else is written); at the first read that does not, the
+/// reads so far and the rest are collected afresh. A re-evaluation that
+/// reads what the last one did, in the same order (the common case),
+/// builds no array and registers nothing.
 final class _Evaluation {
+    /// The last evaluation's dependencies (the computed's, moved here), in order.
     @exclusivity(unchecked) var dependencies: [_Dependency] = []
+    /// How many of `dependencies` this evaluation has read again, in order.
+    @exclusivity(unchecked) var matched = 0
+    /// A read differed from the last evaluation's: `fresh` holds what it read.
+    @exclusivity(unchecked) var diverged = false
+    @exclusivity(unchecked) var fresh: [_Dependency] = []
 
     /// Records `source` unless already read (a linear scan: computeds read few values).
     func record(_ source: any _Source) {
-        let known = dependencies.withUnsafeBufferPointer { dependencies -> Bool in
-            for i in dependencies.indices where dependencies[i].source === source { return true }
-            return false
+        if !diverged {
+            let done = dependencies.withUnsafeMutableBufferPointer { dependencies -> Bool in
+                if matched < dependencies.count, dependencies[matched].source === source {
+                    dependencies[matched] = _Dependency(source: dependencies[matched].source, version: source._version)
+                    matched += 1
+                    return true
+                }
+                for i in 0..<matched where dependencies[i].source === source { return true }
+                return false
+            }
+            if done { return }
+            diverged = true
+            fresh.removeAll(keepingCapacity: true)
+            fresh.append(contentsOf: dependencies[..<matched])
+        } else {
+            let known = fresh.withUnsafeBufferPointer { fresh -> Bool in
+                for i in fresh.indices where fresh[i].source === source { return true }
+                return false
+            }
+            if known { return }
         }
-        if known { return }
         let node = source._node
         if !node.isRead {
             node.isRead = true
             source._becameRead()
         }
-        dependencies.append(_Dependency(source: source, version: node.version))
+        fresh.append(_Dependency(source: source, version: node.version))
     }
 }
 
@@ -164,29 +192,42 @@ enum _Graph {
     }
 
     /// Runs `compute`, recording what it reads.
+    /// Evaluates `compute` with what it reads recorded (a first evaluation).
     static func evaluate<Value>(_ compute: () -> Value) -> (Value, [_Dependency]) {
-        var found: [_Dependency] = []
-        let value = evaluate(compute, into: &found)
-        return (value, found)
+        var dependencies: [_Dependency] = []
+        let value = reevaluate(compute, &dependencies).value
+        return (value, dependencies)
     }
 
-    /// Runs `compute`, recording what it reads in `found` (emptied first; its
-    /// storage is reused).
-    static func evaluate<Value>(_ compute: () -> Value, into found: inout [_Dependency]) -> Value {
+    /// Evaluates `compute` against `dependencies`, what the last evaluation
+    /// read: when it reads the same sources in the same order, their
+    /// versions are brought up to date in place and `replaced` is nil;
+    /// otherwise `dependencies` becomes what it read and `replaced` what
+    /// they were (to register the change).
+    static func reevaluate<Value>(_ compute: () -> Value,
+                                  _ dependencies: inout [_Dependency]) -> (value: Value, replaced: [_Dependency]?) {
         let state = self.state
         let evaluation = state.spareEvaluations.popLast() ?? _Evaluation()
-        found.removeAll(keepingCapacity: true)
-        swap(&evaluation.dependencies, &found)
+        swap(&evaluation.dependencies, &dependencies)
+        evaluation.matched = 0
+        evaluation.diverged = false
         state.evaluations.append(evaluation)
-        defer {
-            state.evaluations.removeLast()
-            swap(&evaluation.dependencies, &found)
-            state.spareEvaluations.append(evaluation)
+        let value = compute()
+        state.evaluations.removeLast()
+        var replaced: [_Dependency]?
+        if evaluation.diverged || evaluation.matched < evaluation.dependencies.count {
+            var now = evaluation.diverged ? evaluation.fresh : Array(evaluation.dependencies[..<evaluation.matched])
+            swap(&now, &evaluation.dependencies)
+            replaced = now
+            swap(&dependencies, &evaluation.dependencies)
+            evaluation.fresh = []
+        } else {
+            swap(&dependencies, &evaluation.dependencies)
         }
-        return compute()
+        state.spareEvaluations.append(evaluation)
+        return (value, replaced)
     }
 
-    /// A value changed: bump its version and mark what depends on it.
     @usableFromInline
     static func changed(_ node: _Node) {
         node.version &+= 1
