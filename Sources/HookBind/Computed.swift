@@ -161,7 +161,10 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
             let (value, replaced) = _Graph.reevaluate(compute, &dependencies)
             evaluations += 1
             state = .clean
-            if let replaced { register(dependencies, replacing: replaced) }
+            if let replaced {
+                register(dependencies, replacing: replaced)
+                _Graph.recycle(replaced)
+            }
             return value
         }
         if let isEqual, isEqual(cache, value) { return }

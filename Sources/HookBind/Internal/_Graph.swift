@@ -111,6 +111,8 @@ final class _GraphState: @unchecked Sendable {
     @exclusivity(unchecked) var flushing = false
     /// Evaluations to reuse, so that a recomputation allocates nothing.
     @exclusivity(unchecked) var spareEvaluations: [_Evaluation] = []
+    /// A dependency list's storage, from a computed whose reads changed, for the next that changes.
+    @exclusivity(unchecked) var spareDependencies: [_Dependency] = []
     /// The locks a publishing round holds (and the groups, kept alive), reused.
     @exclusivity(unchecked) var spareRoots: [_Lease] = []
     @exclusivity(unchecked) var spareGroups: [_Group] = []
@@ -211,21 +213,39 @@ enum _Graph {
         swap(&evaluation.dependencies, &dependencies)
         evaluation.matched = 0
         evaluation.diverged = false
+        // Storage for reads that differ, from the thread's spare (no allocation once warm).
+        if evaluation.fresh.capacity == 0 { swap(&evaluation.fresh, &state.spareDependencies) }
         state.evaluations.append(evaluation)
         let value = compute()
         state.evaluations.removeLast()
         var replaced: [_Dependency]?
         if evaluation.diverged || evaluation.matched < evaluation.dependencies.count {
-            var now = evaluation.diverged ? evaluation.fresh : Array(evaluation.dependencies[..<evaluation.matched])
-            swap(&now, &evaluation.dependencies)
-            replaced = now
-            swap(&dependencies, &evaluation.dependencies)
-            evaluation.fresh = []
+            var now: [_Dependency] = []
+            if evaluation.diverged {
+                swap(&now, &evaluation.fresh)
+            } else {
+                // Fewer reads, the same up to there.
+                swap(&now, &evaluation.fresh)
+                now.removeAll(keepingCapacity: true)
+                now.append(contentsOf: evaluation.dependencies[..<evaluation.matched])
+            }
+            var old: [_Dependency] = []
+            swap(&old, &evaluation.dependencies)
+            replaced = old
+            dependencies = now
         } else {
             swap(&dependencies, &evaluation.dependencies)
         }
         state.spareEvaluations.append(evaluation)
         return (value, replaced)
+    }
+
+    /// Keeps the storage of `dependencies`, emptied, for the next
+    /// evaluation whose reads change (so that one allocates nothing).
+    static func recycle(_ dependencies: consuming [_Dependency]) {
+        dependencies.removeAll(keepingCapacity: true)
+        let state = self.state
+        if state.spareDependencies.capacity < dependencies.capacity { state.spareDependencies = dependencies }
     }
 
     @usableFromInline
