@@ -102,6 +102,8 @@ static const prototype prototypes[] = {
   {"fopen", "p", "ss", ERR_NULL, 0}, {"fdopen", "p", "is", ERR_NULL, 0},
   {"fclose", "i", "p", ERR_NEG1, 0}, {"fflush", "i", "p", ERR_NEG1, 0},
   {"fgets", "p", "pip", ERR_NONE, 0}, {"perror", "v", "s", ERR_NONE, 0},
+  {"ferror", "i", "p", ERR_NONE, 0}, {"feof", "i", "p", ERR_NONE, 0},
+  {"fgetc", "i", "p", ERR_NONE, 0}, {"fileno", "i", "p", ERR_NEG1, 0},
   // files, processes, the environment
   {"open", "i", "sx", ERR_NEG1, 1}, {"openat", "i", "isx", ERR_NEG1, 1},
   {"close", "i", "i", ERR_NEG1, 0}, {"read", "l", "ipu", ERR_NEG1, 0},

@@ -7,6 +7,11 @@
 //   fork N       the loop N times in a child (which ends with _exit) and in the parent; status 0
 //   exec N       runs itself again as `loop N` (execv); status 3 (the new image's)
 //   fail         four calls that fail: open and close of nothing, strtol, fopen; status 1
+//   late MS      4 threads call ferror (through a pointer from dlsym: this program does
+//                not import it) in a loop; after MS ms it loads libbz2, which does import
+//                it, so that hook-trace patches ferror's entry while the threads are in
+//                it; MS ms later they stop. Prints the calls made; status 0
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -15,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *volatile text = "hello, world";
@@ -30,6 +36,21 @@ static size_t loop(long n) {
 }
 
 static void *thread_loop(void *n) { return (void *)loop((long)n); }
+
+static volatile int stop_calling;
+static int (*ferror_pointer)(FILE *);
+
+static void *call_ferror(void *unused) {
+  (void)unused;
+  FILE *file = fopen("/dev/null", "r");
+  long calls = 0, errors = 0;
+  while (!stop_calling) {
+    errors += ferror_pointer(file) != 0;
+    calls++;
+  }
+  fclose(file);
+  return (void *)(errors ? -1 : calls);
+}
 
 static int count_rows(void *counter, int columns, char **values, char **names) {
   (void)columns; (void)names;
@@ -98,6 +119,25 @@ int main(int argc, char **argv) {
     char *args[] = {argv[0], "loop", count, NULL};
     execv("/proc/self/exe", args);
     return 4;
+  }
+  if (strcmp(mode, "late") == 0) {
+    ferror_pointer = (int (*)(FILE *))dlsym(RTLD_DEFAULT, "ferror");
+    pthread_t ids[4];
+    for (int t = 0; t < 4; t++) pthread_create(&ids[t], NULL, call_ferror, NULL);
+    struct timespec pause = {0, n * 1000000};
+    nanosleep(&pause, NULL);
+    void *bz2 = dlopen("libbz2.so.1.0", RTLD_NOW);
+    nanosleep(&pause, NULL);
+    stop_calling = 1;
+    long total = 0, failed = 0;
+    for (int t = 0; t < 4; t++) {
+      void *result;
+      pthread_join(ids[t], &result);
+      if ((long)result < 0) failed = 1; else total += (long)result;
+    }
+    printf("late: libbz2 %s, %s\n", bz2 ? "loaded" : "not loaded", failed ? "a call failed" : "every call returned 0");
+    fprintf(stderr, "calls %ld\n", total);
+    return 0;
   }
   if (strcmp(mode, "fail") == 0) {
     int fd = open("/nonexistent/hook-trace", O_RDONLY);

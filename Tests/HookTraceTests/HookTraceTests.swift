@@ -201,6 +201,36 @@ struct HookTraceTests {
         #expect(counts(images.last ?? [:]) == ["strdup": 30, "strlen": 30, "free": 30])
     }
 
+    /// A function patched while threads are inside it: four threads call
+    /// ferror in a loop (through a pointer: the program does not import it);
+    /// loading libbz2, which imports it, makes hook-trace patch its entry
+    /// then. Every call still returns what it should, the program ends as
+    /// it would, and the calls made after the patch are counted (and, in the
+    /// other mode, printed).
+    @Test func aFunctionPatchedWhileThreadsAreInsideIt() throws {
+        let plain = try run([sample, "late", "10"])
+        #expect(plain.status == 0 && plain.output == "late: libbz2 loaded, every call returned 0\n")
+        for _ in 0..<5 {
+            let traced = try run([launcher, "-c", "-e", "ferror", sample, "late", "20"])
+            #expect(traced.status == 0 && traced.output == plain.output, "\(traced.errors)")
+            let made = traced.errors.split(separator: "\n").first { $0.hasPrefix("calls ") }.flatMap { Int($0.dropFirst(6)) }
+            let counted = summaries(traced.errors).first?["ferror"]?.calls
+            #expect((counted ?? 0) > 0 && (counted ?? 0) <= (made ?? 0), "\(traced.errors)")
+        }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-late-\(getpid()).txt").path
+        defer { unlink(file) }
+        let lines = try run([launcher, "-o", file, "-e", "ferror", sample, "late", "20"])
+        #expect(lines.status == 0 && lines.output == plain.output)
+        let written = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n")
+        #expect(!written.isEmpty)
+        // (Every line read; the pattern checked on a sample of them: a debug
+        // build's regex takes seconds over a hundred thousand lines.)
+        #expect(written.allSatisfy { $0.contains("] ferror(0x") && $0.hasSuffix(" ns>") }, "\(written.prefix(3))")
+        for line in written.enumerated().filter({ $0.offset % 997 == 0 }).map(\.element) {
+            #expect(line.wholeMatch(of: #/\[\d+\] ferror\(0x[0-9a-f]+\) = 0 <\d+ ns>/#) != nil, "\(line)")
+        }
+    }
+
     /// A Swift program's calls of the standard library, by their mangled
     /// symbols' pattern, printed with their demangled names (and, having no
     /// prototype, six raw words).
