@@ -77,9 +77,11 @@ let package = Package(
         // One call path in a loop, for instruction counts under callgrind (call-counts.sh).
         .executableTarget(
             name: "call-counts",
-            dependencies: ["CBenchSupport", .product(name: "Hook", package: "Hook"), .product(name: "HookBind", package: "Hook")],
+            dependencies: ["CBenchSupport", "CallCountsGraph", .product(name: "Hook", package: "Hook"), .product(name: "HookBind", package: "Hook")],
             path: "Sources/CallCounts"
         ),
+        // call-counts' computed cases, apart (see Diamond.swift).
+        .target(name: "CallCountsGraph", dependencies: [.product(name: "HookBind", package: "Hook")], path: "Sources/CallCountsGraph"),
         // Reads one run's export and prints ratios, checks allocations, draws the chart.
         .executableTarget(name: "bench-report", dependencies: ["ThreadsTable", "BenchTargets"], path: "Sources/BenchReport"),
         // The cases' targets, read by bench-report and hook-overhead alike, and

@@ -1,0 +1,25 @@
+// call-counts' diamond case, in a module of its own: the specializations it
+// makes (a Computed<Int>'s subscription) would otherwise be merged with the
+// Observable case's identical ones in call-counts' module, and that case would
+// call the merged function instead of inlining it.
+import HookBind
+
+/// A subscriber's sum (a class: a captured `var` would add an exclusivity check per write).
+public final class DiamondSum: @unchecked Sendable {
+    public var total = 0
+    public init() {}
+    func add(_ value: Int) { total &+= value }
+}
+
+/// The diamond of the benchmarks: a -> b, c -> d, d subscribed; `n` writes to a.
+public func diamondWrites(_ n: Int) -> Int {
+    let a = Observable(0)
+    let b = Computed { a.value &* 2 }
+    let c = Computed { a.value &* 3 }
+    let d = Computed { b.value &+ c.value }
+    let seen = DiamondSum()
+    let subscription = d.subscribe { _, new in seen.add(new) }
+    var i = 0
+    while i < n { a.value = i; i += 1 }
+    return withExtendedLifetime((subscription, b, c)) { seen.total }
+}
