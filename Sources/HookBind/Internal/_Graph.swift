@@ -315,6 +315,19 @@ enum _Graph {
                 continue
             }
             rounds += 1
+            if state.pending.count == 1, rounds <= maximumRounds {
+                // One computed to publish (the common case): the same as
+                // below, without the arrays.
+                let link = state.pending[0]
+                state.pending.removeAll(keepingCapacity: true)
+                link.isQueued = false
+                if link.isAlive {
+                    let lease = _Groups.lock(link.group)
+                    link.target._publishIfChanged()
+                    _Groups.unlock(lease)
+                }
+                continue
+            }
             var work = state.spare
             swap(&work, &state.pending)
             // The pending computeds' groups: held already, unless a write of
