@@ -106,13 +106,26 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     /// The current value, brought up to date first. Reading it inside another
     /// ``Computed`` makes this one a dependency.
     public var value: Value {
-        _Graph.locked(_group) {
-            if state != .evaluating {
-                _refresh()
-                _Graph.track(self)
-            }
-            return cache
+        // The common read, a computed reading another of its group while it
+        // evaluates: the thread's last lock is this group's root, held (a
+        // merge of this group needs that lock, so the root cannot change
+        // meanwhile): no lock to take. (Here and not in `_Groups.lock`, whose
+        // inlined fast path every observable write and binding set runs.)
+        let held = _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me -> Bool in
+            let count = me.held.count
+            return count > 0 && me.held[count - 1].lockRef.toOpaque() == _group.unmanagedRoot.toOpaque()
         }
+        if held { return _readHeld() }
+        return _Graph.locked(_group) { _readHeld() }
+    }
+
+    /// `value`, under the group's lock.
+    private func _readHeld() -> Value {
+        if state != .evaluating {
+            _refresh()
+            _Graph.track(self)
+        }
+        return cache
     }
 
     /// How many times the closure ran (for tests and tuning).
