@@ -111,11 +111,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         // merge of this group needs that lock, so the root cannot change
         // meanwhile): no lock to take. (Here and not in `_Groups.lock`, whose
         // inlined fast path every observable write and binding set runs.)
-        let held = _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me -> Bool in
-            let count = me.held.count
-            return count > 0 && me.held[count - 1].lockRef.toOpaque() == _group.unmanagedRoot.toOpaque()
-        }
-        if held { return _readHeld() }
+        if _Groups.holdsAsLast(_group) { return _readHeld() }
         return _Graph.locked(_group) { _readHeld() }
     }
 

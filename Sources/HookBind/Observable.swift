@@ -150,6 +150,11 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     @inlinable
     public var value: Value {
         get {
+            // Read inside an evaluation of its group: held already.
+            if _Groups.holdsAsLast(_node) {
+                _Graph.track(self)
+                return _cell._storedValue
+            }
             let lease = _lock()
             defer { _Groups.unlock(lease) }
             _Graph.track(self)

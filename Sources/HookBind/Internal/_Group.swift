@@ -341,6 +341,19 @@ enum _Groups {
         }
     }
 
+    /// Whether the calling thread's last lock is the root of `group`'s
+    /// tree: it holds the group, and the root cannot change meanwhile (a
+    /// merge needs that lock). A read inside an evaluation (the group held
+    /// by the evaluating computed's scope) then takes no lock. Not inlined:
+    /// a read outside one pays a call, not the code at every read site.
+    @usableFromInline @inline(never)
+    static func holdsAsLast(_ group: _Group) -> Bool {
+        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me -> Bool in
+            let count = me.held.count
+            return count > 0 && me.held[count - 1].lockRef.toOpaque() == group.unmanagedRoot.toOpaque()
+        }
+    }
+
     /// Ends the scope of a `lock`.
     @usableFromInline
     static func unlock(_ lease: _Lease) {
