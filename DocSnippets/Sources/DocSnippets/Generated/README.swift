@@ -6,8 +6,8 @@ import HookBind
 import HookMacros
 import HookObservability
 
-// README.md:33
-func README_33() async throws {
+// README.md:35
+func README_35() async throws {
 
     // A C function pointer: from a C library, or a Swift function made @convention(c).
     typealias Add = @convention(c) (Int32, Int32) -> Int32
@@ -33,8 +33,8 @@ func README_33() async throws {
     withExtendedLifetime(hook) {}                     // keep the hook point while its entry may be called
 }
 
-// README.md:67
-func README_67() async throws {
+// README.md:69
+func README_69() async throws {
 
     final class TextField { @Hooked var text = "" }
     final class Label { @Hooked var title = "" }
