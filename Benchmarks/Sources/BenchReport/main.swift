@@ -19,7 +19,7 @@ struct Case {
     let label: String
     var floor: String? = nil
     var peer: String? = nil
-    /// Its targets: `BenchTargets.caseTargets`, shared with hook-overhead.
+    /// Its targets: `BenchTargets.targets(for:)`, shared with hook-overhead.
     var targets: [Target] { BenchTargets.targets(for: id) }
     /// DESIGN.md: this path allocates nothing.
     var zeroAllocations = false
@@ -30,6 +30,18 @@ struct Case {
     /// The benchmark target that measures it: `--check-allocations` checks
     /// the cases of the targets this run has (`--target` may pick one).
     var benchmarkTarget = "HookBenchmarks"
+}
+
+/// The kairo shapes (issue 30): HookBind against OpenCombine (the peer) and
+/// Observation (the floor); no update allocates but mux's (its computed makes
+/// an array of its 100 values on every update).
+let kairoCases: [Case] = BenchTargets.kairoShapes.flatMap { shape in
+    [
+        Case(id: "kairo-\(shape)/computed", label: "kairo \(shape): HookBind Computed", floor: "kairo-\(shape)/observation",
+             peer: "kairo-\(shape)/opencombine", zeroAllocations: shape != "mux"),
+        Case(id: "kairo-\(shape)/opencombine", label: "kairo \(shape): OpenCombine", isPeer: true),
+        Case(id: "kairo-\(shape)/observation", label: "kairo \(shape): Swift Observation", isPeer: true),
+    ]
 }
 
 let cases: [Case] = [
@@ -75,31 +87,7 @@ let cases: [Case] = [
     Case(id: "diamond/computed", label: "diamond a -> b, c -> d: HookBind Computed", peer: "diamond/opencombine", zeroAllocations: true),
     Case(id: "diamond/opencombine", label: "diamond: OpenCombine map + zip", isPeer: true),
     Case(id: "diamond/observation", label: "diamond: Swift Observation", isPeer: true),
-    Case(id: "kairo-deep/computed", label: "kairo deep: HookBind Computed", floor: "kairo-deep/observation", peer: "kairo-deep/opencombine", zeroAllocations: true),
-    Case(id: "kairo-deep/opencombine", label: "kairo deep: OpenCombine", isPeer: true),
-    Case(id: "kairo-deep/observation", label: "kairo deep: Swift Observation", isPeer: true),
-    Case(id: "kairo-broad/computed", label: "kairo broad: HookBind Computed", floor: "kairo-broad/observation", peer: "kairo-broad/opencombine", zeroAllocations: true),
-    Case(id: "kairo-broad/opencombine", label: "kairo broad: OpenCombine", isPeer: true),
-    Case(id: "kairo-broad/observation", label: "kairo broad: Swift Observation", isPeer: true),
-    Case(id: "kairo-diamond/computed", label: "kairo diamond: HookBind Computed", floor: "kairo-diamond/observation", peer: "kairo-diamond/opencombine", zeroAllocations: true),
-    Case(id: "kairo-diamond/opencombine", label: "kairo diamond: OpenCombine", isPeer: true),
-    Case(id: "kairo-diamond/observation", label: "kairo diamond: Swift Observation", isPeer: true),
-    Case(id: "kairo-triangle/computed", label: "kairo triangle: HookBind Computed", floor: "kairo-triangle/observation", peer: "kairo-triangle/opencombine", zeroAllocations: true),
-    Case(id: "kairo-triangle/opencombine", label: "kairo triangle: OpenCombine", isPeer: true),
-    Case(id: "kairo-triangle/observation", label: "kairo triangle: Swift Observation", isPeer: true),
-    // (mux's computed makes an array of its 100 values on every update.)
-    Case(id: "kairo-mux/computed", label: "kairo mux: HookBind Computed", floor: "kairo-mux/observation", peer: "kairo-mux/opencombine", zeroAllocations: false),
-    Case(id: "kairo-mux/opencombine", label: "kairo mux: OpenCombine", isPeer: true),
-    Case(id: "kairo-mux/observation", label: "kairo mux: Swift Observation", isPeer: true),
-    Case(id: "kairo-repeated/computed", label: "kairo repeated: HookBind Computed", floor: "kairo-repeated/observation", peer: "kairo-repeated/opencombine", zeroAllocations: true),
-    Case(id: "kairo-repeated/opencombine", label: "kairo repeated: OpenCombine", isPeer: true),
-    Case(id: "kairo-repeated/observation", label: "kairo repeated: Swift Observation", isPeer: true),
-    Case(id: "kairo-unstable/computed", label: "kairo unstable: HookBind Computed", floor: "kairo-unstable/observation", peer: "kairo-unstable/opencombine", zeroAllocations: true),
-    Case(id: "kairo-unstable/opencombine", label: "kairo unstable: OpenCombine", isPeer: true),
-    Case(id: "kairo-unstable/observation", label: "kairo unstable: Swift Observation", isPeer: true),
-    Case(id: "kairo-avoidable/computed", label: "kairo avoidable: HookBind Computed", floor: "kairo-avoidable/observation", peer: "kairo-avoidable/opencombine", zeroAllocations: true),
-    Case(id: "kairo-avoidable/opencombine", label: "kairo avoidable: OpenCombine", isPeer: true),
-    Case(id: "kairo-avoidable/observation", label: "kairo avoidable: Swift Observation", isPeer: true),
+] + kairoCases + [
     Case(id: "scaling/after1", label: "add: FunctionHook, 1 after hook", floor: "c/floor", zeroAllocations: true),
     Case(id: "scaling/after10", label: "add: FunctionHook, 10 after hooks", floor: "c/floor", zeroAllocations: true),
     Case(id: "scaling/after100", label: "add: FunctionHook, 100 after hooks", floor: "c/floor", zeroAllocations: true),
