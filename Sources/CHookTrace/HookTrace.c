@@ -1050,21 +1050,25 @@ static int import_patch(traced_function *f) {
   return result;
 }
 
-static int entry_patch(traced_function *f) {
-  if (!hk_entry_supported() || hk_entry_unavailable_under_sanitizer()) return -1;
-  char why[256], name[256];
+// Patches `f`'s entry; -1 with the reason in `why` if it cannot be.
+static int entry_patch(traced_function *f, char *why, size_t why_size) {
+  if (!hk_entry_supported() || hk_entry_unavailable_under_sanitizer()) {
+    snprintf(why, why_size, "entry hooks are unavailable here");
+    return -1;
+  }
+  char name[256];
   hk_entry_definition definition;
   uint64_t size = 0;
   if (hk_entry_find_address(f->original, name, sizeof name, &definition) && definition.address == f->original)
     size = definition.size;
-  void *page = hk_entry_page_reserve(f->original, why, sizeof why);
+  void *page = hk_entry_page_reserve(f->original, why, why_size);
   if (page == NULL) return -1;
   static hk_entry_plan plan;   // large; made and used under the setup's single thread of control
-  if (hk_entry_plan_make(f->original, size, page, &plan, why, sizeof why) != 0) return -1;
-  if (hk_entry_page_fill(page, &plan, f->stub, why, sizeof why) != 0) return -1;
+  if (hk_entry_plan_make(f->original, size, page, &plan, why, why_size) != 0) return -1;
+  if (hk_entry_page_fill(page, &plan, f->stub, why, why_size) != 0) return -1;
   const void *entry = f->original;
   f->original = page;   // the relocated entry: calls the function as it was
-  if (hk_entry_patch(&plan, page, hk_entry_page_thunk(page), why, sizeof why) != 0) {
+  if (hk_entry_patch(&plan, page, hk_entry_page_thunk(page), why, why_size) != 0) {
     f->original = entry;
     return -1;
   }
@@ -1127,7 +1131,17 @@ static void trace_new_imports(void) {
     if (f->stub == NULL || f->symbol == NULL || f->name == NULL) break;
     f->original = entry_target && entry_target == import_target ? entry_target : import_target;
     int done = 0;
-    if (!library_calls_only && entry_target == import_target) done = entry_patch(f) == 0;
+    if (!library_calls_only && entry_target == import_target) {
+      char why[256] = "";
+      done = entry_patch(f, why, sizeof why) == 0;
+      if (!done && why[0]) {
+        // Said in the trace: its calls from inside its own library go unseen.
+        char line[512];
+        int n = snprintf(line, sizeof line, "hook-trace: %s: its entry could not be patched (%s); library calls only\n",
+                         f->name, why);
+        if (n > 0) write_all(output_fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+      }
+    }
     atomic_store(&function_count, n + 1);
     if (!done) {
       f->original = import_target;

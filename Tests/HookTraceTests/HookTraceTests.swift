@@ -210,13 +210,23 @@ struct HookTraceTests {
     @Test func aFunctionPatchedWhileThreadsAreInsideIt() throws {
         let plain = try run([sample, "late", "10"])
         #expect(plain.status == 0 && plain.output == "late: libbz2 loaded, every call returned 0\n")
+        var patched = 0
         for _ in 0..<5 {
             let traced = try run([launcher, "-c", "-e", "ferror", sample, "late", "20"])
             #expect(traced.status == 0 && traced.output == plain.output, "\(traced.errors)")
             let made = traced.errors.split(separator: "\n").first { $0.hasPrefix("calls ") }.flatMap { Int($0.dropFirst(6)) }
-            let counted = summaries(traced.errors).first?["ferror"]?.calls
-            #expect((counted ?? 0) > 0 && (counted ?? 0) <= (made ?? 0), "\(traced.errors)")
+            let counted = summaries(traced.errors).first?["ferror"]?.calls ?? 0
+            #expect(counted <= (made ?? 0), "\(traced.errors)")
+            if counted > 0 {
+                patched += 1
+            } else {
+                // The patch may be refused (a thread that did not answer its
+                // signal in time, on a loaded machine): then the trace says so,
+                // and the calls through the pointer go unseen.
+                #expect(traced.errors.contains("hook-trace: ferror: its entry could not be patched ("), "\(traced.errors)")
+            }
         }
+        #expect(patched > 0, "no run patched ferror's entry")
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-late-\(getpid()).txt").path
         defer { unlink(file) }
         let lines = try run([launcher, "-o", file, "-e", "ferror", sample, "late", "20"])
