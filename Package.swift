@@ -117,6 +117,12 @@ let package = Package(
             name: "HookBindTests",
             dependencies: ["Hook", "HookBind", "CHookTestSupport"]
         ),
+        // Swift code that did not opt in, in its own module: SwiftEntryHook's tests hook it by name.
+        .target(name: "SwiftEntrySample", path: "Tests/SwiftEntrySample"),
+        .testTarget(
+            name: "SwiftEntryTests",
+            dependencies: ["Hook", "HookBind", "SwiftEntrySample"]
+        ),
         // A C program whose calls hook-trace's tests trace (loops, SQLite, threads, fork, exec).
         .executableTarget(
             name: "HookTraceSample",

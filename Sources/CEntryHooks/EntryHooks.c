@@ -269,6 +269,40 @@ int hk_entry_each_function(const char *object,
   return result;
 }
 
+int hk_entry_each_object_function(const char *prefix,
+                                  int (*visit)(const char *object, const char *name, const void *address, uint64_t size, void *context),
+                                  void *context) {
+  object_list list = {0};
+  dl_iterate_phdr(collect_object, &list);
+  size_t prefix_length = prefix ? strlen(prefix) : 0;
+  int result = 0, stop = 0;
+  for (int o = 0; o < list.count && !stop; o++) {
+    elf_file file;
+    if (elf_open(list.objects[o].path, &file) != 0) continue;
+    size_t total = file.counts[0] + file.counts[1], n = 0;
+    function_entry *entries = calloc(total ? total : 1, sizeof *entries);
+    for (int t = 0; t < 2 && entries; t++) {
+      for (size_t i = 0; i < file.counts[t]; i++) {
+        const Elf64_Sym *sym = &file.tables[t][i];
+        if (sym->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_size == 0) continue;
+        const char *name = file.strings[t] + sym->st_name;
+        if (prefix_length && strncmp(name, prefix, prefix_length) != 0) continue;
+        entries[n++] = (function_entry){name, list.objects[o].base + sym->st_value, sym->st_size};
+      }
+    }
+    if (entries) qsort(entries, n, sizeof *entries, by_address);
+    for (size_t i = 0; entries && i < n && !stop; i++) {
+      if (i > 0 && entries[i].address == entries[i - 1].address) continue;
+      result++;
+      stop = visit(list.objects[o].path, entries[i].name, (const void *)entries[i].address, entries[i].size, context);
+    }
+    free(entries);
+    elf_close(&file);
+  }
+  free(list.objects);
+  return result;
+}
+
 // MARK: - Decoding and relocating
 
 static ZydisDecoder decoder;
@@ -870,6 +904,9 @@ int hk_entry_find_address(const void *address, char *name, size_t name_size, hk_
 }
 int hk_entry_each_function(const char *object, int (*visit)(const char *, const void *, uint64_t, void *), void *context) {
   (void)object; (void)visit; (void)context; return -1;
+}
+int hk_entry_each_object_function(const char *prefix, int (*visit)(const char *, const char *, const void *, uint64_t, void *), void *context) {
+  (void)prefix; (void)visit; (void)context; return -1;
 }
 int hk_entry_plan_make(const void *function, uint64_t size, const void *stub_address, hk_entry_plan *plan, char *why, size_t why_size) {
   (void)function; (void)size; (void)stub_address; (void)plan;

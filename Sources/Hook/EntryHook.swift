@@ -197,7 +197,10 @@ final class _EntryRegistry: @unchecked Sendable {
     static let shared = _EntryRegistry()
 
     private struct Entry {
-        let point: EntryHook
+        /// An `EntryHook`, or a Swift entry (`SwiftEntryHook`, `_SwiftTracePoint`).
+        let point: AnyObject
+        /// What a second request must match: the C signature, or the Swift hook's types.
+        let key: String
         let plan: hk_entry_plan
         let page: UnsafeMutableRawPointer
         var isInstalled: Bool
@@ -212,8 +215,10 @@ final class _EntryRegistry: @unchecked Sendable {
         }
     }
 
-    func isInstalled(_ point: EntryHook) -> Bool {
-        locked { $0[UInt(bitPattern: point.address)]?.isInstalled ?? false }
+    func isInstalled(_ point: EntryHook) -> Bool { isInstalled(at: point.address) }
+
+    func isInstalled(at address: UnsafeRawPointer) -> Bool {
+        locked { $0[UInt(bitPattern: address)]?.isInstalled ?? false }
     }
 
     func originalBytes(of point: EntryHook) -> [UInt8] {
@@ -292,6 +297,17 @@ final class _EntryRegistry: @unchecked Sendable {
         }
     }
 
+    /// Installs a Swift entry (see `SwiftEntryHook`) at a function found by name.
+    func installSwift(symbol: String, address: UnsafeRawPointer, size: UInt64, object: String, key: String,
+                      make: (UnsafeRawPointer) throws(HookError) -> (AnyObject, UnsafeRawPointer)) throws(HookError) -> AnyObject {
+        try locked { (entries) throws(HookError) -> AnyObject in
+            guard hk_entry_supported() != 0 else {
+                throw HookError(.cannotPatch, point: symbol, "entry hooks are x86-64 Linux only")
+            }
+            return try install(&entries, symbol: symbol, address: address, size: size, object: object, key: key, make: make)
+        }
+    }
+
     func install(address: UnsafeRawPointer, signature: Signature, name: String?) throws(HookError) -> EntryHook {
         try locked { (entries) throws(HookError) -> EntryHook in
             var info = hk_entry_definition()
@@ -314,20 +330,35 @@ final class _EntryRegistry: @unchecked Sendable {
 
     private func install(_ entries: inout [UInt: Entry], symbol: String, address: UnsafeRawPointer, size: UInt64,
                          object: String, signature: Signature) throws(HookError) -> EntryHook {
+        let point = try install(&entries, symbol: symbol, address: address, size: size, object: object, key: signature.description) { (stub) throws(HookError) in
+            let point = try EntryHook(symbol: symbol, object: object, address: address, stub: stub, signature: signature)
+            return (point, point.entry)
+        }
+        guard let point = point as? EntryHook else {
+            throw HookError(.signatureMismatch, point: symbol, "'\(symbol)' already has a Swift entry hook point (SwiftEntryHook); it cannot have a C one too")
+        }
+        return point
+    }
+
+    /// Installs (or reinstalls) the hook point of the function at `address`:
+    /// the one it has if its key is `key`, else one `make` builds over the
+    /// relocated entry, whose calls the patch sends to the entry `make` returns.
+    private func install(_ entries: inout [UInt: Entry], symbol: String, address: UnsafeRawPointer, size: UInt64, object: String, key: String,
+                 make: (UnsafeRawPointer) throws(HookError) -> (AnyObject, UnsafeRawPointer)) throws(HookError) -> AnyObject {
         if hk_entry_unavailable_under_sanitizer() != 0 {
             throw HookError(.cannotPatch, point: symbol, "entry hooks are unavailable under ThreadSanitizer, which delivers signals late: threads inside the function could not be moved off the bytes the jump displaces; nothing was written")
         }
-        let key = UInt(bitPattern: address)
-        if var entry = entries[key] {
-            guard entry.point.signature == signature else {
+        let address_ = UInt(bitPattern: address)
+        if var entry = entries[address_] {
+            guard entry.key == key else {
                 throw HookError(.signatureMismatch, point: symbol, """
-                    '\(entry.point.symbol)' already has an entry hook point with signature \(entry.point.signature); asked for \(signature)
+                    '\(symbol)' already has an entry hook point of \(entry.key); asked for \(key)
                     """)
             }
             if !entry.isInstalled {
                 try patch(entry, install: true, symbol: symbol)
                 entry.isInstalled = true
-                entries[key] = entry
+                entries[address_] = entry
             }
             return entry.point
         }
@@ -340,21 +371,21 @@ final class _EntryRegistry: @unchecked Sendable {
             munmap(page, 4096)
             throw HookError(.cannotPatch, point: symbol, "'\(symbol)' at \(address) in \(object): \(_text(why)); nothing was patched")
         }
-        let point: EntryHook
+        let point: AnyObject, target: UnsafeRawPointer
         do {
-            point = try EntryHook(symbol: symbol, object: object, address: address, stub: UnsafeRawPointer(page), signature: signature)
+            (point, target) = try make(UnsafeRawPointer(page))
         } catch {
             munmap(page, 4096)
             throw error
         }
-        guard hk_entry_page_fill(page, &plan, point.entry, &why, why.count) == 0 else {
+        guard hk_entry_page_fill(page, &plan, target, &why, why.count) == 0 else {
             munmap(page, 4096)
             throw HookError(.patchingFailed, point: symbol, _text(why))
         }
-        let entry = Entry(point: point, plan: plan, page: page, isInstalled: true)
+        let entry = Entry(point: point, key: key, plan: plan, page: page, isInstalled: true)
         try patch(entry, install: true, symbol: symbol)
         // Kept from here on, installed or restored: its trampoline page is never freed.
-        entries[key] = entry
+        entries[address_] = entry
         return point
     }
 
@@ -371,10 +402,14 @@ final class _EntryRegistry: @unchecked Sendable {
     }
 
     func setInstalled(_ point: EntryHook, _ installed: Bool) throws(HookError) {
+        try setInstalled(at: point.address, symbol: point.symbol, installed)
+    }
+
+    func setInstalled(at address: UnsafeRawPointer, symbol: String, _ installed: Bool) throws(HookError) {
         try locked { (entries) throws(HookError) in
-            let key = UInt(bitPattern: point.address)
+            let key = UInt(bitPattern: address)
             guard var entry = entries[key], entry.isInstalled != installed else { return }
-            try patch(entry, install: installed, symbol: point.symbol)
+            try patch(entry, install: installed, symbol: symbol)
             entry.isInstalled = installed
             entries[key] = entry
         }

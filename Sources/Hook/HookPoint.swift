@@ -274,6 +274,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
             }
             orphans = orphans || state.releasesOrphans
             state.releasesOrphans = orphans && hk_thread_current().map { hk_thread_depth($0) > 0 } ?? false
+            _hooksWillPublish(hooks)
             var newBits = _Hooks.publish(hooks)
             if state.probes > 0 { newBits |= _Hooks.probedBit }
             let oldBits = current.exchange(newBits, ordering: .sequentiallyConsistent) & ~_Hooks.probedBit
@@ -286,6 +287,10 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         // captured: release them now rather than at the next batch.
         if orphans { _Retired.reclaim() }
     }
+
+    /// Called under the point's lock with the hooks about to be published
+    /// (Swift entries keep their fast path's filter in step).
+    func _hooksWillPublish(_ hooks: [HookToken]) {}
 
     /// Frees the hook snapshots that earlier hook changes retired and no call
     /// is using any more, at the cost of one fence for all of them; returns

@@ -32,6 +32,9 @@ public class HookToken: @unchecked Sendable {
     /// typed call path without a record.
     let isTypedAfter: Bool
     private let removed = Atomic<Bool>(false)
+    /// The object (its address) a hook of a Swift entry runs for; 0: every call.
+    /// Set before the hook is published, read under its point's lock.
+    var onlyFor: UInt = 0
     /// The hook point, by an unowned reference: its memory, not the point.
     private let pointReference: _UnownedReference
 

@@ -45,6 +45,56 @@ int hk_entry_each_function(const char *object,
 
 // MARK: - Relocating the displaced instructions
 
+// Calls `visit` for each function symbol (STT_FUNC, defined, non-zero size)
+// of every loaded object whose name starts with `prefix` (all if NULL or
+// ""), with the object's path; returns how many were visited. `visit`
+// returning non-zero stops the walk.
+int hk_entry_each_object_function(const char *prefix,
+                                  int (*visit)(const char *object, const char *name, const void *address, uint64_t size, void *context),
+                                  void *context);
+
+// MARK: - Swift entries
+//
+// The entry of a Swift function hooked by name jumps to a per-point stub
+// that loads the point's address into r11 and jumps to `hk_swift_entry`:
+// with no hooks, or hooks for one object that r13 (`self`) is not, it jumps
+// straight to `original` with every register and the stack as the caller
+// left them; otherwise it saves the Swift convention's registers in a frame
+// (`hk_swift_frame`), calls `handler(point, frame)`, and returns the result
+// registers the handler left in the frame. `hk_swift_call` calls a function
+// with a frame's registers (and `stack_bytes` of the caller's stack
+// arguments) and stores its result registers back.
+
+typedef struct {
+  uint64_t gp[6];        // rdi, rsi, rdx, rcx, r8, r9
+  uint64_t rax;          // the indirect result's address at entry
+  uint64_t r12;          // the error (out), swifterror
+  uint64_t r13;          // self, swiftself
+  uint64_t r14;          // the async context
+  uint64_t r10;
+  uint64_t unused;
+  uint64_t xmm[8][2];    // xmm0-7
+  uint64_t result[4];    // rax, rdx, rcx, r8 on return
+  uint64_t xresult[4][2];  // xmm0-3 on return
+  const void *stack;     // the caller's stack arguments
+  uint64_t stack_bytes;  // how many of them hk_swift_call copies (a multiple of 16)
+} hk_swift_frame;
+
+typedef struct hk_swift_point {
+  const void *original;        // the relocated entry (EntryHook's stub)
+  uintptr_t active;            // non-zero: hooks are attached
+  uintptr_t only;              // non-zero: they are all for this `self` (r13)
+  void *context;               // the Swift hook point, unretained
+  void (*handler)(struct hk_swift_point *point, hk_swift_frame *frame);
+  uint64_t stack_bytes;        // copied into each frame
+} hk_swift_point;
+
+// A new point and its stub (`*entry`: where the function's patch leads);
+// NULL if memory is refused. Never freed: a thread may still be in a stub.
+hk_swift_point *hk_swift_point_make(const void **entry);
+void hk_swift_point_set(hk_swift_point *point, uintptr_t active, uintptr_t only);
+void hk_swift_call(const void *function, hk_swift_frame *frame);
+
 #define HK_ENTRY_PATCH_SIZE 5
 #define HK_ENTRY_MAX_DISPLACED 8   // instructions displaced by the patch at most
 #define HK_ENTRY_STUB_SIZE 256

@@ -1,0 +1,207 @@
+// Entries of Swift functions hooked by name (see CEntryHooks.h, "Swift entries").
+#define _GNU_SOURCE
+#include "CEntryHooks.h"
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#if defined(__x86_64__) && defined(__linux__)
+
+_Static_assert(offsetof(hk_swift_frame, xmm) == 96, "frame layout");
+_Static_assert(offsetof(hk_swift_frame, result) == 224, "frame layout");
+_Static_assert(offsetof(hk_swift_frame, xresult) == 256, "frame layout");
+_Static_assert(offsetof(hk_swift_frame, stack) == 320, "frame layout");
+_Static_assert(sizeof(hk_swift_frame) == 336, "frame layout");
+_Static_assert(offsetof(hk_swift_point, handler) == 32, "point layout");
+_Static_assert(offsetof(hk_swift_point, stack_bytes) == 40, "point layout");
+
+void hk_swift_entry(void);
+
+// r11: the point. The fast path touches no register but r11 and the flags.
+__asm__(
+  ".text\n"
+  ".globl hk_swift_entry\n"
+  ".hidden hk_swift_entry\n"
+  ".type hk_swift_entry,@function\n"
+  "hk_swift_entry:\n"
+  "  cmpq $0, 8(%r11)\n"
+  "  je 1f\n"
+  "  cmpq $0, 16(%r11)\n"
+  "  je 2f\n"
+  "  cmpq %r13, 16(%r11)\n"
+  "  je 2f\n"
+  "1:\n"
+  "  jmp *(%r11)\n"
+  "2:\n"
+  "  pushq %rbp\n"
+  "  movq %rsp, %rbp\n"
+  "  subq $336, %rsp\n"
+  "  movq %rdi, 0(%rsp)\n"
+  "  movq %rsi, 8(%rsp)\n"
+  "  movq %rdx, 16(%rsp)\n"
+  "  movq %rcx, 24(%rsp)\n"
+  "  movq %r8, 32(%rsp)\n"
+  "  movq %r9, 40(%rsp)\n"
+  "  movq %rax, 48(%rsp)\n"
+  "  movq %r12, 56(%rsp)\n"
+  "  movq %r13, 64(%rsp)\n"
+  "  movq %r14, 72(%rsp)\n"
+  "  movq %r10, 80(%rsp)\n"
+  "  movdqu %xmm0, 96(%rsp)\n"
+  "  movdqu %xmm1, 112(%rsp)\n"
+  "  movdqu %xmm2, 128(%rsp)\n"
+  "  movdqu %xmm3, 144(%rsp)\n"
+  "  movdqu %xmm4, 160(%rsp)\n"
+  "  movdqu %xmm5, 176(%rsp)\n"
+  "  movdqu %xmm6, 192(%rsp)\n"
+  "  movdqu %xmm7, 208(%rsp)\n"
+  "  leaq 16(%rbp), %rax\n"
+  "  movq %rax, 320(%rsp)\n"
+  "  movq 40(%r11), %rax\n"
+  "  movq %rax, 328(%rsp)\n"
+  "  movq %r11, %rdi\n"
+  "  movq %rsp, %rsi\n"
+  "  callq *32(%r11)\n"
+  "  movq 224(%rsp), %rax\n"
+  "  movq 232(%rsp), %rdx\n"
+  "  movq 240(%rsp), %rcx\n"
+  "  movq 248(%rsp), %r8\n"
+  "  movdqu 256(%rsp), %xmm0\n"
+  "  movdqu 272(%rsp), %xmm1\n"
+  "  movdqu 288(%rsp), %xmm2\n"
+  "  movdqu 304(%rsp), %xmm3\n"
+  "  movq 56(%rsp), %r12\n"
+  "  leave\n"
+  "  retq\n"
+  ".size hk_swift_entry, .-hk_swift_entry\n"
+);
+
+// hk_swift_call(function: rdi, frame: rsi)
+__asm__(
+  ".text\n"
+  ".globl hk_swift_call\n"
+  ".type hk_swift_call,@function\n"
+  "hk_swift_call:\n"
+  "  pushq %rbp\n"
+  "  movq %rsp, %rbp\n"
+  "  pushq %rbx\n"
+  "  pushq %r12\n"
+  "  pushq %r13\n"
+  "  pushq %r14\n"
+  "  pushq %r15\n"
+  "  subq $8, %rsp\n"
+  "  movq %rdi, %r11\n"
+  "  movq %rsi, %rbx\n"
+  "  movq 328(%rbx), %rcx\n"
+  "  subq %rcx, %rsp\n"
+  "  movq 320(%rbx), %rsi\n"
+  "  movq %rsp, %rdi\n"
+  "  shrq $3, %rcx\n"
+  "  cld\n"
+  "  rep movsq\n"
+  "  movdqu 96(%rbx), %xmm0\n"
+  "  movdqu 112(%rbx), %xmm1\n"
+  "  movdqu 128(%rbx), %xmm2\n"
+  "  movdqu 144(%rbx), %xmm3\n"
+  "  movdqu 160(%rbx), %xmm4\n"
+  "  movdqu 176(%rbx), %xmm5\n"
+  "  movdqu 192(%rbx), %xmm6\n"
+  "  movdqu 208(%rbx), %xmm7\n"
+  "  movq 0(%rbx), %rdi\n"
+  "  movq 8(%rbx), %rsi\n"
+  "  movq 16(%rbx), %rdx\n"
+  "  movq 24(%rbx), %rcx\n"
+  "  movq 32(%rbx), %r8\n"
+  "  movq 40(%rbx), %r9\n"
+  "  movq 48(%rbx), %rax\n"
+  "  movq 56(%rbx), %r12\n"
+  "  movq 64(%rbx), %r13\n"
+  "  movq 72(%rbx), %r14\n"
+  "  movq 80(%rbx), %r10\n"
+  "  callq *%r11\n"
+  "  movq %rax, 224(%rbx)\n"
+  "  movq %rdx, 232(%rbx)\n"
+  "  movq %rcx, 240(%rbx)\n"
+  "  movq %r8, 248(%rbx)\n"
+  "  movdqu %xmm0, 256(%rbx)\n"
+  "  movdqu %xmm1, 272(%rbx)\n"
+  "  movdqu %xmm2, 288(%rbx)\n"
+  "  movdqu %xmm3, 304(%rbx)\n"
+  "  movq %r12, 56(%rbx)\n"
+  "  leaq -40(%rbp), %rsp\n"
+  "  popq %r15\n"
+  "  popq %r14\n"
+  "  popq %r13\n"
+  "  popq %r12\n"
+  "  popq %rbx\n"
+  "  popq %rbp\n"
+  "  retq\n"
+  ".size hk_swift_call, .-hk_swift_call\n"
+);
+
+// Points in chunks of two pages: the first holds one 16-byte stub per
+// 64-byte slot (`lea r11, [rip + data]; jmp [rip + data + 48]`), written
+// once and made read-execute; the second, at the same offset, the point
+// and the address of hk_swift_entry. Never freed: a thread may be in a stub.
+#define HK_PAGE 4096
+#define HK_SLOT 64
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *chunk;
+static int used;
+
+static void write_stub(uint8_t *code) {
+  // lea r11, [rip + disp]: the data slot, HK_PAGE ahead of this stub.
+  int32_t disp = HK_PAGE - 7;
+  code[0] = 0x4C; code[1] = 0x8D; code[2] = 0x1D;
+  memcpy(code + 3, &disp, 4);
+  // jmp [rip + disp]: the entry's address, 48 bytes into the data slot.
+  disp = HK_PAGE + 48 - 13;
+  code[7] = 0xFF; code[8] = 0x25;
+  memcpy(code + 9, &disp, 4);
+  memset(code + 13, 0xCC, HK_SLOT - 13);
+}
+
+hk_swift_point *hk_swift_point_make(const void **entry) {
+  pthread_mutex_lock(&lock);
+  uint8_t *stub = NULL;
+  {
+    if (!chunk || used == HK_PAGE / HK_SLOT) {
+      uint8_t *made = mmap(NULL, 2 * HK_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (made == MAP_FAILED) { pthread_mutex_unlock(&lock); return NULL; }
+      for (int i = 0; i < HK_PAGE / HK_SLOT; i++) write_stub(made + i * HK_SLOT);
+      if (mprotect(made, HK_PAGE, PROT_READ | PROT_EXEC) != 0) {
+        int saved = errno;
+        munmap(made, 2 * HK_PAGE);
+        pthread_mutex_unlock(&lock);
+        errno = saved;
+        return NULL;
+      }
+      chunk = made;
+      used = 0;
+    }
+    stub = chunk + used++ * HK_SLOT;
+  }
+  hk_swift_point *point = (hk_swift_point *)(stub + HK_PAGE);
+  memset(point, 0, sizeof *point);
+  *(void **)((uint8_t *)point + 48) = (void *)hk_swift_entry;
+  pthread_mutex_unlock(&lock);
+  *entry = stub;
+  return point;
+}
+
+void hk_swift_point_set(hk_swift_point *point, uintptr_t active, uintptr_t only) {
+  // `only` first: a call that sees the new `active` sees it.
+  __atomic_store_n(&point->only, only, __ATOMIC_RELEASE);
+  __atomic_store_n(&point->active, active, __ATOMIC_RELEASE);
+}
+
+#else  // not x86-64 Linux
+
+hk_swift_point *hk_swift_point_make(const void **entry) { *entry = NULL; errno = ENOTSUP; return NULL; }
+void hk_swift_point_set(hk_swift_point *point, uintptr_t active, uintptr_t only) { (void)point; (void)active; (void)only; }
+void hk_swift_call(const void *function, hk_swift_frame *frame) { (void)function; (void)frame; }
+
+#endif

@@ -1,0 +1,155 @@
+@_spi(Reflection) import Swift
+import CEntryHooks
+
+/// How the Swift calling convention passes a value of a type in registers
+/// (x86-64): the value's scalars, in memory order, become registers the way
+/// the compiler's `SwiftAggLowering` does it: integer scalars of one 8-byte
+/// chunk merge into one general register, each floating-point scalar has an
+/// xmm register of its own; more than four registers and the value is passed
+/// indirectly (not supported here).
+struct _SwiftLowering: Sendable, Equatable {
+    /// One register: `size` bytes of the value's memory from `offset`.
+    struct Register: Sendable, Equatable {
+        var offset: Int
+        var size: Int
+        var isFloat: Bool
+    }
+
+    let registers: [Register]
+    let size: Int
+    let alignment: Int
+
+    /// The lowering of `type`, or an error naming it.
+    init(_ type: Any.Type, point: String) throws(HookError) {
+        var scalars: [Register] = []
+        if let why = Self.collect(type, at: 0, into: &scalars) {
+            throw HookError(.unsupportedType, point: point, "\(_typeName(type, qualified: true)): \(why); use raw registers (SwiftEntryHook.Registers) instead")
+        }
+        scalars.sort { $0.offset < $1.offset }
+        var registers: [Register] = []
+        for scalar in scalars {
+            if !scalar.isFloat, let last = registers.last, !last.isFloat,
+               last.offset / 8 == scalar.offset / 8 {
+                // The same chunk: merged.
+                registers[registers.count - 1].size = scalar.offset + scalar.size - last.offset
+            } else {
+                registers.append(scalar)
+            }
+        }
+        // A merged integer run is the smallest aligned unit that holds it.
+        for i in registers.indices where !registers[i].isFloat {
+            let begin = registers[i].offset, end = begin + registers[i].size
+            var unit = 1
+            while (begin / unit) * unit + unit < end { unit *= 2 }
+            registers[i].offset = (begin / unit) * unit
+            registers[i].size = unit
+        }
+        guard registers.count <= 4 else {
+            throw HookError(.unsupportedType, point: point, "\(_typeName(type, qualified: true)) takes \(registers.count) registers; a value of more than four is passed indirectly, which typed access does not support; use raw registers (SwiftEntryHook.Registers) instead")
+        }
+        self.registers = registers
+        size = _metadataSize(type)
+        alignment = _metadataAlignment(type)
+    }
+
+    /// Appends the scalars of `type` at `base`; a reason if it has none that registers can carry.
+    private static func collect(_ type: Any.Type, at base: Int, into scalars: inout [Register]) -> String? {
+        let id = ObjectIdentifier(type)
+        if id == ObjectIdentifier(Double.self) { scalars.append(Register(offset: base, size: 8, isFloat: true)); return nil }
+        if id == ObjectIdentifier(Float.self) { scalars.append(Register(offset: base, size: 4, isFloat: true)); return nil }
+        let size = _metadataSize(type)
+        if size == 0 { return nil }
+        let metadata = unsafeBitCast(type, to: UnsafeRawPointer.self)
+        let witnesses = metadata.load(fromByteOffset: -8, as: UnsafeRawPointer.self)
+        let flags = witnesses.load(fromByteOffset: 80, as: UInt32.self)
+        if flags & 0x100000 != 0 { return "it is not bitwise-takable (a weak reference, or a type the runtime moves by a function), so it is passed indirectly" }
+        let kind = metadata.load(as: UInt.self)
+        switch kind {
+        case 0, 0x800...:
+            // A class reference.
+            scalars.append(Register(offset: base, size: 8, isFloat: false))
+            return nil
+        case 0x200:
+            // A struct: its fields; a standard-library integer or pointer has one builtin field.
+            var why: String?
+            var any = false
+            _forEachField(of: type) { _, offset, field, _ in
+                any = true
+                why = collect(field, at: base + offset, into: &scalars)
+                return why == nil
+            }
+            if let why { return why }
+            if !any { return "a struct whose fields reflection does not show" }
+            return nil
+        case 0x201, 0x202:
+            // An enum: its payload and tag as integers (a floating-point payload is not supported).
+            if kind == 0x202 {
+                let wrapped = metadata.load(fromByteOffset: 16, as: Any.Type.self)
+                var inner: [Register] = []
+                if let why = collect(wrapped, at: 0, into: &inner) { return why }
+                if inner.contains(where: \.isFloat) { return "an Optional of a floating-point value, whose registers typed access does not know" }
+            }
+            var offset = 0
+            while offset < size {
+                scalars.append(Register(offset: base + offset, size: Swift.min(8, size - offset), isFloat: false))
+                offset += 8
+            }
+            return nil
+        case 0x301:
+            // A tuple: each element at its offset.
+            let count = metadata.load(fromByteOffset: 8, as: Int.self)
+            for i in 0..<count {
+                let element = metadata.load(fromByteOffset: 24 + 16 * i, as: Any.Type.self)
+                let offset = Int(metadata.load(fromByteOffset: 32 + 16 * i, as: UInt32.self))
+                if let why = collect(element, at: base + offset, into: &scalars) { return why }
+            }
+            return nil
+        case 0x303:
+            return "an existential (any P) is passed indirectly"
+        case 0x300...0x3FF:
+            // A function (pointer and context), a metatype, a builtin: integers.
+            if kind == 0x300 || kind > 0x304, size > 8 { return "a builtin of \(size) bytes (a vector)" }
+            var offset = 0
+            while offset < size {
+                scalars.append(Register(offset: base + offset, size: Swift.min(8, size - offset), isFloat: false))
+                offset += 8
+            }
+            return nil
+        default:
+            return "a type of metadata kind \(kind)"
+        }
+    }
+}
+
+/// The size of `type`, without a generic context.
+func _metadataSize(_ type: Any.Type) -> Int {
+    func size<T>(_: T.Type) -> Int { MemoryLayout<T>.size }
+    return _openExistential(type, do: size)
+}
+
+func _metadataAlignment(_ type: Any.Type) -> Int {
+    func alignment<T>(_: T.Type) -> Int { MemoryLayout<T>.alignment }
+    return _openExistential(type, do: alignment)
+}
+
+/// Where each argument and the result of a typed Swift entry hook live in a
+/// `hk_swift_frame`: general registers by index (0-5: rdi...r9; 8: r13),
+/// xmm registers by index.
+struct _SwiftFrameLayout: Sendable {
+    struct Place: Sendable {
+        /// Per register of the lowering: (is xmm, index).
+        var registers: [(isFloat: Bool, index: Int)]
+        var lowering: _SwiftLowering
+    }
+
+    /// The arguments, in the order the hook states them.
+    var arguments: [Place]
+    var result: Place?
+    /// The general register index of `self` in r13.
+    static let selfIndex = 8
+}
+
+extension hk_swift_frame {
+    /// The address of general register `index` of the arguments (see `_SwiftFrameLayout`).
+    static func generalOffset(_ index: Int) -> Int { index == _SwiftFrameLayout.selfIndex ? 64 : index * 8 }
+}

@@ -1,0 +1,315 @@
+import CEntryHooks
+import Glibc
+
+/// The runtime's demangler (libswiftCore exports it with the C convention;
+/// pointer and integer arguments are passed alike by both conventions).
+@_silgen_name("swift_demangle")
+private func _swiftDemangle(_ mangled: UnsafePointer<CChar>?, _ length: Int, _ output: UnsafeMutablePointer<CChar>?,
+                            _ outputSize: UnsafeMutablePointer<Int>?, _ flags: UInt32) -> UnsafeMutablePointer<CChar>?
+
+/// A Swift function of a loaded object, named as its symbol demangles.
+struct _SwiftFunction: @unchecked Sendable {
+    enum Kind: String, Sendable {
+        case function, initializer, getter, setter, modify
+    }
+
+    let mangled: String
+    let demangled: String
+    let object: String
+    let address: UnsafeRawPointer
+    let size: UInt64
+    let kind: Kind
+    let isStatic: Bool
+    /// The type the function is a member of (`Model.Person`), nil for a free function.
+    let context: String?
+    /// The base name (`greet`, `init`, the property's name for an accessor).
+    let baseName: String
+    /// The argument labels (`_` for none); nil for an accessor.
+    let labels: [String]?
+    /// The parameters' types as demangled (`Swift.String`, `inout Swift.Int`); an accessor's value for a setter.
+    let parameters: [String]
+    /// The result type as demangled (`()` for none).
+    let result: String
+    let canThrow: Bool
+    let isAsync: Bool
+    /// Generic (the function or its type has generic parameters).
+    let isGeneric: Bool
+
+    /// As people write it: `Model.Person.greet(_:)`, `Model.Person.name.setter`, `Model.Person.init(name:)`.
+    var written: String {
+        let path = context.map { $0 + "." } ?? ""
+        switch kind {
+        case .getter, .setter, .modify: return path + baseName + "." + kind.rawValue
+        case .function, .initializer: return path + baseName + "(" + (labels ?? []).map { $0 + ":" }.joined() + ")"
+        }
+    }
+
+    /// Whether the function has a `self` that is an argument (not static, not an initializer, in a type).
+    var hasSelf: Bool { type != nil && !isStatic && kind != .initializer }
+
+    /// The type it is a member of: the context when that is more than a module.
+    var type: String? { context.flatMap { $0.contains(".") ? $0 : nil } }
+
+    /// The Swift function whose symbol is `mangled`, or nil for anything else (thunks, specializations, closures, metadata).
+    init?(mangled: String, object: String, address: UnsafeRawPointer, size: UInt64) {
+        guard let demangled = _SwiftNames.demangle(mangled) else { return nil }
+        var text = Substring(demangled)
+        var isStatic = false
+        if text.hasPrefix("static ") {
+            isStatic = true
+            text = text.dropFirst(7)
+        }
+        // Only plain names: thunks, specializations, closures and the like begin otherwise or say " in ".
+        guard let first = text.first, first.isLetter || first == "_", !demangled.contains(" in "),
+              !demangled.contains(" of "), !demangled.contains("{") else { return nil }
+        guard let path = _SwiftNames.pathEnd(text) else { return nil }
+        let name = text[..<path]
+        var rest = text[path...]
+        self.mangled = mangled
+        self.demangled = demangled
+        self.object = object
+        self.address = address
+        self.size = size
+        self.isStatic = isStatic
+        if rest.hasPrefix(" : ") {
+            // An accessor: Model.Person.name.getter : Swift.String
+            let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count >= 2, let kind = Kind(rawValue: String(parts[parts.count - 1])),
+                  kind == .getter || kind == .setter || kind == .modify else { return nil }
+            self.kind = kind
+            baseName = String(parts[parts.count - 2])
+            context = parts.count > 2 ? parts[..<(parts.count - 2)].joined(separator: ".") : nil
+            labels = nil
+            let type = String(rest.dropFirst(3))
+            parameters = kind == .setter ? [type] : []
+            result = kind == .getter ? type : "()"
+            canThrow = false
+            isAsync = false
+            isGeneric = name.contains("<") || baseName == "subscript"
+            return
+        }
+        // A function: Model.Person.greet(Swift.String) throws -> Swift.String
+        guard rest.hasPrefix("(") || rest.hasPrefix("<") else { return nil }
+        var generic = name.contains("<")
+        if rest.hasPrefix("<") {
+            generic = true
+            guard let close = _SwiftNames.matching(rest, from: rest.startIndex) else { return nil }
+            rest = rest[rest.index(after: close)...]
+        }
+        guard rest.hasPrefix("("), let close = _SwiftNames.matching(rest, from: rest.startIndex) else { return nil }
+        let inner = rest[rest.index(after: rest.startIndex)..<close]
+        var tail = rest[rest.index(after: close)...]
+        var canThrow = false, isAsync = false
+        if tail.hasPrefix(" async") { isAsync = true; tail = tail.dropFirst(6) }
+        if tail.hasPrefix(" throws") {
+            canThrow = true
+            tail = tail.dropFirst(7)
+            if tail.hasPrefix("("), let end = _SwiftNames.matching(tail, from: tail.startIndex) { tail = tail[tail.index(after: end)...] }
+        }
+        if tail.hasPrefix(" where ") { return nil }
+        guard tail.hasPrefix(" -> ") else { return nil }
+        result = String(tail.dropFirst(4))
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        var base = String(parts[parts.count - 1])
+        var kind = Kind.function
+        if base == "__allocating_init" || base == "init" {
+            kind = .initializer
+            base = base == "init" ? "init" : "__allocating_init"
+        }
+        guard base != "deinit", base != "__deallocating_deinit", !base.hasPrefix("__derived") else { return nil }
+        baseName = base
+        self.kind = kind
+        context = parts.count > 1 ? parts[..<(parts.count - 1)].joined(separator: ".") : nil
+        var labels: [String] = []
+        var parameters: [String] = []
+        for parameter in _SwiftNames.splitTopLevel(inner) {
+            let (label, type) = _SwiftNames.label(of: parameter)
+            labels.append(label ?? "_")
+            parameters.append(type)
+        }
+        self.labels = labels
+        self.parameters = parameters
+        self.canThrow = canThrow
+        self.isAsync = isAsync
+        isGeneric = generic
+    }
+}
+
+/// Finding Swift functions by the names people write.
+enum _SwiftNames {
+    /// `Model.Person.__allocating_init(name:)` as written: `Model.Person.init(name:)`.
+    static func allocatingAsInit(_ written: String) -> String {
+        let marker = "__allocating_init("
+        guard let paren = written.firstIndex(of: "("), written[..<paren].hasSuffix("__allocating_init") else { return written }
+        return written[..<written.index(paren, offsetBy: -(marker.count - 1))] + "init(" + written[written.index(after: paren)...]
+    }
+
+    /// The demangled form of `mangled`, or nil if it is not a Swift symbol.
+    static func demangle(_ mangled: String) -> String? {
+        mangled.withCString { name in
+            guard let text = _swiftDemangle(name, strlen(name), nil, nil, 0) else { return nil }
+            defer { free(text) }
+            return String(cString: text)
+        }
+    }
+
+    /// Where the dotted name at the start of `text` ends (at `(`, `<` after the name, or ` : `).
+    static func pathEnd(_ text: Substring) -> Substring.Index? {
+        var i = text.startIndex
+        while i < text.endIndex {
+            let c = text[i]
+            if c == "(" { return i }
+            if c == " " { return text[i...].hasPrefix(" : ") ? i : nil }
+            if c == "<" {
+                // Generic arguments of a type in the path (`Model.Box<A>.get`), or the function's own generic parameters.
+                guard let close = matching(text, from: i) else { return nil }
+                let after = text.index(after: close)
+                if after < text.endIndex, text[after] == "." { i = text.index(after: after); continue }
+                return i
+            }
+            i = text.index(after: i)
+        }
+        return nil
+    }
+
+    /// The index of the bracket closing the one at `start` (`(`, `<`, `[`).
+    static func matching(_ text: Substring, from start: Substring.Index) -> Substring.Index? {
+        var depth = 0
+        var i = start
+        var previous: Character = " "
+        while i < text.endIndex {
+            let c = text[i]
+            switch c {
+            case "(", "<", "[": depth += 1
+            case ")", "]": depth -= 1
+            case ">" where previous != "-": depth -= 1
+            default: break
+            }
+            if depth == 0 { return i }
+            previous = c
+            i = text.index(after: i)
+        }
+        return nil
+    }
+
+    /// `text` split at its top-level `, `.
+    static func splitTopLevel(_ text: Substring) -> [Substring] {
+        guard !text.isEmpty else { return [] }
+        var parts: [Substring] = []
+        var depth = 0
+        var start = text.startIndex
+        var i = text.startIndex
+        var previous: Character = " "
+        while i < text.endIndex {
+            let c = text[i]
+            switch c {
+            case "(", "<", "[": depth += 1
+            case ")", "]": depth -= 1
+            case ">" where previous != "-": depth -= 1
+            case "," where depth == 0:
+                parts.append(text[start..<i])
+                start = text.index(i, offsetBy: 2, limitedBy: text.endIndex) ?? text.endIndex
+            default: break
+            }
+            previous = c
+            i = text.index(after: i)
+        }
+        parts.append(text[start...])
+        return parts
+    }
+
+    /// A parameter's label (nil if none) and type: `name: Swift.String`.
+    static func label(of parameter: Substring) -> (String?, String) {
+        var i = parameter.startIndex
+        while i < parameter.endIndex, parameter[i].isLetter || parameter[i].isNumber || parameter[i] == "_" { i = parameter.index(after: i) }
+        if i > parameter.startIndex, parameter[i...].hasPrefix(": ") {
+            return (String(parameter[..<i]), String(parameter[parameter.index(i, offsetBy: 2)...]))
+        }
+        return (nil, String(parameter))
+    }
+
+    /// What a name the user wrote asks for.
+    struct Query {
+        /// Without spaces; `init` for `__allocating_init`.
+        let text: String
+        /// Whether it names the labels (`greet(_:)`) or an accessor.
+        let isExact: Bool
+
+        init(_ written: String) {
+            let text = written.filter { !$0.isWhitespace }
+            self.text = text
+            isExact = text.hasSuffix(")") || text.hasSuffix(".getter") || text.hasSuffix(".setter") || text.hasSuffix(".modify")
+        }
+
+        /// The module prefixes to look under (Foundation's types live in FoundationEssentials).
+        var symbolPrefixes: [String] {
+            guard let dot = text.firstIndex(of: "."), !text.hasPrefix("Swift.") else { return [] }
+            let module = String(text[..<dot])
+            guard module.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else { return [] }
+            let modules = module == "Foundation" ? ["Foundation", "FoundationEssentials", "FoundationInternationalization"] : [module]
+            return modules.map { "$s\($0.utf8.count)\($0)" }
+        }
+
+        /// `name` with `Foundation.` read as any of Foundation's modules.
+        private func aliases(of name: String) -> [String] {
+            for module in ["FoundationEssentials.", "FoundationInternationalization."] where name.hasPrefix(module) {
+                return [name, "Foundation." + name.dropFirst(module.count)]
+            }
+            return [name]
+        }
+
+        func matches(_ function: _SwiftFunction) -> Bool {
+            var written = function.written
+            if function.baseName == "__allocating_init" {
+                written = _SwiftNames.allocatingAsInit(written)
+            }
+            var base = written
+            if !isExact, function.kind == .function || function.kind == .initializer, let paren = written.lastIndex(of: "(") {
+                base = String(written[..<paren])
+            }
+            if !isExact, function.kind != .function, function.kind != .initializer {
+                // `Model.Person.name` names the property's accessors.
+                base = String(written[..<written.lastIndex(of: ".")!])
+            }
+            for name in aliases(of: base) where name == text || name.hasSuffix("." + text) { return true }
+            return false
+        }
+    }
+
+    /// Every Swift function whose name matches `query`, in every loaded object
+    /// (`object`: only those whose path ends with it). Looks under the query's
+    /// module first, then everywhere.
+    static func find(_ query: Query, object: String?) -> [_SwiftFunction] {
+        final class Found {
+            var functions: [_SwiftFunction] = []
+            let query: Query
+            let object: String?
+            init(_ query: Query, _ object: String?) { self.query = query; self.object = object }
+        }
+        func scan(_ prefix: String) -> [_SwiftFunction] {
+            let found = Found(query, object)
+            withExtendedLifetime(found) {
+                _ = hk_entry_each_object_function(prefix, { object, name, address, size, context in
+                    let found = Unmanaged<Found>.fromOpaque(context!).takeUnretainedValue()
+                    let path = String(cString: object!)
+                    if let wanted = found.object, path != wanted, !path.hasSuffix("/" + wanted) { return 0 }
+                    if let function = _SwiftFunction(mangled: String(cString: name!), object: path, address: address!, size: size),
+                       found.query.matches(function) {
+                        found.functions.append(function)
+                    }
+                    return 0
+                }, Unmanaged.passUnretained(found).toOpaque())
+            }
+            return found.functions
+        }
+        var found: [_SwiftFunction] = []
+        for prefix in query.symbolPrefixes { found += scan(prefix) }
+        if found.isEmpty { found = scan("$s") }
+        // A class's initializer is called through its allocating entry: the other one runs inside it.
+        let allocating = Set(found.filter { $0.baseName == "__allocating_init" }.map { allocatingAsInit($0.written) })
+        found.removeAll { $0.kind == .initializer && $0.baseName == "init" && allocating.contains($0.written) }
+        // The same function under two symbols (an alias) counts once.
+        var seen = Set<UInt>()
+        return found.filter { seen.insert(UInt(bitPattern: $0.address)).inserted }
+    }
+}

@@ -1,0 +1,93 @@
+// Swift code that did not opt in to hooks, in a module of its own: the
+// SwiftEntryHook tests hook it by name from another module.
+
+/// An open class: its methods are called through the vtable from other modules.
+open class Person {
+    public var name: String
+    public var age: Int
+
+    public init(name: String, age: Int = 0) {
+        self.name = name
+        self.age = age
+    }
+
+    open func greet(_ other: String) -> String { "Hello \(other), I am \(name)" }
+
+    /// Not open: called directly.
+    public func haveBirthday() -> Int {
+        age += 1
+        return age
+    }
+
+    public static func named(_ name: String) -> Person { Person(name: name) }
+
+    /// A computed property.
+    public var title: String {
+        get { "\(name) (\(age))" }
+        set { name = newValue }
+    }
+
+    public func isOlder(than other: Person?) -> Bool { age > (other?.age ?? -1) }
+}
+
+/// A final class: no vtable entries.
+public final class Counter {
+    public private(set) var count = 0
+    public var label: String? = nil
+
+    public init() {}
+
+    public func bump(by step: Int) -> Int {
+        count += step
+        return count
+    }
+}
+
+/// A struct: self by value, or by address when mutating.
+public struct Point: Equatable, Sendable {
+    public var x: Double
+    public var y: Double
+
+    public init(x: Double, y: Double) {
+        self.x = x
+        self.y = y
+    }
+
+    public func scaled(by factor: Double) -> Point { Point(x: x * factor, y: y * factor) }
+
+    public mutating func move(dx: Double, dy: Double) {
+        x += dx
+        y += dy
+    }
+
+    public var sum: Double { x + y }
+}
+
+public enum SampleError: Error, Equatable {
+    case empty
+    case notANumber(String)
+}
+
+public func shout(_ text: String) -> String { text.uppercased() }
+
+public func total(_ values: [Int]) -> Int { values.reduce(0, +) }
+
+public func lookup(_ table: [String: Int], _ key: String) -> Int? { table[key] }
+
+public func parseNumber(_ text: String) throws -> Int {
+    if text.isEmpty { throw SampleError.empty }
+    guard let value = Int(text) else { throw SampleError.notANumber(text) }
+    return value
+}
+
+public func negate(_ on: Bool) -> Bool { !on }
+
+public func mix(_ a: Int32, _ f: Float, _ d: Double, _ b: UInt8) -> Double { Double(a) + Double(f) + d + Double(b) }
+
+public func midpoint(_ a: Point, _ b: Point) -> Point { Point(x: (a.x + b.x) / 2, y: (a.y + b.y) / 2) }
+
+/// Called by the thread test: a method whose count says how often it ran.
+public final class Worker: @unchecked Sendable {
+    public init() {}
+    public func work(_ n: Int) -> Int { n &* 2 &+ 1 }
+}
