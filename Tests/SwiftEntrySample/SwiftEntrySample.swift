@@ -5,6 +5,7 @@
 open class Person {
     public var name: String
     public var age: Int
+    public var nickname: String?
 
     public init(name: String, age: Int = 0) {
         self.name = name

@@ -31,3 +31,212 @@ struct SwiftEntryHookTests {
         #expect(ada.greet("x") == "Hello x, I am Ada")
     }
 }
+
+/// Every kind of function, and the types typed access lowers.
+@Suite(.serialized, .enabled(if: EntryHook.isAvailable))
+struct SwiftEntryKindsTests {
+    @Test func collectionsOptionalsAndBooleans() throws {
+        let sum = try SwiftEntryHook.named("SwiftEntrySample.total(_:)", as: (([Int]) -> Int).self)
+        defer { try? sum.restore() }
+        sum.before { call in try call.setArgument(0, to: try call.argument(0, as: [Int].self) + [100]) }
+        #expect(total([1, 2, 3]) == 106)
+
+        let find = try SwiftEntryHook.named("SwiftEntrySample.lookup(_:_:)", as: (([String: Int], String) -> Int?).self)
+        defer { try? find.restore() }
+        var keys: [String] = []
+        try find.afterReturning { (result: Int?, table: [String: Int], key: String) in keys.append("\(key)=\(result.map(String.init) ?? "nil") of \(table.count)") }
+        #expect(lookup(["a": 1, "b": 2], "b") == 2)
+        #expect(lookup([:], "zz") == nil)
+        #expect(keys == ["b=2 of 2", "zz=nil of 0"])
+        find.after { call in if try call.result(as: Int?.self) == nil { try call.setResult(Int?.some(-1)) } }
+        #expect(lookup([:], "q") == -1)
+
+        let not = try SwiftEntryHook.named("SwiftEntrySample.negate(_:)", as: ((Bool) -> Bool).self)
+        defer { try? not.restore() }
+        not.after { call in try call.setResult(try call.argument(0, as: Bool.self)) }
+        #expect(negate(true) == true)
+        #expect(negate(false) == false)
+    }
+
+    @Test func floatingPointAndMixedArguments() throws {
+        let hook = try SwiftEntryHook.named("SwiftEntrySample.mix(_:_:_:_:)", as: ((Int32, Float, Double, UInt8) -> Double).self)
+        defer { try? hook.restore() }
+        var seen: (Int32, Float, Double, UInt8)?
+        try hook.afterReturning { (result: Double, a: Int32, f: Float, d: Double, b: UInt8) in seen = (a, f, d, b) }
+        #expect(mix(-3, 1.5, 0.25, 200) == 198.75)
+        #expect(seen.map { $0.0 == -3 && $0.1 == 1.5 && $0.2 == 0.25 && $0.3 == 200 } == true)
+        hook.before { call in try call.setArgument(2, to: 10.0) }
+        #expect(mix(1, 1, 1, 1) == 13)
+
+        // Structs of two doubles: four xmm arguments, two xmm results.
+        let middle = try SwiftEntryHook.named("SwiftEntrySample.midpoint(_:_:)", as: ((Point, Point) -> Point).self)
+        defer { try? middle.restore() }
+        middle.after { call in
+            let b = try call.argument(1, as: Point.self)
+            var result = try call.result(as: Point.self)
+            result.y += b.y
+            try call.setResult(result)
+        }
+        #expect(midpoint(Point(x: 0, y: 0), Point(x: 4, y: 8)) == Point(x: 2, y: 12))
+    }
+
+    @Test func aThrowingFunction() throws {
+        let hook = try SwiftEntryHook.named("SwiftEntrySample.parseNumber(_:)", as: ((String) throws -> Int).self)
+        defer { try? hook.restore() }
+        var errors: [String] = []
+        hook.after { call in if let error = call.error { errors.append("\(error)") } }
+        #expect(throws: SampleError.empty) { try parseNumber("") }
+        #expect(try parseNumber("42") == 42)
+        #expect(errors == ["empty"])
+        // An instead hook answers for the empty text and throws for "x".
+        hook.instead { call in
+            let text = try call.argument(0, as: String.self)
+            if text.isEmpty { try call.setResult(0) } else if text == "x" { try call.setError(SampleError.notANumber("hooked")) } else { try call.invokeOriginal() }
+        }
+        #expect(try parseNumber("") == 0)
+        #expect(throws: SampleError.notANumber("hooked")) { try parseNumber("x") }
+        #expect(try parseNumber("7") == 7)
+    }
+
+    @Test func membersOfAnOpenClass() throws {
+        let ada = Person(name: "Ada", age: 36)
+        // A non-open method, called directly.
+        let birthday = try SwiftEntryHook.named("SwiftEntrySample.Person.haveBirthday()", as: ((Person) -> Int).self)
+        defer { try? birthday.restore() }
+        var who: [String] = []
+        try birthday.afterReturning { (age: Int, person: Person) in who.append("\(person.name) \(age)") }
+        #expect(ada.haveBirthday() == 37)
+        #expect(who == ["Ada 37"])
+
+        // A static method, an initializer.
+        let named = try SwiftEntryHook.named("SwiftEntrySample.Person.named(_:)", as: ((String) -> Person).self)
+        defer { try? named.restore() }
+        named.before { call in try call.setArgument(0, to: "Grace") }
+        #expect(Person.named("x").name == "Grace")
+        let make = try SwiftEntryHook.named("SwiftEntrySample.Person.init(name:age:)", as: ((String, Int) -> Person).self)
+        defer { try? make.restore() }
+        make.after { call in try call.result(as: Person.self).age += 100 }
+        #expect(Person(name: "Linus", age: 1).age == 101)
+
+        // Getter and setter of a stored property; a computed property.
+        let getter = try SwiftEntryHook.named("SwiftEntrySample.Person.name.getter", as: ((Person) -> String).self)
+        defer { try? getter.restore() }
+        try getter.after(for: ada) { call in try call.setResult(try call.result(as: String.self) + "!") }
+        #expect(ada.name == "Ada!")
+        #expect(Person(name: "Bea").name == "Bea")
+        let setter = try SwiftEntryHook.named("SwiftEntrySample.Person.name.setter", as: ((Person, String) -> Void).self)
+        defer { try? setter.restore() }
+        var sets: [String] = []
+        setter.before { call in
+            let value = try call.argument(1, as: String.self)
+            sets.append(value)
+            if value == "veto" { try call.veto() } else { try call.setArgument(1, to: value.uppercased()) }
+        }
+        ada.name = "lovelace, augusta ada"
+        ada.name = "veto"
+        try getter.restore()
+        #expect(ada.name == "LOVELACE, AUGUSTA ADA")
+        #expect(sets == ["lovelace, augusta ada", "veto"])
+        let title = try SwiftEntryHook.named("SwiftEntrySample.Person.title.getter", as: ((Person) -> String).self)
+        defer { try? title.restore() }
+        title.instead { call in try call.setResult("Countess") }
+        #expect(ada.title == "Countess")
+
+        // An Optional class argument.
+        let older = try SwiftEntryHook.named("SwiftEntrySample.Person.isOlder(than:)", as: ((Person, Person?) -> Bool).self)
+        defer { try? older.restore() }
+        var others: [String?] = []
+        try older.afterReturning { (_: Bool, _: Person, other: Person?) in others.append(other?.name) }
+        _ = ada.isOlder(than: nil)
+        _ = ada.isOlder(than: Person(name: "Bea"))
+        #expect(others == [nil, "Bea"])
+    }
+
+    @Test func aFinalClass() throws {
+        let counter = Counter()
+        let bump = try SwiftEntryHook.named("SwiftEntrySample.Counter.bump(by:)", as: ((Counter, Int) -> Int).self)
+        defer { try? bump.restore() }
+        bump.before { call in try call.setArgument(1, to: try call.argument(1, as: Int.self) * 10) }
+        #expect(counter.bump(by: 2) == 20)
+        // A stored property of a final class is stored to directly by other
+        // modules (no setter call): its setter hook does not see the set.
+        let label = try SwiftEntryHook.named("SwiftEntrySample.Counter.label.setter", as: ((Counter, String?) -> Void).self)
+        defer { try? label.restore() }
+        var sets = 0
+        label.before { _ in sets += 1 }
+        counter.label = "direct"
+        #expect(counter.label == "direct" && sets == 0)
+    }
+
+    @Test func anOptionalStringSetter() throws {
+        let person = Person(name: "Ada")
+        let nickname = try SwiftEntryHook.named("SwiftEntrySample.Person.nickname.setter", as: ((Person, String?) -> Void).self)
+        defer { try? nickname.restore() }
+        var seen: [String?] = []
+        nickname.before { call in
+            let value = try call.argument(1, as: String?.self)
+            seen.append(value)
+            if value == nil { try call.setArgument(1, to: String?.some("a default nickname, longer than fifteen")) }
+        }
+        person.nickname = nil
+        #expect(person.nickname == "a default nickname, longer than fifteen")
+        person.nickname = "mine"
+        #expect(person.nickname == "mine")
+        #expect(seen == [nil, "mine"])
+    }
+
+    @Test func membersOfAStruct() throws {
+        // Self by value: after the explicit arguments.
+        let scaled = try SwiftEntryHook.named("SwiftEntrySample.Point.scaled(by:)", as: ((Point, Double) -> Point).self)
+        defer { try? scaled.restore() }
+        var selves: [Point] = []
+        try scaled.afterReturning { (_: Point, point: Point, _: Double) in selves.append(point) }
+        scaled.before { call in try call.setArgument(1, to: 3.0) }
+        #expect(Point(x: 1, y: 2).scaled(by: 10) == Point(x: 3, y: 6))
+        #expect(selves == [Point(x: 1, y: 2)])
+        // Mutating: self by address.
+        let move = try SwiftEntryHook.named("SwiftEntrySample.Point.move(dx:dy:)", as: ((UnsafeMutablePointer<Point>, Double, Double) -> Void).self)
+        defer { try? move.restore() }
+        move.after { call in try call.argument(0, as: UnsafeMutablePointer<Point>.self).pointee.x = 0 }
+        var point = Point(x: 5, y: 5)
+        point.move(dx: 1, dy: 1)
+        #expect(point == Point(x: 0, y: 6))
+        let sum = try SwiftEntryHook.named("SwiftEntrySample.Point.sum.getter", as: ((Point) -> Double).self)
+        defer { try? sum.restore() }
+        sum.after { call in try call.setResult(try call.result(as: Double.self) * 2) }
+        #expect(Point(x: 1, y: 2).sum == 6)
+    }
+
+    @Test func hooksForOneObjectLeaveOthersAloneAndGoWithIt() throws {
+        let greet = try SwiftEntryHook.named("SwiftEntrySample.Person.greet(_:)", as: ((Person, String) -> String).self)
+        defer { try? greet.restore() }
+        let bob = Person(name: "Bob")
+        weak var weakAda: Person?
+        do {
+            let ada = Person(name: "Ada")
+            weakAda = ada
+            try greet.instead(for: ada) { call in try call.setResult("hooked") }
+            #expect(ada.greet("x") == "hooked")
+            #expect(bob.greet("x") == "Hello x, I am Bob")
+            #expect(greet.hookCount == 1)
+        }
+        // The hook held Ada weakly: she is gone, and so is her hook.
+        #expect(weakAda == nil)
+        #expect(bob.greet("y") == "Hello y, I am Bob")
+        #expect(Person(name: "Cy").greet("z") == "Hello z, I am Cy")
+    }
+
+    @Test func restoreAndAskAgain() throws {
+        let first = try SwiftEntryHook.named("SwiftEntrySample.shout(_:)", as: ((String) -> String).self)
+        let second = try SwiftEntryHook.named("SwiftEntrySample.shout", as: ((String) -> String).self)
+        #expect(first === second)
+        first.instead { call in try call.setResult("replaced") }
+        #expect(shout("a") == "replaced")
+        try first.restore()
+        #expect(!first.isInstalled)
+        #expect(shout("a") == "A")
+        let again = try SwiftEntryHook.named("shout(_:)", as: ((String) -> String).self)
+        #expect(again === first && again.isInstalled && again.hookCount == 0)
+        try again.restore()
+    }
+}
