@@ -269,12 +269,19 @@ int hk_entry_each_function(const char *object,
   return result;
 }
 
-int hk_entry_each_object_function(const char *prefix,
+// Whether `name` starts with one of the NUL-separated prefixes in `prefixes` (ended by an empty one).
+static int has_prefix(const char *name, const char *prefixes) {
+  if (!prefixes || !*prefixes) return 1;
+  for (const char *p = prefixes; *p; p += strlen(p) + 1)
+    if (strncmp(name, p, strlen(p)) == 0) return 1;
+  return 0;
+}
+
+int hk_entry_each_object_function(const char *prefixes,
                                   int (*visit)(const char *object, const char *name, const void *address, uint64_t size, void *context),
                                   void *context) {
   object_list list = {0};
   dl_iterate_phdr(collect_object, &list);
-  size_t prefix_length = prefix ? strlen(prefix) : 0;
   int result = 0, stop = 0;
   for (int o = 0; o < list.count && !stop; o++) {
     elf_file file;
@@ -286,7 +293,7 @@ int hk_entry_each_object_function(const char *prefix,
         const Elf64_Sym *sym = &file.tables[t][i];
         if (sym->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_size == 0) continue;
         const char *name = file.strings[t] + sym->st_name;
-        if (prefix_length && strncmp(name, prefix, prefix_length) != 0) continue;
+        if (!has_prefix(name, prefixes)) continue;
         entries[n++] = (function_entry){name, list.objects[o].base + sym->st_value, sym->st_size};
       }
     }
@@ -905,8 +912,8 @@ int hk_entry_find_address(const void *address, char *name, size_t name_size, hk_
 int hk_entry_each_function(const char *object, int (*visit)(const char *, const void *, uint64_t, void *), void *context) {
   (void)object; (void)visit; (void)context; return -1;
 }
-int hk_entry_each_object_function(const char *prefix, int (*visit)(const char *, const char *, const void *, uint64_t, void *), void *context) {
-  (void)prefix; (void)visit; (void)context; return -1;
+int hk_entry_each_object_function(const char *prefixes, int (*visit)(const char *, const char *, const void *, uint64_t, void *), void *context) {
+  (void)prefixes; (void)visit; (void)context; return -1;
 }
 int hk_entry_plan_make(const void *function, uint64_t size, const void *stub_address, hk_entry_plan *plan, char *why, size_t why_size) {
   (void)function; (void)size; (void)stub_address; (void)plan;

@@ -7,6 +7,19 @@
 #include <string.h>
 #include <sys/mman.h>
 
+static _Thread_local int trace_depth, trace_threw;
+
+int hk_swift_trace_depth(int delta) {
+  int before = trace_depth;
+  trace_depth += delta;
+  return before;
+}
+
+int hk_swift_trace_threw(int value) {
+  if (value >= 0) trace_threw = value;
+  return trace_threw;
+}
+
 #if defined(__x86_64__) && defined(__linux__)
 
 _Static_assert(offsetof(hk_swift_frame, xmm) == 96, "frame layout");

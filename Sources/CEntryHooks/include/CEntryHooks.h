@@ -46,10 +46,11 @@ int hk_entry_each_function(const char *object,
 // MARK: - Relocating the displaced instructions
 
 // Calls `visit` for each function symbol (STT_FUNC, defined, non-zero size)
-// of every loaded object whose name starts with `prefix` (all if NULL or
-// ""), with the object's path; returns how many were visited. `visit`
-// returning non-zero stops the walk.
-int hk_entry_each_object_function(const char *prefix,
+// of every loaded object whose name starts with one of `prefixes` (each
+// ended by a NUL, the list by an empty one; all if NULL or ""), with the
+// object's path; returns how many were visited. `visit` returning non-zero
+// stops the walk.
+int hk_entry_each_object_function(const char *prefixes,
                                   int (*visit)(const char *object, const char *name, const void *address, uint64_t size, void *context),
                                   void *context);
 
@@ -94,6 +95,12 @@ typedef struct hk_swift_point {
 hk_swift_point *hk_swift_point_make(const void **entry);
 void hk_swift_point_set(hk_swift_point *point, uintptr_t active, uintptr_t only);
 void hk_swift_call(const void *function, hk_swift_frame *frame);
+
+// SwiftTrace's per-thread state: the depth of traced calls (adds `delta`,
+// returns the depth before), and whether the last traced call threw (sets
+// it if `value` >= 0; returns it).
+int hk_swift_trace_depth(int delta);
+int hk_swift_trace_threw(int value);
 
 #define HK_ENTRY_PATCH_SIZE 5
 #define HK_ENTRY_MAX_DISPLACED 8   // instructions displaced by the patch at most

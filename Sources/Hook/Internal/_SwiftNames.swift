@@ -235,9 +235,13 @@ enum _SwiftNames {
         /// Whether it names the labels (`greet(_:)`) or an accessor.
         let isExact: Bool
 
-        init(_ written: String) {
+        /// Whether it is a pattern (`Model.Person.*`): `*` and `?` as in a shell.
+        let isPattern: Bool
+
+        init(_ written: String, pattern: Bool = false) {
             let text = written.filter { !$0.isWhitespace }
             self.text = text
+            isPattern = pattern
             isExact = text.hasSuffix(")") || text.hasSuffix(".getter") || text.hasSuffix(".setter") || text.hasSuffix(".modify")
         }
 
@@ -245,7 +249,7 @@ enum _SwiftNames {
         var symbolPrefixes: [String] {
             guard let dot = text.firstIndex(of: "."), !text.hasPrefix("Swift.") else { return [] }
             let module = String(text[..<dot])
-            guard module.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else { return [] }
+            guard !module.isEmpty, module.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else { return [] }
             let modules = module == "Foundation" ? ["Foundation", "FoundationEssentials", "FoundationInternationalization"] : [module]
             return modules.map { "$s\($0.utf8.count)\($0)" }
         }
@@ -262,6 +266,9 @@ enum _SwiftNames {
             var written = function.written
             if function.baseName == "__allocating_init" {
                 written = _SwiftNames.allocatingAsInit(written)
+            }
+            if isPattern {
+                return aliases(of: written).contains { fnmatch(text, $0, 0) == 0 }
             }
             var base = written
             if !isExact, function.kind == .function || function.kind == .initializer, let paren = written.lastIndex(of: "(") {
@@ -286,10 +293,11 @@ enum _SwiftNames {
             let object: String?
             init(_ query: Query, _ object: String?) { self.query = query; self.object = object }
         }
-        func scan(_ prefix: String) -> [_SwiftFunction] {
+        func scan(_ prefixes: [String]) -> [_SwiftFunction] {
             let found = Found(query, object)
             withExtendedLifetime(found) {
-                _ = hk_entry_each_object_function(prefix, { object, name, address, size, context in
+                let list = prefixes.map { $0 + "\0" }.joined() + "\0"
+                _ = hk_entry_each_object_function(list, { object, name, address, size, context in
                     let found = Unmanaged<Found>.fromOpaque(context!).takeUnretainedValue()
                     let path = String(cString: object!)
                     if let wanted = found.object, path != wanted, !path.hasSuffix("/" + wanted) { return 0 }
@@ -303,8 +311,8 @@ enum _SwiftNames {
             return found.functions
         }
         var found: [_SwiftFunction] = []
-        for prefix in query.symbolPrefixes { found += scan(prefix) }
-        if found.isEmpty { found = scan("$s") }
+        if !query.symbolPrefixes.isEmpty { found = scan(query.symbolPrefixes) }
+        if found.isEmpty { found = scan(["$s"]) }
         // A class's initializer is called through its allocating entry: the other one runs inside it.
         let allocating = Set(found.filter { $0.baseName == "__allocating_init" }.map { allocatingAsInit($0.written) })
         found.removeAll { $0.kind == .initializer && $0.baseName == "init" && allocating.contains($0.written) }

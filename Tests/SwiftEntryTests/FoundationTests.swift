@@ -1,0 +1,47 @@
+import Foundation
+import Synchronization
+import Hook
+import Testing
+
+/// Foundation's own code, unchanged callers: pinned and counted by name.
+@Suite(.serialized, .enabled(if: EntryHook.isAvailable))
+struct FoundationByNameTests {
+    @Test func uuidAndDatePinnedInATest() throws {
+        let fixed = UUID(uuidString: "12345678-1234-1234-1234-123456789ABC")!
+        let uuid = try SwiftEntryHook.named("Foundation.UUID.init()", as: (() -> UUID).self)
+        defer { try? uuid.restore() }
+        uuid.instead { call in try call.setResult(fixed) }
+        let date = try SwiftEntryHook.named("Foundation.Date.init()", as: (() -> Date).self)
+        defer { try? date.restore() }
+        let noon = Date(timeIntervalSince1970: 1_700_000_000)
+        date.instead { call in try call.setResult(noon) }
+
+        // The code under test calls UUID() and Date() as always.
+        struct Order { let id = UUID(); let placed = Date() }
+        let order = Order()
+        #expect(order.id == fixed)
+        #expect(order.placed == noon)
+        try uuid.restore()
+        try date.restore()
+        #expect(UUID() != fixed)
+        #expect(Date() != noon)
+    }
+}
+
+extension FoundationByNameTests {
+    @Test func jsonEncoderCallsCounted() throws {
+        struct Item: Codable { let id: Int }
+        let calls = Mutex(0)
+        // Generic (encode<T: Encodable>): traced, not typed.
+        let trace = try SwiftTrace("Foundation.JSONEncoder.encode(_:)") { _ in calls.withLock { $0 += 1 } }
+        defer { trace.stop() }
+        #expect(trace.functions == ["FoundationEssentials.JSONEncoder.encode(_:)"])
+        let encoder = JSONEncoder()
+        for i in 0..<3 { _ = try encoder.encode(Item(id: i)) }
+        #expect(String(decoding: try encoder.encode([1, 2]), as: UTF8.self) == "[1,2]")
+        #expect(calls.withLock { $0 } == 4)
+        trace.stop()
+        _ = try encoder.encode(Item(id: 9))
+        #expect(calls.withLock { $0 } == 4)
+    }
+}
