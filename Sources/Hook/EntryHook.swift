@@ -349,7 +349,7 @@ final class _EntryRegistry: @unchecked Sendable {
             throw HookError(.cannotPatch, point: symbol, "entry hooks are unavailable under ThreadSanitizer, which delivers signals late: threads inside the function could not be moved off the bytes the jump displaces; nothing was written")
         }
         let address_ = UInt(bitPattern: address)
-        if var entry = entries[address_] {
+        if var entry = entries[address_], entry.key == key || entry.isInstalled {
             guard entry.key == key else {
                 throw HookError(.signatureMismatch, point: symbol, """
                     '\(symbol)' already has an entry hook point of \(entry.key); asked for \(key)

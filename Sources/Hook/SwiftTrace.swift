@@ -44,6 +44,7 @@ public final class SwiftTrace: @unchecked Sendable {
     /// Functions the pattern matched that are not traced, each with the reason.
     public let skipped: [String]
     private let tokens: Mutex<[HookToken]>
+    private let points: [_SwiftRawPoint]
 
     /// Traces every Swift function whose name matches `pattern`.
     ///
@@ -68,7 +69,7 @@ public final class SwiftTrace: @unchecked Sendable {
         guard !found.isEmpty else {
             throw HookError(.symbolNotFound, point: pattern, "no loaded Swift function matches '\(pattern)'\(object.map { " in \($0)" } ?? "")")
         }
-        var functions: [String] = [], skipped: [String] = [], tokens: [HookToken] = []
+        var functions: [String] = [], skipped: [String] = [], tokens: [HookToken] = [], points: [_SwiftRawPoint] = []
         for function in found {
             let name = function.baseName == "__allocating_init" ? _SwiftNames.allocatingAsInit(function.written) : function.written
             if function.isAsync {
@@ -88,6 +89,7 @@ public final class SwiftTrace: @unchecked Sendable {
                     report(Call(name: name, nanoseconds: elapsed, depth: Int(depth), threw: threw))
                 })
                 functions.append(name)
+                points.append(point)
             } catch {
                 skipped.append("\(name): \(error.detail)")
             }
@@ -98,19 +100,22 @@ public final class SwiftTrace: @unchecked Sendable {
         self.functions = functions
         self.skipped = skipped
         self.tokens = Mutex(tokens)
+        self.points = points
     }
 
     deinit { stop() }
 
-    /// Stops tracing: its hooks are removed (the functions' entries stay
-    /// patched, and cost a test and a jump, until restored by a hook point
-    /// of the same function).
+    /// Stops tracing: its hooks are removed, and each function no other
+    /// trace follows gets its first bytes back. Idempotent; also done when
+    /// the trace deinitializes.
     public func stop() {
         let tokens = self.tokens.withLock { tokens in
             defer { tokens = [] }
             return tokens
         }
+        guard !tokens.isEmpty else { return }
         for token in tokens { token.remove() }
+        for point in points where point.hookCount == 0 { try? point.uninstall() }
     }
 
     /// Modules never traced: what the hooks run on.

@@ -4,17 +4,19 @@ import Hook
 import Testing
 
 /// Foundation's own code, unchanged callers: pinned and counted by name.
-@Suite(.serialized, .enabled(if: EntryHook.isAvailable))
-struct FoundationByNameTests {
+extension SwiftEntrySuites {
+@Suite struct FoundationByNameTests {
     @Test func uuidAndDatePinnedInATest() throws {
         let fixed = UUID(uuidString: "12345678-1234-1234-1234-123456789ABC")!
         let uuid = try SwiftEntryHook.named("Foundation.UUID.init()", as: (() -> UUID).self)
         defer { try? uuid.restore() }
-        uuid.instead { call in try call.setResult(fixed) }
+        // Pinned on this test's thread only: tests beside it keep the real ones.
+        let thread = pthread_self()
+        uuid.instead { call in if pthread_equal(pthread_self(), thread) != 0 { try call.setResult(fixed) } else { try call.invokeOriginal() } }
         let date = try SwiftEntryHook.named("Foundation.Date.init()", as: (() -> Date).self)
         defer { try? date.restore() }
         let noon = Date(timeIntervalSince1970: 1_700_000_000)
-        date.instead { call in try call.setResult(noon) }
+        date.instead { call in if pthread_equal(pthread_self(), thread) != 0 { try call.setResult(noon) } else { try call.invokeOriginal() } }
 
         // The code under test calls UUID() and Date() as always.
         struct Order { let id = UUID(); let placed = Date() }
@@ -27,8 +29,9 @@ struct FoundationByNameTests {
         #expect(Date() != noon)
     }
 }
+}
 
-extension FoundationByNameTests {
+extension SwiftEntrySuites.FoundationByNameTests {
     @Test func jsonEncoderCallsCounted() throws {
         struct Item: Codable { let id: Int }
         let calls = Mutex(0)

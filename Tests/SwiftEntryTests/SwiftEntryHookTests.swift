@@ -2,8 +2,13 @@ import Hook
 import SwiftEntrySample
 import Testing
 
+/// Every suite of Swift entry hooks, one at a time: they hook the same
+/// functions, and a trace counts calls other tests would make.
 @Suite(.serialized, .enabled(if: EntryHook.isAvailable))
-struct SwiftEntryHookTests {
+struct SwiftEntrySuites {}
+
+extension SwiftEntrySuites {
+@Suite struct SwiftEntryHookTests {
     @Test func aFreeFunctionHookedByName() throws {
         let hook = try SwiftEntryHook.named("SwiftEntrySample.shout(_:)", as: ((String) -> String).self)
         defer { try? hook.restore() }
@@ -31,10 +36,11 @@ struct SwiftEntryHookTests {
         #expect(ada.greet("x") == "Hello x, I am Ada")
     }
 }
+}
 
 /// Every kind of function, and the types typed access lowers.
-@Suite(.serialized, .enabled(if: EntryHook.isAvailable))
-struct SwiftEntryKindsTests {
+extension SwiftEntrySuites {
+@Suite struct SwiftEntryKindsTests {
     @Test func collectionsOptionalsAndBooleans() throws {
         let sum = try SwiftEntryHook.named("SwiftEntrySample.total(_:)", as: (([Int]) -> Int).self)
         defer { try? sum.restore() }
@@ -239,4 +245,5 @@ struct SwiftEntryKindsTests {
         #expect(again === first && again.isInstalled && again.hookCount == 0)
         try again.restore()
     }
+}
 }

@@ -3,8 +3,8 @@ import SwiftEntrySample
 import Synchronization
 import Testing
 
-@Suite(.serialized, .enabled(if: EntryHook.isAvailable))
-struct SwiftTraceTests {
+extension SwiftEntrySuites {
+@Suite struct SwiftTraceTests {
     @Test func everyMethodOfAClassWithDurationsAndDepth() throws {
         let calls = Mutex<[SwiftTrace.Call]>([])
         let trace = try SwiftTrace("SwiftEntrySample.Person.*") { call in calls.withLock { $0.append(call) } }
@@ -53,4 +53,5 @@ struct SwiftTraceTests {
         #expect(trace.skipped.contains { $0.hasPrefix("SwiftEntrySample.Point.scaled(by:)") })
         #expect(Point(x: 1, y: 1).scaled(by: 2) == Point(x: 2, y: 2))
     }
+}
 }

@@ -61,7 +61,7 @@ struct _SwiftFunction: @unchecked Sendable {
         }
         // Only plain names: thunks, specializations, closures and the like begin otherwise or say " in ".
         guard let first = text.first, first.isLetter || first == "_", !demangled.contains(" in "),
-              !demangled.contains(" of "), !demangled.contains("{") else { return nil }
+              !demangled.contains(" of "), !demangled.contains("{"), !demangled.contains(" with unmangled suffix ") else { return nil }
         guard let path = _SwiftNames.pathEnd(text) else { return nil }
         let name = text[..<path]
         var rest = text[path...]

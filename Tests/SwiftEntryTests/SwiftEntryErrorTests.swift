@@ -1,0 +1,81 @@
+import Hook
+import SwiftEntrySample
+import Testing
+
+/// Every error names what the user wrote.
+extension SwiftEntrySuites {
+@Suite struct SwiftEntryErrorTests {
+    func expectError(_ kind: HookError.Kind, containing parts: [String], _ body: () throws -> Void,
+                     sourceLocation: SourceLocation = #_sourceLocation) {
+        do {
+            try body()
+            Issue.record("no error thrown", sourceLocation: sourceLocation)
+        } catch let error as HookError {
+            #expect(error.kind == kind, "\(error)", sourceLocation: sourceLocation)
+            for part in parts { #expect("\(error)".contains(part), "\(error) lacks \(part)", sourceLocation: sourceLocation) }
+        } catch {
+            Issue.record("\(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func namesThatFindNothingOrTooMuch() {
+        expectError(.symbolNotFound, containing: ["SwiftEntrySample.Person.wave()", "no loaded Swift function"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.Person.wave()", as: ((Person) -> Void).self)
+        }
+        expectError(.symbolNotFound, containing: ["the name is empty"]) {
+            _ = try SwiftEntryHook.named("  ", as: (() -> Void).self)
+        }
+        // The property's getter, setter and modify: the message lists them.
+        expectError(.ambiguousSymbol, containing: ["SwiftEntrySample.Person.name", "names 3 functions", "SwiftEntrySample.Person.name.getter", "SwiftEntrySample.Person.name.setter"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.Person.name", as: ((Person) -> String).self)
+        }
+        expectError(.symbolNotFound, containing: ["in libnothing.so"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.shout(_:)", as: ((String) -> String).self, in: "libnothing.so")
+        }
+    }
+
+    @Test func typesThatAreNotTheFunctions() {
+        expectError(.typeMismatch, containing: ["argument 1", "Swift.String", "stated Swift.Int"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.Person.greet(_:)", as: ((Person, Int) -> String).self)
+        }
+        expectError(.typeMismatch, containing: ["(self first)", "stated (Swift.String) -> Swift.String"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.Person.greet(_:)", as: ((String) -> String).self)
+        }
+        expectError(.typeMismatch, containing: ["returns Swift.String", "stated Swift.Int"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.shout(_:)", as: ((String) -> Int).self)
+        }
+        expectError(.typeMismatch, containing: ["throws", "(...) throws -> R"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.parseNumber(_:)", as: ((String) -> Int).self)
+        }
+        expectError(.typeMismatch, containing: ["does not throw"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.shout(_:)", as: ((String) throws -> String).self)
+        }
+        expectError(.typeMismatch, containing: ["self of", "UnsafeMutablePointer<SwiftEntrySample.Point>"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.Point.move(dx:dy:)", as: ((Counter, Double, Double) -> Void).self)
+        }
+    }
+
+    @Test func whatTypedAccessCannotDo() throws {
+        expectError(.unsupportedType, containing: ["modify coroutine"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.Person.age.modify", as: ((Person) -> Int).self)
+        }
+        // A hook for one object needs a class self.
+        let shouting = try SwiftEntryHook.named("SwiftEntrySample.shout(_:)", as: ((String) -> String).self)
+        defer { try? shouting.restore() }
+        expectError(.invalidValue, containing: ["SwiftEntrySample.shout(_:)", "no class instance as self"]) {
+            _ = try shouting.before(for: Person(name: "x")) { _ in }
+        }
+        // A function a trace follows has no typed hook point meanwhile.
+        try shouting.restore()
+        let trace = try SwiftTrace("SwiftEntrySample.shout(_:)") { _ in }
+        expectError(.signatureMismatch, containing: ["SwiftEntrySample.shout", "already has an entry hook point of a trace"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.shout(_:)", as: ((String) -> String).self)
+        }
+        trace.stop()
+        let again = try SwiftEntryHook.named("SwiftEntrySample.shout(_:)", as: ((String) -> String).self)
+        again.instead { call in try call.setResult("typed again") }
+        #expect(shout("a") == "typed again")
+        try again.restore()
+    }
+}
+}
