@@ -169,6 +169,25 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         return insert(token, owner: nil, first: first)
     }
 
+    /// Adds a hook that runs only for calls whose ``CallBack/target`` is the
+    /// object at `target` (its address), tied to `owner` (HookBind's fishes on
+    /// a property of an object that did not opt in; a Swift entry's stub
+    /// skips other objects' calls while every hook is for one object).
+    @discardableResult
+    package func _add(_ position: HookPosition, onlyForTarget target: UInt, owner: AnyObject?, _ body: @escaping HookBody) -> HookToken {
+        let token = HookToken(point: self, position: position, owner: owner.map(_HookOwner.init),
+                              runsWhenVetoed: position != .after || shape.kind != .property) { call in
+            guard let object = call.target, UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque()) == target else {
+                // Another object's call: an instead hook lets it through.
+                if position == .instead { try call.invokeOriginal() }
+                return
+            }
+            try body(&call)
+        }
+        token.onlyFor = target
+        return insert(token, owner: owner, first: false)
+    }
+
     /// Adds a typed hook made by a subclass (`_TypedAfterHook`, `_TypedSetHook`).
     func _addTyped(_ token: HookToken, owner: AnyObject?) -> HookToken {
         insert(token, owner: owner, first: false)

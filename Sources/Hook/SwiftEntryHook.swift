@@ -122,11 +122,7 @@ public final class SwiftEntryHook<each A, R>: _SwiftEntryPoint, _TupleArguments,
         guard selfIsObject else {
             throw HookError(.invalidValue, point: name, "'\(name)' has no class instance as self: a hook for one object needs an instance method or accessor of a class")
         }
-        let identity = UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque())
-        return _addFiltered(position, owner: object, only: identity) { call in
-            guard let target = call.target, UInt(bitPattern: Unmanaged.passUnretained(target).toOpaque()) == identity else { return }
-            try body(&call)
-        }
+        return _add(position, onlyForTarget: UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque()), owner: object, body)
     }
 
     /// ``add(_:for:_:)`` before the original.
@@ -157,12 +153,26 @@ public final class SwiftEntryHook<each A, R>: _SwiftEntryPoint, _TupleArguments,
         guard selfIsObject else {
             throw HookError(.invalidValue, point: name, "'\(name)' has no class instance as self: a hook for one object needs an instance method or accessor of a class")
         }
-        let identity = UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque())
-        return _addFiltered(.after, owner: owner ?? object, only: identity) { call in
-            guard let target = call.target, UInt(bitPattern: Unmanaged.passUnretained(target).toOpaque()) == identity else { return }
+        return _add(.after, onlyForTarget: UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque()), owner: owner ?? object) { call in
             guard call._hasResult else { return }
             let values = try call.arguments(as: (repeat each A).self)
             try body(try call.result(as: R.self), repeat each values)
+        }
+    }
+
+    /// Calls the function through its entry (its hooks run) with `args`,
+    /// in the registers its types say. Not for a class's static members and
+    /// initializers (their metatype is not passed). HookBind sets a property
+    /// of an object that did not opt in with it.
+    package func _call(_ args: repeat each A) throws -> R {
+        var registers = hk_swift_frame()
+        let layout = self.layout, owned = self.owned
+        return try withUnsafeMutablePointer(to: &registers) { (registers) throws -> R in
+            var i = 0
+            repeat Self.writeArgument(each args, UnsafeMutableRawPointer(registers), layout.arguments, owned, &i)
+            hk_swift_call(address, registers)
+            if shape.canThrow, registers.pointee.r12 != 0 { throw Self.takeError(registers.pointee.r12) }
+            return Self.readResult(R.self, UnsafeMutableRawPointer(registers), layout.result)
         }
     }
 
@@ -356,13 +366,6 @@ public class _SwiftEntryPoint: HookPoint, @unchecked Sendable {
     }
 
     func _handle(_ frame: UnsafeMutablePointer<hk_swift_frame>) {}
-
-    /// Adds a hook that runs only where `self` is the object at `only` (0: every call).
-    func _addFiltered(_ position: HookPosition, owner: AnyObject?, only: UInt, _ body: @escaping HookBody) -> HookToken {
-        let token = HookToken(point: self, position: position, owner: owner.map(_HookOwner.init), runsWhenVetoed: position != .after, body: body)
-        token.onlyFor = only
-        return _addTyped(token, owner: owner)
-    }
 
     override func _hooksWillPublish(_ hooks: [HookToken]) {
         // The stub's fast path: no hooks, or hooks for one object only.

@@ -110,7 +110,8 @@ public final class Binding: @unchecked Sendable {
         for i in 0..<binding.count {
             binding.member(i)._withUnsafeGuaranteedRef { member in
                 guard member.posts, let point = member.postingPoint else { return }
-                member.hold(binding.attach(to: point, storing: member.postsStores))
+                member.hold(binding.attach(to: point, storing: member.postsStores, target: member.targetBits,
+                                           owner: (member as? _AnyNamedEndpoint)?.owner))
             }
         }
         return binding
@@ -155,6 +156,20 @@ public final class Binding: @unchecked Sendable {
     /// delivery run together (an instead hook around the store); other hook
     /// points deliver after their original returned. The hook captures the
     /// binding alone and finds its poster by the call's hook point.
+    private func attach(to point: HookPoint, storing: Bool, target: UInt, owner: AnyObject?) -> HookToken {
+        guard target != 0 else { return attach(to: point, storing: storing) }
+        // A point shared by every object of a class: the hook runs for the member's object only.
+        return point._add(storing ? .instead : .after, onlyForTarget: target, owner: owner) { [self] call in
+            let binding = Unmanaged.passUnretained(self)
+            guard !unbound.load(ordering: .relaxed) else { return storing ? try call.invokeOriginal() : () }
+            guard storing || call.error == nil else { return }
+            try _Change.run(ObjectIdentifier(self), group) { deliver in
+                if storing { try call.invokeOriginal() }
+                if deliver { try binding._withUnsafeGuaranteedRef { try $0.deliver(&call) } }
+            }
+        }
+    }
+
     private func attach(to point: HookPoint, storing: Bool) -> HookToken {
         // The hooks hold the binding; a call borrows it: a retain for the
         // call would be a write to the binding's reference count that every
@@ -186,7 +201,11 @@ public final class Binding: @unchecked Sendable {
         let id = call._hookPointID
         var i = 0
         while i < count {
-            if member(i)._withUnsafeGuaranteedRef({ $0.posts && $0.identity == id }) { return i }
+            if member(i)._withUnsafeGuaranteedRef({ $0.posts && $0.identity == id && $0.targetBits == 0 }) { return i }
+            if member(i)._withUnsafeGuaranteedRef({ $0.posts && $0.identity == id && $0.targetBits != 0 }),
+               let target = call.target, UInt(bitPattern: Unmanaged.passUnretained(target).toOpaque()) == member(i)._withUnsafeGuaranteedRef({ $0.targetBits }) {
+                return i
+            }
             i += 1
         }
         return nil
@@ -261,7 +280,7 @@ public final class Binding: @unchecked Sendable {
                 throw BindError(.objectGone, "the object of \(fish) is gone")
             }
             // Groups are small: a scan costs less than a dictionary.
-            if let first = fishes[..<index].firstIndex(where: { $0.endpoint.identity == fish.endpoint.identity }) {
+            if let first = fishes[..<index].firstIndex(where: { $0.endpoint.identity == fish.endpoint.identity && $0.endpoint.targetBits == fish.endpoint.targetBits }) {
                 throw BindError(.duplicateFish, "\(fish) appears twice in the group (fishes \(first) and \(index)); a group binds each endpoint once")
             }
             try checkSteps(fish)

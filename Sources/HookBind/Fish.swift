@@ -142,6 +142,55 @@ public struct Fish: CustomStringConvertible {
         return Fish(role, endpoint, callback: callback(_Weak(object), callBack))
     }
 
+    // MARK: Properties of objects that did not opt in
+
+    /// Sends every set of `object`'s property named `property`, a property of
+    /// a class that did not opt in (no `@Hooked`): its setter is hooked at
+    /// its entry by name (``SwiftEntryHook``), and the sets whose `self` is
+    /// `object` post.
+    ///
+    /// ```swift
+    /// try Binding.bind(.both(label, "text", as: String.self), .both(model, \.title))
+    /// ```
+    ///
+    /// It sees the sets that call the setter: every set through a
+    /// non-`final` class's property from another module, and the sets of a
+    /// debug build; a `final` class's stored property is stored to directly
+    /// by other modules, and an optimized build may inline a setter (see
+    /// the article "Hooking Swift code by name").
+    public static func post<Object: AnyObject, Value>(_ object: Object, _ property: String, as type: Value.Type) -> Fish {
+        _named(.post, object, property, Value.self, callBack: nil)
+    }
+
+    /// Sets `object`'s property named `property` to each value received, by
+    /// calling its setter (see ``post(_:_:as:)``).
+    public static func observer<Object: AnyObject, Value>(_ object: Object, _ property: String, as type: Value.Type) -> Fish {
+        _named(.observer, object, property, Value.self, callBack: nil)
+    }
+
+    /// Sends every set of `object`'s property named `property` and receives
+    /// changes, by being set or through `callBack` (see ``post(_:_:as:)``).
+    public static func both<Object: AnyObject, Value>(_ object: Object, _ property: String, as type: Value.Type,
+                                                      callBack: ((CallBack, Object) throws -> Void)? = nil) -> Fish {
+        _named(.both, object, property, Value.self, callBack: callBack)
+    }
+
+    static func _named<Object: AnyObject, Value>(_ role: Role, _ object: Object, _ property: String, _ type: Value.Type,
+                                                 callBack: ((CallBack, Object) throws -> Void)?) -> Fish {
+        let typeName = _typeName(Object.self, qualified: true)
+        let name = "\(typeName).\(property)"
+        let endpoint: _Endpoint
+        do {
+            let setter = try SwiftEntryHook.named(name + ".setter", as: ((Object, Value) -> Void).self)
+            endpoint = _NamedPropertyEndpoint(object, setter, name: name)
+        } catch {
+            let kind: BindError.Kind = error.kind == .typeMismatch ? .typeMismatch : .notHookable
+            endpoint = _RefusedEndpoint(description: name, BindError(kind, "\(name) (\(Value.self)) cannot be bound: \(error.detail)"))
+        }
+        guard let callBack else { return Fish(role, endpoint) }
+        return Fish(role, endpoint, callback: callback(_Weak(object), callBack))
+    }
+
     // MARK: Methods
 
     /// Sends every call of `object`'s `@HookableMethod` (FishBind's `post:selector:`).

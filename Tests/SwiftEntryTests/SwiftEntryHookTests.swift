@@ -225,6 +225,11 @@ extension SwiftEntrySuites {
             #expect(ada.greet("x") == "hooked")
             #expect(bob.greet("x") == "Hello x, I am Bob")
             #expect(greet.hookCount == 1)
+            // Hooks for two objects: each sees its own, a third object's call goes through both.
+            let bobs = try greet.instead(for: bob) { call in try call.setResult("bob's") }
+            #expect(ada.greet("x") == "hooked" && bob.greet("x") == "bob's")
+            #expect(Person(name: "Dee").greet("x") == "Hello x, I am Dee")
+            bobs.remove()
         }
         // The hook held Ada weakly: she is gone, and so is her hook.
         #expect(weakAda == nil)

@@ -293,11 +293,12 @@ enum _SwiftNames {
             let object: String?
             init(_ query: Query, _ object: String?) { self.query = query; self.object = object }
         }
-        func scan(_ prefixes: [String]) -> [_SwiftFunction] {
+        /// The functions found under `prefixes`, and how many symbols had one of them.
+        func scan(_ prefixes: [String]) -> ([_SwiftFunction], Int32) {
             let found = Found(query, object)
-            withExtendedLifetime(found) {
+            let visited = withExtendedLifetime(found) {
                 let list = prefixes.map { $0 + "\0" }.joined() + "\0"
-                _ = hk_entry_each_object_function(list, { object, name, address, size, context in
+                return hk_entry_each_object_function(list, { object, name, address, size, context in
                     let found = Unmanaged<Found>.fromOpaque(context!).takeUnretainedValue()
                     let path = String(cString: object!)
                     if let wanted = found.object, path != wanted, !path.hasSuffix("/" + wanted) { return 0 }
@@ -308,11 +309,17 @@ enum _SwiftNames {
                     return 0
                 }, Unmanaged.passUnretained(found).toOpaque())
             }
-            return found.functions
+            return (found.functions, visited)
         }
         var found: [_SwiftFunction] = []
-        if !query.symbolPrefixes.isEmpty { found = scan(query.symbolPrefixes) }
-        if found.isEmpty { found = scan(["$s"]) }
+        var moduleSeen = false
+        if !query.symbolPrefixes.isEmpty {
+            let (functions, visited) = scan(query.symbolPrefixes)
+            found = functions
+            moduleSeen = visited > 0
+        }
+        // Not under the module's prefix (no such module, or an extension of another module's type): everywhere.
+        if found.isEmpty, !moduleSeen { found = scan(["$s"]).0 }
         // A class's initializer is called through its allocating entry: the other one runs inside it.
         let allocating = Set(found.filter { $0.baseName == "__allocating_init" }.map { allocatingAsInit($0.written) })
         found.removeAll { $0.kind == .initializer && $0.baseName == "init" && allocating.contains($0.written) }

@@ -138,6 +138,62 @@ class _Endpoint: @unchecked Sendable {
     var identity: ObjectIdentifier { ObjectIdentifier(self) }
     /// Whether `identity` names a hook point (which keeps the lock group of the bindings that use it).
     var hasPoint: Bool { false }
+    /// The object (its address) whose calls of the shared hook point post, for
+    /// a property of an object that did not opt in; 0 for a point of its own.
+    var targetBits: UInt { 0 }
+}
+
+/// A property of a class that did not opt in, by name: its setter's Swift
+/// entry hook point, shared by every object of the class, posts the calls
+/// whose `self` is this object; a received value is set by calling the
+/// setter (through its hooks).
+final class _NamedPropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked Sendable {
+    let objectReference: _UnownedReference
+    let setter: SwiftEntryHook<Object, Value, Void>
+    let bits: UInt
+    let name: String
+
+    init(_ object: Object, _ setter: SwiftEntryHook<Object, Value, Void>, name: String) {
+        objectReference = _UnownedReference(object)
+        self.setter = setter
+        bits = UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque())
+        self.name = name
+        super.init()
+    }
+
+    private init(copying other: _NamedPropertyEndpoint) {
+        objectReference = _UnownedReference(copying: other.objectReference)
+        setter = other.setter
+        bits = other.bits
+        name = other.name
+        super.init()
+    }
+
+    override func copy() -> _Endpoint { _NamedPropertyEndpoint(copying: self) }
+    override var description: String { name }
+    override var isAlive: Bool { objectReference.object != nil }
+    override var postingPoint: HookPoint? { objectReference.object == nil ? nil : setter }
+    override var postsStores: Bool { true }
+    override var postType: Any.Type? { Value.self }
+    override var receiveType: Any.Type? { Value.self }
+    override var identity: ObjectIdentifier { ObjectIdentifier(setter) }
+    override var hasPoint: Bool { true }
+    override var targetBits: UInt { bits }
+    /// The hook is the object's: it goes when the object does.
+    var owner: AnyObject? { objectReference.object }
+
+    override func withPostedValue(_ call: UnsafePointer<CallBack>, _ body: (UnsafeRawPointer) throws -> Void) throws {
+        // The value as set (after any before hook replaced it).
+        let value = try call.pointee.argument(1, as: Value.self)
+        try withUnsafePointer(to: value) { try body(UnsafeRawPointer($0)) }
+    }
+
+    override func receive(_ value: UnsafeRawPointer) {
+        guard let object = objectReference.object else { return }
+        // Through the setter's entry: its hooks run (this binding's own sees
+        // the change delivered already and only lets the store happen).
+        try? setter._call(unsafeDowncast(object, to: Object.self), value.assumingMemoryBound(to: Value.self).pointee)
+    }
 }
 
 /// A fish whose key path or hook point was refused when it was made.
@@ -438,3 +494,7 @@ enum _PostedValue {
         }
     }
 }
+
+/// A named property endpoint of any types: the owner of its hook.
+protocol _AnyNamedEndpoint { var owner: AnyObject? { get } }
+extension _NamedPropertyEndpoint: _AnyNamedEndpoint {}
