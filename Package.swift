@@ -19,6 +19,7 @@ let package = Package(
         // launcher and the library it preloads (C only: a traced program loads
         // no Swift runtime).
         .executable(name: "hook-trace", targets: ["HookTraceLauncher"]),
+        .executable(name: "swift-entry-reach", targets: ["SwiftEntryReach"]),
         .library(name: "HookTrace", type: .dynamic, targets: ["CHookTrace"]),
     ],
     dependencies: [
@@ -119,9 +120,11 @@ let package = Package(
         ),
         // Swift code that did not opt in, in its own module: SwiftEntryHook's tests hook it by name.
         .target(name: "SwiftEntrySample", path: "Tests/SwiftEntrySample"),
+        // Which calls an entry hook sees, debug or release (the article's table).
+        .executableTarget(name: "SwiftEntryReach", dependencies: ["Hook", "SwiftEntrySample"], path: "Tests/SwiftEntryReach"),
         .testTarget(
             name: "SwiftEntryTests",
-            dependencies: ["Hook", "HookBind", "SwiftEntrySample"]
+            dependencies: ["Hook", "HookBind", "SwiftEntrySample", "SwiftEntryReach"]
         ),
         // A C program whose calls hook-trace's tests trace (loops, SQLite, threads, fork, exec).
         .executableTarget(
