@@ -97,9 +97,11 @@ let package = Package(
         .target(
             name: "CHookDemoSupport"
         ),
+        // Plain Swift code in a module of its own, which the demo hooks by name.
+        .target(name: "HookDemoShop"),
         .executableTarget(
             name: "HookDemo",
-            dependencies: ["Hook", "HookBind", "HookMacros", "CHookDemoSupport"],
+            dependencies: ["Hook", "HookBind", "HookMacros", "CHookDemoSupport", "HookDemoShop"],
             // The import-hook tour watches SQLite (Debian: libsqlite3-dev).
             linkerSettings: [.linkedLibrary("sqlite3")]
         ),
@@ -172,7 +174,7 @@ let package = Package(
 // tests, and the demo, which uses them): CI's AddressSanitizer run of Hook and
 // HookBind then does not build swift-syntax a third time.
 if Context.environment["HOOK_WITHOUT_MACROS"] != nil {
-    let needsMacros: Set = ["HookMacros", "HookMacrosPlugin", "HookMacrosExpansionTests", "HookableTests", "HookDemo"]
+    let needsMacros: Set = ["HookMacros", "HookMacrosPlugin", "HookMacrosExpansionTests", "HookableTests", "HookDemo", "HookDemoShop"]
     package.products.removeAll { needsMacros.contains($0.name) || $0.name == "hook-demo" }
     package.targets.removeAll { needsMacros.contains($0.name) }
     package.dependencies.removeAll {

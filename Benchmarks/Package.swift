@@ -36,6 +36,7 @@ let package = Package(
                 "ThreadsSuite",
                 "BenchSupport",
                 "BenchTargets",
+                "BenchSwiftSample",
             ],
             path: "Benchmarks/HookBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
@@ -69,6 +70,8 @@ let package = Package(
                 .product(name: "HookBind", package: "Hook"),
             ]
         ),
+        // Swift code hooked by name (SwiftEntryHook's cases), in a module of its own.
+        .target(name: "BenchSwiftSample"),
         // The threads table (cases, targets, Markdown), shared by bench-report and threads-probe.
         .target(name: "ThreadsTable"),
         // The threads suite without package-benchmark: thread counts from the
@@ -77,7 +80,7 @@ let package = Package(
         // One call path in a loop, for instruction counts under callgrind (call-counts.sh).
         .executableTarget(
             name: "call-counts",
-            dependencies: ["CBenchSupport", "CallCountsGraph", .product(name: "Hook", package: "Hook"), .product(name: "HookBind", package: "Hook")],
+            dependencies: ["CBenchSupport", "CallCountsGraph", "BenchSwiftSample", .product(name: "Hook", package: "Hook"), .product(name: "HookBind", package: "Hook")],
             path: "Sources/CallCounts"
         ),
         // call-counts' computed cases, apart (see Diamond.swift).

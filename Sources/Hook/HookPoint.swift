@@ -176,7 +176,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     @discardableResult
     package func _add(_ position: HookPosition, onlyForTarget target: UInt, owner: AnyObject?, _ body: @escaping HookBody) -> HookToken {
         let token = HookToken(point: self, position: position, owner: owner.map(_HookOwner.init),
-                              runsWhenVetoed: position != .after || shape.kind != .property) { call in
+                              runsWhenVetoed: position != .after || shape.kind != .property, onlyFor: target) { call in
             guard let object = call.target, UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque()) == target else {
                 // Another object's call: an instead hook lets it through.
                 if position == .instead { try call.invokeOriginal() }
@@ -184,7 +184,6 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
             }
             try body(&call)
         }
-        token.onlyFor = target
         return insert(token, owner: owner, first: false)
     }
 

@@ -32,14 +32,14 @@ public class HookToken: @unchecked Sendable {
     /// typed call path without a record.
     let isTypedAfter: Bool
     private let removed = Atomic<Bool>(false)
-    /// The object (its address) a hook of a Swift entry runs for; 0: every call.
-    /// Set before the hook is published, read under its point's lock.
-    var onlyFor: UInt = 0
+    /// The object (its address) the hook runs for (see `HookPoint._add(_:onlyForTarget:owner:_:)`); 0: every call.
+    let onlyFor: UInt
     /// The hook point, by an unowned reference: its memory, not the point.
     private let pointReference: _UnownedReference
 
     init(point: HookPoint, position: HookPosition, owner: _HookOwner?, runsWhenVetoed: Bool, isBookkeeping: Bool = false,
-         isTypedAfter: Bool = false, body: @escaping HookBody) {
+         isTypedAfter: Bool = false, onlyFor: UInt = 0, body: @escaping HookBody) {
+        self.onlyFor = onlyFor
         self.body = body
         self.isBookkeeping = isBookkeeping
         self.isTypedAfter = isTypedAfter

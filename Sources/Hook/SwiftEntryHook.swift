@@ -40,11 +40,11 @@ import Synchronization
 ///
 /// ## One hook point per function, for the life of the process
 /// A second request for the same function and types returns the same
-/// object; other types are `.signatureMismatch`. ``restore()`` puts the
+/// object; other types are `.signatureMismatch`. ``SwiftEntryPoint/restore()`` puts the
 /// function's bytes back and removes every hook; asking again reinstalls it.
-public final class SwiftEntryHook<each A, R>: _SwiftEntryPoint, _TupleArguments, @unchecked Sendable {
+public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, @unchecked Sendable {
     /// Where each argument and the result live in the registers.
-    private let layout: _SwiftFrameLayout
+    @usableFromInline let layout: _SwiftFrameLayout
     /// Per argument: whether the function takes ownership of it (a setter's
     /// value, an initializer's arguments, `__owned`).
     private let owned: [Bool]
@@ -82,7 +82,7 @@ public final class SwiftEntryHook<each A, R>: _SwiftEntryPoint, _TupleArguments,
         try make(name, object: object, canThrow: false)
     }
 
-    /// Hooks a throwing Swift function (see ``named(_:as:in:)``): the error it
+    /// Hooks a throwing Swift function (see the non-throwing `named(_:as:in:)`): the error it
     /// throws is visible to after hooks (``CallBack/error``) and an instead
     /// or after hook may throw one in its place (``CallBack/setError(_:)``).
     public static func named(_ name: String, as type: ((repeat each A) throws -> R).Type, in object: String? = nil) throws(HookError) -> SwiftEntryHook<repeat each A, R> {
@@ -90,7 +90,7 @@ public final class SwiftEntryHook<each A, R>: _SwiftEntryPoint, _TupleArguments,
     }
 
     private static func make(_ name: String, object: String?, canThrow: Bool) throws(HookError) -> SwiftEntryHook<repeat each A, R> {
-        let function = try _SwiftEntryPoint.find(name, object: object)
+        let function = try SwiftEntryPoint.find(name, object: object)
         var types: [Any.Type] = []
         for type in repeat (each A).self { types.append(type) }
         let plan = try _SwiftEntryPlan(function: function, written: name, arguments: types, result: R.self, canThrow: canThrow)
@@ -144,11 +144,129 @@ public final class SwiftEntryHook<each A, R>: _SwiftEntryPoint, _TupleArguments,
     /// ```swift
     /// try greet.afterReturning { (text: String, person: Person, other: String) in log(text) }
     /// ```
-    @discardableResult
+    ///
+    /// The cheapest way to observe calls: alone on the hook point (and not
+    /// for one object), a call makes no ``CallBack``; the hook reads the
+    /// values from the registers after the function returned (code
+    /// specialized where you add the hook).
+    ///
+    /// - Throws: ``HookError`` `.typeMismatch` if the types are not the hook
+    ///   point's; `.invalidValue` for `for:` on a function without a class `self`.
+    @inlinable @discardableResult
+    public func afterReturning<each B>(for object: AnyObject? = nil, owner: AnyObject? = nil,
+                                       _ body: @escaping (R, repeat each B) throws -> Void) throws(HookError) -> HookToken {
+        // Generic, like the fixed-arity overloads below, so that the compiler prefers those.
+        try _checkArguments((repeat each B).self)
+        let layout = self.layout
+        let native: (UnsafeMutableRawPointer) throws -> Void = { frame in
+            var i = 0
+            try body(_SwiftValues.read(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], take: false),
+                     repeat _SwiftValues.next((each B).self, frame, layout.arguments, &i))
+        }
+        return try _addSwiftTypedAfter(for: object, owner: owner, native: native) { (result: R, arguments: repeat each A) in
+            var i = 0
+            try body(result, repeat _SwiftValues.element(_SwiftValues.count(&i), (each B).self, repeat each arguments))
+        }
+    }
+
+    // The same for each number of arguments up to five (`self` counts): the
+    // compiler prefers these to the variadic one and specializes them where
+    // they are called (it does not specialize the variadic closure's pack,
+    // whose values it then copies through type metadata: 86 ns a call, not a few).
+
+    @_documentation(visibility: internal) @inlinable @discardableResult
     public func afterReturning(for object: AnyObject? = nil, owner: AnyObject? = nil,
-                               _ body: @escaping (R, repeat each A) throws -> Void) throws(HookError) -> HookToken {
+                               _ body: @escaping (R) throws -> Void) throws(HookError) -> HookToken {
+        try _checkArguments(Void.self)
+        let layout = self.layout
+        let native: (UnsafeMutableRawPointer) throws -> Void = { frame in
+            try body(_SwiftValues.read(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], take: false))
+        }
+        return try _addSwiftTypedAfter(for: object, owner: owner, native: native) { (result: R, arguments: repeat each A) in
+            try body(result)
+        }
+    }
+
+    @_documentation(visibility: internal) @inlinable @discardableResult
+    public func afterReturning<A0>(for object: AnyObject? = nil, owner: AnyObject? = nil,
+                               _ body: @escaping (R, A0) throws -> Void) throws(HookError) -> HookToken {
+        try _checkArguments(A0.self)
+        let layout = self.layout
+        let native: (UnsafeMutableRawPointer) throws -> Void = { frame in
+            try body(_SwiftValues.read(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], take: false), _SwiftValues.read(A0.self, frame, layout.arguments[0], whole: layout.whole[0], take: false))
+        }
+        return try _addSwiftTypedAfter(for: object, owner: owner, native: native) { (result: R, arguments: repeat each A) in
+            try body(result, _SwiftValues.element(0, A0.self, repeat each arguments))
+        }
+    }
+
+    @_documentation(visibility: internal) @inlinable @discardableResult
+    public func afterReturning<A0, A1>(for object: AnyObject? = nil, owner: AnyObject? = nil,
+                               _ body: @escaping (R, A0, A1) throws -> Void) throws(HookError) -> HookToken {
+        try _checkArguments((A0, A1).self)
+        let layout = self.layout
+        let native: (UnsafeMutableRawPointer) throws -> Void = { frame in
+            try body(_SwiftValues.read(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], take: false), _SwiftValues.read(A0.self, frame, layout.arguments[0], whole: layout.whole[0], take: false), _SwiftValues.read(A1.self, frame, layout.arguments[1], whole: layout.whole[1], take: false))
+        }
+        return try _addSwiftTypedAfter(for: object, owner: owner, native: native) { (result: R, arguments: repeat each A) in
+            try body(result, _SwiftValues.element(0, A0.self, repeat each arguments), _SwiftValues.element(1, A1.self, repeat each arguments))
+        }
+    }
+
+    @_documentation(visibility: internal) @inlinable @discardableResult
+    public func afterReturning<A0, A1, A2>(for object: AnyObject? = nil, owner: AnyObject? = nil,
+                               _ body: @escaping (R, A0, A1, A2) throws -> Void) throws(HookError) -> HookToken {
+        try _checkArguments((A0, A1, A2).self)
+        let layout = self.layout
+        let native: (UnsafeMutableRawPointer) throws -> Void = { frame in
+            try body(_SwiftValues.read(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], take: false), _SwiftValues.read(A0.self, frame, layout.arguments[0], whole: layout.whole[0], take: false), _SwiftValues.read(A1.self, frame, layout.arguments[1], whole: layout.whole[1], take: false), _SwiftValues.read(A2.self, frame, layout.arguments[2], whole: layout.whole[2], take: false))
+        }
+        return try _addSwiftTypedAfter(for: object, owner: owner, native: native) { (result: R, arguments: repeat each A) in
+            try body(result, _SwiftValues.element(0, A0.self, repeat each arguments), _SwiftValues.element(1, A1.self, repeat each arguments), _SwiftValues.element(2, A2.self, repeat each arguments))
+        }
+    }
+
+    @_documentation(visibility: internal) @inlinable @discardableResult
+    public func afterReturning<A0, A1, A2, A3>(for object: AnyObject? = nil, owner: AnyObject? = nil,
+                               _ body: @escaping (R, A0, A1, A2, A3) throws -> Void) throws(HookError) -> HookToken {
+        try _checkArguments((A0, A1, A2, A3).self)
+        let layout = self.layout
+        let native: (UnsafeMutableRawPointer) throws -> Void = { frame in
+            try body(_SwiftValues.read(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], take: false), _SwiftValues.read(A0.self, frame, layout.arguments[0], whole: layout.whole[0], take: false), _SwiftValues.read(A1.self, frame, layout.arguments[1], whole: layout.whole[1], take: false), _SwiftValues.read(A2.self, frame, layout.arguments[2], whole: layout.whole[2], take: false), _SwiftValues.read(A3.self, frame, layout.arguments[3], whole: layout.whole[3], take: false))
+        }
+        return try _addSwiftTypedAfter(for: object, owner: owner, native: native) { (result: R, arguments: repeat each A) in
+            try body(result, _SwiftValues.element(0, A0.self, repeat each arguments), _SwiftValues.element(1, A1.self, repeat each arguments), _SwiftValues.element(2, A2.self, repeat each arguments), _SwiftValues.element(3, A3.self, repeat each arguments))
+        }
+    }
+
+    @_documentation(visibility: internal) @inlinable @discardableResult
+    public func afterReturning<A0, A1, A2, A3, A4>(for object: AnyObject? = nil, owner: AnyObject? = nil,
+                               _ body: @escaping (R, A0, A1, A2, A3, A4) throws -> Void) throws(HookError) -> HookToken {
+        try _checkArguments((A0, A1, A2, A3, A4).self)
+        let layout = self.layout
+        let native: (UnsafeMutableRawPointer) throws -> Void = { frame in
+            try body(_SwiftValues.read(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], take: false), _SwiftValues.read(A0.self, frame, layout.arguments[0], whole: layout.whole[0], take: false), _SwiftValues.read(A1.self, frame, layout.arguments[1], whole: layout.whole[1], take: false), _SwiftValues.read(A2.self, frame, layout.arguments[2], whole: layout.whole[2], take: false), _SwiftValues.read(A3.self, frame, layout.arguments[3], whole: layout.whole[3], take: false), _SwiftValues.read(A4.self, frame, layout.arguments[4], whole: layout.whole[4], take: false))
+        }
+        return try _addSwiftTypedAfter(for: object, owner: owner, native: native) { (result: R, arguments: repeat each A) in
+            try body(result, _SwiftValues.element(0, A0.self, repeat each arguments), _SwiftValues.element(1, A1.self, repeat each arguments), _SwiftValues.element(2, A2.self, repeat each arguments), _SwiftValues.element(3, A3.self, repeat each arguments), _SwiftValues.element(4, A4.self, repeat each arguments))
+        }
+    }
+
+    /// Throws unless `arguments` (a tuple type, or the one type) is the hook point's.
+    @usableFromInline
+    func _checkArguments(_ arguments: Any.Type) throws(HookError) {
+        guard ObjectIdentifier(arguments) == ObjectIdentifier((repeat each A).self) else {
+            throw HookError(.typeMismatch, point: name, "afterReturning's arguments \(arguments) are not the hook point's \((repeat each A).self)")
+        }
+    }
+
+    /// Adds the typed after hook `afterReturning` made.
+    @usableFromInline
+    func _addSwiftTypedAfter(for object: AnyObject?, owner: AnyObject?, native: @escaping (UnsafeMutableRawPointer) throws -> Void,
+                             _ body: @escaping (R, repeat each A) throws -> Void) throws(HookError) -> HookToken {
         guard let object else {
-            return _addTyped(_TypedAfterHook(point: self, owner: owner, body), owner: owner)
+            let recorded = _TypedAfterHook(point: self, owner: owner, body)
+            return _addTyped(_SwiftTypedAfterHook(point: self, owner: owner, native: native, recorded: recorded.body), owner: owner)
         }
         guard selfIsObject else {
             throw HookError(.invalidValue, point: name, "'\(name)' has no class instance as self: a hook for one object needs an instance method or accessor of a class")
@@ -171,7 +289,7 @@ public final class SwiftEntryHook<each A, R>: _SwiftEntryPoint, _TupleArguments,
             var i = 0
             repeat Self.writeArgument(each args, UnsafeMutableRawPointer(registers), layout.arguments, owned, &i)
             hk_swift_call(address, registers)
-            if shape.canThrow, registers.pointee.r12 != 0 { throw Self.takeError(registers.pointee.r12) }
+            if canThrow, registers.pointee.r12 != 0 { throw Self.takeError(registers.pointee.r12) }
             return Self.readResult(R.self, UnsafeMutableRawPointer(registers), layout.result)
         }
     }
@@ -185,98 +303,50 @@ public final class SwiftEntryHook<each A, R>: _SwiftEntryPoint, _TupleArguments,
         let base = UnsafeMutableRawPointer(frame)
         var index = 0
         let arguments = (repeat Self.readArgument((each A).self, base, layout.arguments, owned, &index))
-        let entryFrame = frame.pointee
         let original = relocated
-        let canThrow = shape.canThrow
+        let canThrow = self.canThrow
         let layout = self.layout
         let owned = self.owned
-        let call: (repeat each A) throws -> R = { (args: repeat each A) throws -> R in
-            var registers = entryFrame
-            return try withUnsafeMutablePointer(to: &registers) { (registers) throws -> R in
-                var i = 0
-                repeat Self.writeArgument(each args, UnsafeMutableRawPointer(registers), layout.arguments, owned, &i)
-                hk_swift_call(original, registers)
-                if canThrow, registers.pointee.r12 != 0 {
-                    let error = Self.takeError(registers.pointee.r12)
-                    throw error
-                }
-                return Self.readResult(R.self, UnsafeMutableRawPointer(registers), layout.result)
-            }
-        }
         let target: Unmanaged<AnyObject>? = selfIsObject
             ? UnsafeRawPointer(bitPattern: UInt(frame.pointee.r13)).map { Unmanaged<AnyObject>.fromOpaque($0) } : nil
         do {
-            let result = try _typedCall(self, target: target, call, escapable: call, repeat each arguments)
+            // The original, for the hooks: the caller's registers with the
+            // arguments as the hooks left them (a closure literal, not escaping:
+            // no allocation; an instead hook's invoker holds it while it runs).
+            let result = try _typedCall(self, target: target, { (args: repeat each A) throws -> R in
+                var registers = frame.pointee
+                return try withUnsafeMutablePointer(to: &registers) { (registers) throws -> R in
+                    var i = 0
+                    repeat Self.writeArgument(each args, UnsafeMutableRawPointer(registers), layout.arguments, owned, &i)
+                    hk_swift_call(original, registers)
+                    if canThrow, registers.pointee.r12 != 0 { throw Self.takeError(registers.pointee.r12) }
+                    return Self.readResult(R.self, UnsafeMutableRawPointer(registers), layout.result)
+                }
+            }, escapable: nil, repeat each arguments)
             Self.writeResult(result, base, layout.result)
         } catch {
             frame.pointee.r12 = Self.giveError(error)
         }
     }
 
-    private static func readArgument<T>(_ type: T.Type, _ frame: UnsafeMutableRawPointer, _ places: [_SwiftFrameLayout.Place],
+    private static func readArgument<T>(_ type: T.Type, _ frame: UnsafeMutableRawPointer, _ places: [[_SwiftCopy]],
                                         _ owned: [Bool], _ index: inout Int) -> T {
         defer { index += 1 }
-        return read(T.self, frame, places[index], result: false, take: owned[index])
+        return _SwiftValues.read(T.self, frame, places[index], take: owned[index])
     }
 
-    private static func writeArgument<T>(_ value: T, _ frame: UnsafeMutableRawPointer, _ places: [_SwiftFrameLayout.Place],
+    private static func writeArgument<T>(_ value: T, _ frame: UnsafeMutableRawPointer, _ places: [[_SwiftCopy]],
                                          _ owned: [Bool], _ index: inout Int) {
         defer { index += 1 }
-        write(value, frame, places[index], result: false, give: owned[index])
+        _SwiftValues.write(value, frame, places[index], give: owned[index])
     }
 
-    private static func readResult<T>(_ type: T.Type, _ frame: UnsafeMutableRawPointer, _ place: _SwiftFrameLayout.Place?) -> T {
-        guard let place else { return unsafeBitCast((), to: T.self) }
-        return read(T.self, frame, place, result: true, take: true)
+    private static func readResult<T>(_ type: T.Type, _ frame: UnsafeMutableRawPointer, _ copies: [_SwiftCopy]) -> T {
+        _SwiftValues.read(T.self, frame, copies, take: true)
     }
 
-    private static func writeResult<T>(_ value: T, _ frame: UnsafeMutableRawPointer, _ place: _SwiftFrameLayout.Place?) {
-        guard let place else { return }
-        write(value, frame, place, result: true, give: true)
-    }
-
-    /// Where register `index` (general or xmm) of the arguments or the result is in a frame.
-    @inline(__always)
-    private static func registerOffset(isFloat: Bool, index: Int, result: Bool) -> Int {
-        if result { return isFloat ? 256 + 16 * index : 224 + 8 * index }
-        return isFloat ? 96 + 16 * index : hk_swift_frame.generalOffset(index)
-    }
-
-    /// A value put together from its registers: a copy (`take`: the caller's +1 taken over).
-    private static func read<T>(_ type: T.Type, _ frame: UnsafeMutableRawPointer, _ place: _SwiftFrameLayout.Place,
-                                result: Bool, take: Bool) -> T {
-        let size = MemoryLayout<T>.size
-        return withUnsafeTemporaryAllocation(byteCount: Swift.max(size, 1), alignment: MemoryLayout<T>.alignment) { buffer in
-            let memory = buffer.baseAddress!
-            memory.initializeMemory(as: UInt8.self, repeating: 0, count: Swift.max(size, 1))
-            for (register, at) in zip(place.lowering.registers, place.registers) {
-                let count = Swift.min(register.size, size - register.offset)
-                guard count > 0 else { continue }
-                memory.advanced(by: register.offset).copyMemory(from: frame + registerOffset(isFloat: at.isFloat, index: at.index, result: result), byteCount: count)
-            }
-            if T.self == Bool.self { memory.storeBytes(of: memory.load(as: UInt8.self) & 1, as: UInt8.self) }
-            let typed = memory.assumingMemoryBound(to: T.self)
-            return take ? typed.move() : typed.pointee
-        }
-    }
-
-    /// A value spread into its registers: borrowed, or (`give`) a +1 copy handed over.
-    private static func write<T>(_ value: T, _ frame: UnsafeMutableRawPointer, _ place: _SwiftFrameLayout.Place,
-                                 result: Bool, give: Bool) {
-        let size = MemoryLayout<T>.size
-        withUnsafeTemporaryAllocation(of: T.self, capacity: 1) { buffer in
-            let typed = buffer.baseAddress!
-            typed.initialize(to: value)
-            let memory = UnsafeRawPointer(typed)
-            for (register, at) in zip(place.lowering.registers, place.registers) {
-                let count = Swift.min(register.size, size - register.offset)
-                guard count > 0 else { continue }
-                let target = frame + registerOffset(isFloat: at.isFloat, index: at.index, result: result)
-                if !at.isFloat { target.storeBytes(of: 0, as: UInt64.self) }
-                target.copyMemory(from: memory + register.offset, byteCount: count)
-            }
-            if !give { typed.deinitialize(count: 1) }
-        }
+    private static func writeResult<T>(_ value: T, _ frame: UnsafeMutableRawPointer, _ copies: [_SwiftCopy]) {
+        _SwiftValues.write(value, frame, copies, give: true)
     }
 
     /// The error a callee left in r12 (+1), as a Swift error.
@@ -304,9 +374,10 @@ public final class SwiftEntryHook<each A, R>: _SwiftEntryPoint, _TupleArguments,
     }
 }
 
-/// What every Swift entry hook point has, whatever its types: the function,
-/// the C point its stub reads, the patch.
-public class _SwiftEntryPoint: HookPoint, @unchecked Sendable {
+/// What every Swift entry hook point has, whatever its types: the function
+/// it is over, and its patch (see ``SwiftEntryHook``; ``SwiftTrace``'s
+/// points are of this class too).
+public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
     /// The function's demangled name (`Model.Person.greet(Swift.String) -> Swift.String`).
     public let function: String
     /// Its symbol (`$s5Model6PersonC5greetyS2SF`).
@@ -320,6 +391,8 @@ public class _SwiftEntryPoint: HookPoint, @unchecked Sendable {
     /// Where the patched entry jumps: the point's stub.
     let entry: UnsafeRawPointer
     let point: UnsafeMutablePointer<hk_swift_point>
+    /// Whether the function throws (its error in r12).
+    let canThrow: Bool
 
     init(function: _SwiftFunction, stub: UnsafeRawPointer, shape: _Shape) throws(HookError) {
         var entry: UnsafeRawPointer?
@@ -333,12 +406,13 @@ public class _SwiftEntryPoint: HookPoint, @unchecked Sendable {
         self.relocated = stub
         self.entry = entry
         self.point = point
+        self.canThrow = shape.shape.canThrow
         super.init(name: function.written, shape: shape, target: nil)
         point.pointee.original = stub
         point.pointee.context = Unmanaged.passUnretained(self).toOpaque()
         point.pointee.handler = { point, frame in
-            Unmanaged<_SwiftEntryPoint>.fromOpaque(point.unsafelyUnwrapped.pointee.context)._withUnsafeGuaranteedRef {
-                $0._handle(frame.unsafelyUnwrapped)
+            Unmanaged<SwiftEntryPoint>.fromOpaque(point.unsafelyUnwrapped.pointee.context)._withUnsafeGuaranteedRef {
+                $0._dispatch(frame.unsafelyUnwrapped)
             }
         }
     }
@@ -363,6 +437,42 @@ public class _SwiftEntryPoint: HookPoint, @unchecked Sendable {
     /// Patches the function's entry again after ``uninstall()`` or ``restore()``.
     public func install() throws(HookError) {
         try _EntryRegistry.shared.setInstalled(at: address, symbol: function, true)
+    }
+
+    /// A call that reached the hooks (the stub found some): a lone typed
+    /// after hook here, without the generic subclass (whose unspecialized
+    /// code would make its pack's metadata first), the rest in `_handle`.
+    final func _dispatch(_ frame: UnsafeMutablePointer<hk_swift_frame>) {
+        if _Hooks(bits: current.load(ordering: .relaxed)).isLoneTypedAfter, typedAfterCall(frame) { return }
+        _handle(frame)
+    }
+
+    /// A call whose one hook is a typed after hook (a racy hint, checked
+    /// again inside): the original runs on the caller's registers, then the
+    /// hook reads the arguments and the result from them; no record. False,
+    /// with nothing run, when the hooks changed meanwhile.
+    final func typedAfterCall(_ frame: UnsafeMutablePointer<hk_swift_frame>) -> Bool {
+        let thread = hk_thread_self().unsafelyUnwrapped
+        let depth = hk_thread_enter_unrecorded(thread, pointID)
+        guard depth >= 0 else {
+            hk_swift_call(relocated, frame)
+            return true
+        }
+        let hooks = _Hooks(bits: current.load(ordering: .sequentiallyConsistent))
+        guard hooks.isLoneTypedAfter else {
+            hk_thread_leave_unrecorded(thread, depth)
+            return false
+        }
+        // Tagged while the original runs, so that a recursive original is hooked again.
+        hk_frame_set_running_original(thread, depth, pointID, 1)
+        hk_swift_call(relocated, frame)
+        hk_frame_set_running_original(thread, depth, pointID, 0)
+        // A call that threw (r12 set by a throwing function) has no result.
+        if !canThrow || frame.pointee.r12 == 0 {
+            _runTyped(hooks.single, as: _SwiftTypedAfterHook.self) { hook in try hook.native(UnsafeMutableRawPointer(frame)) }
+        }
+        hk_thread_leave_unrecorded(thread, depth)
+        return true
     }
 
     func _handle(_ frame: UnsafeMutablePointer<hk_swift_frame>) {}
@@ -397,3 +507,93 @@ public class _SwiftEntryPoint: HookPoint, @unchecked Sendable {
     }
 }
 
+
+/// A typed after hook of a Swift entry (``SwiftEntryHook/afterReturning(for:owner:_:)``):
+/// alone on its hook point, a call runs `native` on the registers after the
+/// original returned, with no `CallBack`; among other hooks it runs as an
+/// after hook through `body`, which reads the record.
+@usableFromInline
+final class _SwiftTypedAfterHook: HookToken, @unchecked Sendable {
+    let native: (UnsafeMutableRawPointer) throws -> Void
+
+    init(point: HookPoint, owner: AnyObject?, native: @escaping (UnsafeMutableRawPointer) throws -> Void, recorded: @escaping HookBody) {
+        self.native = native
+        super.init(point: point, position: .after, owner: owner.map(_HookOwner.init), runsWhenVetoed: true, isTypedAfter: true, body: recorded)
+    }
+}
+
+/// Values put together from the registers of a `hk_swift_frame` and spread
+/// back into them (see `_SwiftFrameLayout`). Inlinable: a typed after hook
+/// reads its values in code specialized where it was added.
+@usableFromInline
+enum _SwiftValues {
+    /// A value put together from its pieces: a copy (`take`: the caller's +1 taken over).
+    @inlinable @inline(__always)
+    static func read<T>(_ type: T.Type, _ frame: UnsafeMutableRawPointer, _ copies: [_SwiftCopy], whole: Int = -1, take: Bool) -> T {
+        if MemoryLayout<T>.size == 0 { return unsafeBitCast((), to: T.self) }
+        if whole >= 0 {
+            // One register holds it all (an Int, a Double, a class reference): read in place.
+            if T.self == Bool.self { return unsafeBitCast(frame.load(fromByteOffset: whole, as: UInt8.self) & 1 != 0, to: T.self) }
+            let typed = (frame + whole).assumingMemoryBound(to: T.self)
+            return take ? typed.move() : typed.pointee
+        }
+        // At most four registers: 32 bytes, on the stack.
+        var buffer: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        return withUnsafeMutableBytes(of: &buffer) { bytes in
+            let memory = bytes.baseAddress.unsafelyUnwrapped
+            for copy in copies {
+                // A whole register: one load and store (copyMemory would call memmove).
+                if copy.count == 8 {
+                    memory.storeBytes(of: frame.load(fromByteOffset: copy.frame, as: UInt64.self), toByteOffset: copy.memory, as: UInt64.self)
+                } else {
+                    memory.advanced(by: copy.memory).copyMemory(from: frame + copy.frame, byteCount: copy.count)
+                }
+            }
+            if T.self == Bool.self { memory.storeBytes(of: memory.load(as: UInt8.self) & 1, as: UInt8.self) }
+            let typed = memory.assumingMemoryBound(to: T.self)
+            return take ? typed.move() : typed.pointee
+        }
+    }
+
+    /// `index`, then one more.
+    @inlinable
+    static func count(_ index: inout Int) -> Int {
+        defer { index += 1 }
+        return index
+    }
+
+    /// Element `index` of a pack, as `T` (the recorded path of the typed after hooks).
+    @inlinable
+    static func element<T, each E>(_ index: Int, _ type: T.Type, _ elements: repeat each E) -> T {
+        var i = 0
+        var found: T?
+        for element in repeat each elements {
+            if i == index { found = element as? T }
+            i += 1
+        }
+        return found!
+    }
+
+    /// The next argument of a pack (`index` counts them).
+    @inlinable @inline(__always)
+    static func next<T>(_ type: T.Type, _ frame: UnsafeMutableRawPointer, _ places: [[_SwiftCopy]], _ index: inout Int) -> T {
+        defer { index += 1 }
+        return read(T.self, frame, places[index], take: false)
+    }
+
+    /// A value spread into its pieces: borrowed, or (`give`) a +1 copy handed over.
+    static func write<T>(_ value: T, _ frame: UnsafeMutableRawPointer, _ copies: [_SwiftCopy], give: Bool) {
+        if MemoryLayout<T>.size == 0 { return }
+        withUnsafeTemporaryAllocation(of: T.self, capacity: 1) { buffer in
+            let typed = buffer.baseAddress!
+            typed.initialize(to: value)
+            let memory = UnsafeRawPointer(typed)
+            for copy in copies {
+                let target = frame + copy.frame
+                if copy.isGeneral { target.storeBytes(of: 0, as: UInt64.self) }
+                target.copyMemory(from: memory + copy.memory, byteCount: copy.count)
+            }
+            if !give { typed.deinitialize(count: 1) }
+        }
+    }
+}

@@ -49,7 +49,7 @@ public final class SwiftTrace: @unchecked Sendable {
     /// Traces every Swift function whose name matches `pattern`.
     ///
     /// - Parameters:
-    ///   - pattern: A name as ``SwiftEntryHook/named(_:as:in:)`` takes it,
+    ///   - pattern: A name as `SwiftEntryHook.named(_:as:in:)` takes it,
     ///     with `*` for any characters and `?` for one: `"Model.Person.*"`
     ///     (every member of `Person`), `"Model.*"` (a module),
     ///     `"Foundation.JSONEncoder.encode(_:)"`.
@@ -132,7 +132,7 @@ public final class SwiftTrace: @unchecked Sendable {
 /// A Swift entry without typed access: the call's registers and up to 256
 /// bytes of stack arguments go to the function untouched, and its result
 /// registers back.
-final class _SwiftRawPoint: _SwiftEntryPoint, @unchecked Sendable {
+final class _SwiftRawPoint: SwiftEntryPoint, @unchecked Sendable {
     /// Whether the function left an error in r12 in this thread's current call.
     var threwInCall: Bool { hk_swift_trace_threw(-1) != 0 }
 

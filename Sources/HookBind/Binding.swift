@@ -201,11 +201,12 @@ public final class Binding: @unchecked Sendable {
         let id = call._hookPointID
         var i = 0
         while i < count {
-            if member(i)._withUnsafeGuaranteedRef({ $0.posts && $0.identity == id && $0.targetBits == 0 }) { return i }
-            if member(i)._withUnsafeGuaranteedRef({ $0.posts && $0.identity == id && $0.targetBits != 0 }),
-               let target = call.target, UInt(bitPattern: Unmanaged.passUnretained(target).toOpaque()) == member(i)._withUnsafeGuaranteedRef({ $0.targetBits }) {
-                return i
-            }
+            if member(i)._withUnsafeGuaranteedRef({ member in
+                guard member.posts && member.identity == id else { return false }
+                // A point shared by the objects of a class (a named property): this member's object's call.
+                let bits = member.targetBits
+                return bits == 0 || call.target.map { UInt(bitPattern: Unmanaged.passUnretained($0).toOpaque()) == bits } == true
+            }) { return i }
             i += 1
         }
         return nil

@@ -146,7 +146,7 @@ public struct Fish: CustomStringConvertible {
 
     /// Sends every set of `object`'s property named `property`, a property of
     /// a class that did not opt in (no `@Hooked`): its setter is hooked at
-    /// its entry by name (``SwiftEntryHook``), and the sets whose `self` is
+    /// its entry by name (`SwiftEntryHook`), and the sets whose `self` is
     /// `object` post.
     ///
     /// ```swift

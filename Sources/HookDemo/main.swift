@@ -89,6 +89,7 @@ func tour() throws {
     try swiftTour()
     try importTour()
     try entryTour()
+    try swiftByNameTour()
     try fishBindTour()
     try xkvoTour()
     try fisticuffsTour()

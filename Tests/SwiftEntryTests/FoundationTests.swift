@@ -46,5 +46,13 @@ extension SwiftEntrySuites.FoundationByNameTests {
         trace.stop()
         _ = try encoder.encode(Item(id: 9))
         #expect(calls.withLock { $0 } == 4)
+
+        // Every member of the class (the README's example).
+        let names = Mutex<[String]>([])
+        let all = try SwiftTrace("Foundation.JSONEncoder.*") { call in names.withLock { $0.append(call.name) } }
+        _ = try JSONEncoder().encode([1, 2])
+        all.stop()
+        #expect(names.withLock { $0.contains("FoundationEssentials.JSONEncoder.init()") && $0.contains("FoundationEssentials.JSONEncoder.encode(_:)") },
+                "\(names.withLock { $0 })")
     }
 }

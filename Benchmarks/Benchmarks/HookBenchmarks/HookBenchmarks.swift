@@ -16,6 +16,7 @@ let benchmarks: @Sendable () -> Void = {
     footprintBenchmarks(configuration)
     importBenchmarks(configuration)
     entryBenchmarks(configuration)
+    swiftEntryBenchmarks(configuration)
     observabilityBenchmarks(configuration)
     threadsBenchmarks(configuration)
 }

@@ -108,6 +108,11 @@ let cases: [Case] = [
     Case(id: "observe/measured", label: "closure: measured(), no-op metrics", floor: "observe/hook", zeroAllocations: true),
     Case(id: "observe/prometheus", label: "closure: measured(), swift-prometheus (counters, histogram)", floor: "observe/hook", zeroAllocations: true),
     Case(id: "entry/patch", label: "EntryHook install() + uninstall() of add"),
+    Case(id: "swiftentry/direct", label: "Swift method (vtable call), entry not patched", isBaseline: true),
+    Case(id: "swiftentry/none", label: "Swift method: SwiftEntryHook, no hooks", floor: "swiftentry/direct", zeroAllocations: true),
+    Case(id: "swiftentry/typed", label: "Swift method: SwiftEntryHook, one typed after hook", floor: "swiftentry/direct", zeroAllocations: true),
+    Case(id: "swiftentry/after", label: "Swift method: SwiftEntryHook, one after hook", floor: "swiftentry/direct", zeroAllocations: true),
+    Case(id: "swiftentry/other", label: "Swift method: SwiftEntryHook, hooks for another object", floor: "swiftentry/direct", zeroAllocations: true),
 ]
 
 

@@ -61,6 +61,10 @@ public let caseTargets: [String: [Target]] = [
     // Issue 30: a diamond write in 150 ns, 0.1x OpenCombine (the kairo shapes:
     // `targets(for:)`).
     "diamond/computed": [.ns(150), .timesPeer(0.1)],
+    // Issue 27: a Swift method hooked by name, one typed after hook within
+    // 15 ns of the plain call, a call on another object than the hooked one within 5 ns.
+    "swiftentry/typed": [.nsOverFloor(15)],
+    "swiftentry/other": [.nsOverFloor(5)],
 ]
 
 /// The kairo shapes of js-reactivity-benchmark the benchmarks run (`kairo-<shape>/...`).

@@ -6,6 +6,7 @@ import CBenchSupport
 import Hook
 import CallCountsGraph
 import HookBind
+import BenchSwiftSample
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -125,10 +126,39 @@ let cases: [String: (Int) -> Int] = [
         while i < n { observable.value = i; i += 1 }
         return withExtendedLifetime(subscription) { seen.total }
     },
+    // A Swift method of another module hooked by name (SwiftEntryHook), called through its vtable.
+    "swift-entry-plain": { n in swiftLoop(opaqueWorker(BenchWorker()), n) },
+    "swift-entry-none": { n in
+        let hook = workHook()
+        return withExtendedLifetime(hook) { swiftLoop(opaqueWorker(BenchWorker()), n) }
+    },
+    "swift-entry-typed": { n in
+        let hook = workHook()
+        try! hook.afterReturning { (result: Int, _: BenchWorker, _: Int) in if result == -1 { print("unreachable") } }
+        return withExtendedLifetime(hook) { swiftLoop(opaqueWorker(BenchWorker()), n) }
+    },
+    "swift-entry-other": { n in
+        let hook = workHook()
+        let other = BenchWorker()
+        _ = try! hook.after(for: other) { call in if try call.result(as: Int.self) == -1 { print("unreachable") } }
+        return withExtendedLifetime((hook, other)) { swiftLoop(opaqueWorker(BenchWorker()), n) }
+    },
     // The diamond of the benchmarks: a -> b, c -> d, d subscribed, one write to a
     // (in a module of its own: see CallCountsGraph).
     "diamond": { n in diamondWrites(n) },
 ]
+
+@inline(never) func opaqueWorker(_ worker: BenchWorker) -> BenchWorker { worker }
+
+@inline(never) func swiftLoop(_ worker: BenchWorker, _ n: Int) -> Int {
+    var sum = 0
+    for i in 0..<n { sum &+= worker.work(i) }
+    return sum
+}
+
+func workHook() -> SwiftEntryHook<BenchWorker, Int, Int> {
+    try! SwiftEntryHook.named("BenchSwiftSample.BenchWorker.work(_:)", as: ((BenchWorker, Int) -> Int).self)
+}
 
 /// A subscriber's sum (a class: a captured `var` would add an exclusivity check per write).
 final class Counter: @unchecked Sendable {

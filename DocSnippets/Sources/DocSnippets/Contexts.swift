@@ -37,3 +37,17 @@ struct AsyncSequenceContext {
     let name: Observable<String>
     let signal: Signal<Int>
 }
+
+/// Classes of a module that did not opt in (the article "Hooking Swift code
+/// by name" names them `Model.Person`, ...), an object of each, a model.
+struct SwiftByNameContext {
+    class Person {
+        var name = ""
+        func greet(_ other: String) -> String { "Hello \(other)" }
+    }
+    class Label { var text = "" }
+    final class TitleModel { @Hooked var title = "" }
+    let ada: Person
+    let label: Label
+    let model: TitleModel
+}

@@ -66,12 +66,12 @@ struct _SwiftEntryPlan {
         // Registers: the explicit arguments in order, then a self passed by value.
         var order = Array(arguments.indices)
         if function.hasSelf, !selfInContext { order.append(order.removeFirst()) }
-        var places = [_SwiftFrameLayout.Place?](repeating: nil, count: arguments.count)
+        var places = [[_SwiftCopy]?](repeating: nil, count: arguments.count)
         var general = 0, vector = 0
         for i in order {
             let lowering = try _SwiftLowering(arguments[i], point: written)
             if i == 0, selfInContext {
-                places[i] = .init(registers: [(false, _SwiftFrameLayout.selfIndex)], lowering: lowering)
+                places[i] = _SwiftFrameLayout.copies(lowering, [(false, _SwiftFrameLayout.selfIndex)], result: false)
                 continue
             }
             var registers: [(isFloat: Bool, index: Int)] = []
@@ -84,9 +84,9 @@ struct _SwiftEntryPlan {
                     registers.append((false, general)); general += 1
                 }
             }
-            places[i] = .init(registers: registers, lowering: lowering)
+            places[i] = _SwiftFrameLayout.copies(lowering, registers, result: false)
         }
-        var resultPlace: _SwiftFrameLayout.Place?
+        var resultPlace: [_SwiftCopy] = []
         if resultName != "()" {
             let lowering = try _SwiftLowering(result, point: written)
             var general = 0, vector = 0
@@ -94,7 +94,7 @@ struct _SwiftEntryPlan {
             for register in lowering.registers {
                 if register.isFloat { registers.append((true, vector)); vector += 1 } else { registers.append((false, general)); general += 1 }
             }
-            resultPlace = .init(registers: registers, lowering: lowering)
+            resultPlace = _SwiftFrameLayout.copies(lowering, registers, result: true)
         }
         layout = _SwiftFrameLayout(arguments: places.map { $0! }, result: resultPlace)
         self.owned = owned

@@ -50,6 +50,9 @@ struct _SwiftLowering: Sendable, Equatable {
         self.registers = registers
         size = _metadataSize(type)
         alignment = _metadataAlignment(type)
+        guard size <= 32, alignment <= 8 else {
+            throw HookError(.unsupportedType, point: point, "\(_typeName(type, qualified: true)) is \(size) bytes aligned to \(alignment): typed access reads values of at most 32 bytes aligned to 8")
+        }
     }
 
     /// Appends the scalars of `type` at `base`; a reason if it has none that registers can carry.
@@ -132,24 +135,55 @@ func _metadataAlignment(_ type: Any.Type) -> Int {
     return _openExistential(type, do: alignment)
 }
 
-/// Where each argument and the result of a typed Swift entry hook live in a
-/// `hk_swift_frame`: general registers by index (0-5: rdi...r9; 8: r13),
-/// xmm registers by index.
-struct _SwiftFrameLayout: Sendable {
-    struct Place: Sendable {
-        /// Per register of the lowering: (is xmm, index).
-        var registers: [(isFloat: Bool, index: Int)]
-        var lowering: _SwiftLowering
-    }
+/// One piece of a value in a `hk_swift_frame`: `count` bytes at `frame` in
+/// the frame are the value's bytes at `memory`.
+@usableFromInline
+struct _SwiftCopy: Sendable {
+    @usableFromInline let frame: Int
+    @usableFromInline let memory: Int
+    @usableFromInline let count: Int
+    /// A general register (zeroed above `count` when written).
+    @usableFromInline let isGeneral: Bool
 
-    /// The arguments, in the order the hook states them.
-    var arguments: [Place]
-    var result: Place?
-    /// The general register index of `self` in r13.
-    static let selfIndex = 8
+    init(frame: Int, memory: Int, count: Int, isGeneral: Bool) {
+        self.frame = frame
+        self.memory = memory
+        self.count = count
+        self.isGeneral = isGeneral
+    }
 }
 
-extension hk_swift_frame {
-    /// The address of general register `index` of the arguments (see `_SwiftFrameLayout`).
-    static func generalOffset(_ index: Int) -> Int { index == _SwiftFrameLayout.selfIndex ? 64 : index * 8 }
+/// Where each argument and the result of a typed Swift entry hook live in a
+/// `hk_swift_frame`: the pieces of each value, by frame offset.
+@usableFromInline
+struct _SwiftFrameLayout: Sendable {
+    /// The arguments, in the order the hook states them.
+    @usableFromInline var arguments: [[_SwiftCopy]]
+    /// The result (empty for `Void`).
+    @usableFromInline var result: [_SwiftCopy]
+    /// Per argument, then for the result (last): the frame offset of the one
+    /// register that holds the whole value from its first byte, or -1.
+    @usableFromInline var whole: [Int]
+    /// The general register index of `self` in r13.
+    static let selfIndex = 8
+
+    init(arguments: [[_SwiftCopy]], result: [_SwiftCopy]) {
+        self.arguments = arguments
+        self.result = result
+        whole = (arguments + [result]).map { copies in
+            copies.count == 1 && copies[0].memory == 0 ? copies[0].frame : -1
+        }
+    }
+
+    /// The pieces of a value lowered to `lowering`, in the registers given
+    /// by (is xmm, index): argument registers, or (`result`) result registers.
+    static func copies(_ lowering: _SwiftLowering, _ registers: [(isFloat: Bool, index: Int)], result: Bool) -> [_SwiftCopy] {
+        zip(lowering.registers, registers).compactMap { register, at in
+            let count = Swift.min(register.size, lowering.size - register.offset)
+            guard count > 0 else { return nil }
+            let frame = result ? (at.isFloat ? 256 + 16 * at.index : 224 + 8 * at.index)
+                : (at.isFloat ? 96 + 16 * at.index : (at.index == selfIndex ? 64 : at.index * 8))
+            return _SwiftCopy(frame: frame, memory: register.offset, count: count, isGeneral: !at.isFloat)
+        }
+    }
 }

@@ -49,3 +49,18 @@ func README_69() async throws {
     label.title = "Grace"           // field.text == "Grace"; prints changed to Grace
     binding.unbind()
 }
+
+// README.md:98
+func README_98() async throws {
+
+    // UUID() pinned inside a test: the code under test is unchanged.
+    let uuid = try SwiftEntryHook.named("Foundation.UUID.init()", as: (() -> UUID).self)
+    uuid.instead { call in try call.setResult(UUID(uuidString: "00000000-0000-0000-0000-000000000001")!) }
+    print(UUID())                   // 00000000-0000-0000-0000-000000000001
+    try uuid.restore()
+
+    // Every method of a class, with durations.
+    let trace = try SwiftTrace("Foundation.JSONEncoder.*") { call in print(call.name, call.nanoseconds, "ns") }
+    _ = try JSONEncoder().encode([1, 2])   // prints FoundationEssentials.JSONEncoder.init() 85 ns, ...
+    trace.stop()
+}
