@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "CEntryHooks.h"
 #include <errno.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>
@@ -29,6 +30,7 @@ _Static_assert(offsetof(hk_swift_frame, stack) == 320, "frame layout");
 _Static_assert(sizeof(hk_swift_frame) == 336, "frame layout");
 _Static_assert(offsetof(hk_swift_point, handler) == 32, "point layout");
 _Static_assert(offsetof(hk_swift_point, stack_bytes) == 40, "point layout");
+_Static_assert(sizeof(hk_swift_point) <= 56, "a point and the entry's address fit a 64-byte slot");
 
 void hk_swift_entry(void);
 
@@ -158,7 +160,7 @@ __asm__(
 );
 
 // Points in chunks of two pages: the first holds one 16-byte stub per
-// 64-byte slot (`lea r11, [rip + data]; jmp [rip + data + 48]`), written
+// 64-byte slot (`lea r11, [rip + data]; jmp [rip + data + 56]`), written
 // once and made read-execute; the second, at the same offset, the point
 // and the address of hk_swift_entry. Never freed: a thread may be in a stub.
 #define HK_PAGE 4096
@@ -173,8 +175,8 @@ static void write_stub(uint8_t *code) {
   int32_t disp = HK_PAGE - 7;
   code[0] = 0x4C; code[1] = 0x8D; code[2] = 0x1D;
   memcpy(code + 3, &disp, 4);
-  // jmp [rip + disp]: the entry's address, 48 bytes into the data slot.
-  disp = HK_PAGE + 48 - 13;
+  // jmp [rip + disp]: the entry's address, 56 bytes into the data slot.
+  disp = HK_PAGE + 56 - 13;
   code[7] = 0xFF; code[8] = 0x25;
   memcpy(code + 9, &disp, 4);
   memset(code + 13, 0xCC, HK_SLOT - 13);
@@ -202,7 +204,7 @@ hk_swift_point *hk_swift_point_make(const void **entry) {
   }
   hk_swift_point *point = (hk_swift_point *)(stub + HK_PAGE);
   memset(point, 0, sizeof *point);
-  *(void **)((uint8_t *)point + 48) = (void *)hk_swift_entry;
+  *(void **)((uint8_t *)point + 56) = (void *)hk_swift_entry;
   pthread_mutex_unlock(&lock);
   *entry = stub;
   return point;
@@ -214,10 +216,104 @@ void hk_swift_point_set(hk_swift_point *point, uintptr_t active, uintptr_t only)
   __atomic_store_n(&point->active, active, __ATOMIC_RELEASE);
 }
 
+// MARK: - modify accesses
+//
+// A modify coroutine's ramp returns its continuation (rax) and the address
+// of the value (rdx); the caller changes the value and calls the
+// continuation (rdi: the caller's buffer, esi: 1 if unwinding) to end the
+// access. A hooked ramp hands the caller `hk_swift_modify_resume` instead,
+// after recording the access on a per-thread stack (accesses nest, and one
+// ends on the thread that began it). The trampoline has the value copied
+// (the point's `modify`, mode 0) into its frame, calls the real
+// continuation, which ends the access (so hooks may access the property
+// again), and then runs the hooks on the copy (mode 1, which destroys it).
+
+typedef struct {
+  void *buffer;
+  const void *resume;
+  void *address;
+  hk_swift_point *point;
+  uint64_t self;
+} modify_access;
+
+#define HK_MODIFY_DEPTH 64
+static _Thread_local modify_access accesses[HK_MODIFY_DEPTH];
+static _Thread_local int access_depth;
+
+void hk_swift_modify_resume(void);
+
+const void *hk_swift_modify_began(hk_swift_point *point, void *buffer, const void *resume, void *address, uint64_t self) {
+  // Too deep (a recursion of 64 accesses): this one is not observed.
+  if (access_depth == HK_MODIFY_DEPTH) return resume;
+  accesses[access_depth++] = (modify_access){buffer, resume, address, point, self};
+  return (const void *)hk_swift_modify_resume;
+}
+
+// The trampoline's scratch: what the access was, whether it is observed,
+// and the copy of the value (HK_MODIFY_VALUE bytes, 16-aligned).
+typedef struct {
+  hk_swift_point *point;
+  uint64_t self;
+  uint64_t observed;
+  uint64_t unused;
+  unsigned char value[HK_MODIFY_VALUE];
+} modify_scratch;
+_Static_assert(sizeof(modify_scratch) == 160, "the trampoline reserves 160 bytes");
+
+// The access of `buffer` ends: its value is copied if hooks are to see it,
+// and the real continuation is returned.
+const void *hk_swift_modify_ending(void *buffer, int unwinding, modify_scratch *scratch) {
+  int i = access_depth - 1;
+  while (i >= 0 && accesses[i].buffer != buffer) i--;
+  if (i < 0) abort();  // a continuation no ramp handed out: cannot happen
+  modify_access access = accesses[i];
+  // Accesses end in reverse order; one skipped (an unwind that never called back) goes too.
+  access_depth = i;
+  scratch->point = access.point;
+  scratch->self = access.self;
+  scratch->observed = !unwinding && access.point->modify &&
+                      access.point->modify(access.point, 0, access.address, access.self, scratch->value);
+  return access.resume;
+}
+
+void hk_swift_modify_ended(modify_scratch *scratch) {
+  if (scratch->observed) scratch->point->modify(scratch->point, 1, NULL, scratch->self, scratch->value);
+}
+
+// hk_swift_modify_resume(buffer: rdi, unwinding: esi): the caller's call of
+// the continuation, with its return address on the stack.
+__asm__(
+  ".text\n"
+  ".globl hk_swift_modify_resume\n"
+  ".hidden hk_swift_modify_resume\n"
+  ".type hk_swift_modify_resume,@function\n"
+  "hk_swift_modify_resume:\n"
+  "  pushq %rbp\n"
+  "  movq %rsp, %rbp\n"
+  "  subq $176, %rsp\n"
+  "  movq %rdi, 160(%rsp)\n"
+  "  movq %rsi, 168(%rsp)\n"
+  "  movq %rsp, %rdx\n"
+  "  andl $1, %esi\n"
+  "  callq hk_swift_modify_ending\n"
+  "  movq 160(%rsp), %rdi\n"
+  "  movq 168(%rsp), %rsi\n"
+  "  callq *%rax\n"
+  "  movq %rsp, %rdi\n"
+  "  callq hk_swift_modify_ended\n"
+  "  leave\n"
+  "  retq\n"
+  ".size hk_swift_modify_resume, .-hk_swift_modify_resume\n"
+);
+
 #else  // not x86-64 Linux
 
 hk_swift_point *hk_swift_point_make(const void **entry) { *entry = NULL; errno = ENOTSUP; return NULL; }
 void hk_swift_point_set(hk_swift_point *point, uintptr_t active, uintptr_t only) { (void)point; (void)active; (void)only; }
 void hk_swift_call(const void *function, hk_swift_frame *frame) { (void)function; (void)frame; }
+const void *hk_swift_modify_began(hk_swift_point *point, void *buffer, const void *resume, void *address, uint64_t self) {
+  (void)point; (void)buffer; (void)address; (void)self;
+  return resume;
+}
 
 #endif

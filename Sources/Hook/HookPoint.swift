@@ -175,8 +175,8 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// skips other objects' calls while every hook is for one object).
     @discardableResult
     package func _add(_ position: HookPosition, onlyForTarget target: UInt, owner: AnyObject?, _ body: @escaping HookBody) -> HookToken {
-        let token = HookToken(point: self, position: position, owner: owner.map(_HookOwner.init),
-                              runsWhenVetoed: position != .after || shape.kind != .property, onlyFor: target) { call in
+        let token = _FilteredHookToken(point: self, position: position, owner: owner.map(_HookOwner.init),
+                                       runsWhenVetoed: position != .after || shape.kind != .property, target: target) { call in
             guard let object = call.target, UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque()) == target else {
                 // Another object's call: an instead hook lets it through.
                 if position == .instead { try call.invokeOriginal() }

@@ -33,13 +33,13 @@ public class HookToken: @unchecked Sendable {
     let isTypedAfter: Bool
     private let removed = Atomic<Bool>(false)
     /// The object (its address) the hook runs for (see `HookPoint._add(_:onlyForTarget:owner:_:)`); 0: every call.
-    let onlyFor: UInt
+    /// (Computed: a hook of every call stays the size it was, a bind's footprint with it.)
+    var onlyFor: UInt { 0 }
     /// The hook point, by an unowned reference: its memory, not the point.
     private let pointReference: _UnownedReference
 
     init(point: HookPoint, position: HookPosition, owner: _HookOwner?, runsWhenVetoed: Bool, isBookkeeping: Bool = false,
-         isTypedAfter: Bool = false, onlyFor: UInt = 0, body: @escaping HookBody) {
-        self.onlyFor = onlyFor
+         isTypedAfter: Bool = false, body: @escaping HookBody) {
         self.body = body
         self.isBookkeeping = isBookkeeping
         self.isTypedAfter = isTypedAfter
@@ -135,4 +135,16 @@ final class _TypedSetHook<Value>: HookToken, @unchecked Sendable {
         try typedBody(old.assumingMemoryBound(to: Value.self).pointee,
                       call.argumentPointers[0].unsafelyUnwrapped.assumingMemoryBound(to: Value.self).pointee)
     }
+}
+
+/// A hook that runs for one object's calls (see `HookPoint._add(_:onlyForTarget:owner:_:)`).
+final class _FilteredHookToken: HookToken, @unchecked Sendable {
+    let target: UInt
+
+    init(point: HookPoint, position: HookPosition, owner: _HookOwner?, runsWhenVetoed: Bool, target: UInt, body: @escaping HookBody) {
+        self.target = target
+        super.init(point: point, position: position, owner: owner, runsWhenVetoed: runsWhenVetoed, body: body)
+    }
+
+    override var onlyFor: UInt { target }
 }

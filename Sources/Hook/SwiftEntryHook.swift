@@ -393,8 +393,11 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
     let point: UnsafeMutablePointer<hk_swift_point>
     /// Whether the function throws (its error in r12).
     let canThrow: Bool
+    /// Whether it is a modify coroutine's ramp (`SwiftModifyHook`): its typed
+    /// hooks run when the access ends, not after the ramp.
+    let isModify: Bool
 
-    init(function: _SwiftFunction, stub: UnsafeRawPointer, shape: _Shape) throws(HookError) {
+    init(function: _SwiftFunction, stub: UnsafeRawPointer, shape: _Shape, isModify: Bool = false) throws(HookError) {
         var entry: UnsafeRawPointer?
         guard let point = hk_swift_point_make(&entry), let entry else {
             throw HookError(.closureMemoryRefused, point: function.written, "no memory for the entry's stub (errno \(errno))")
@@ -407,6 +410,7 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
         self.entry = entry
         self.point = point
         self.canThrow = shape.shape.canThrow
+        self.isModify = isModify
         super.init(name: function.written, shape: shape, target: nil)
         point.pointee.original = stub
         point.pointee.context = Unmanaged.passUnretained(self).toOpaque()
@@ -443,7 +447,7 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
     /// after hook here, without the generic subclass (whose unspecialized
     /// code would make its pack's metadata first), the rest in `_handle`.
     final func _dispatch(_ frame: UnsafeMutablePointer<hk_swift_frame>) {
-        if _Hooks(bits: current.load(ordering: .relaxed)).isLoneTypedAfter, typedAfterCall(frame) { return }
+        if !isModify, _Hooks(bits: current.load(ordering: .relaxed)).isLoneTypedAfter, typedAfterCall(frame) { return }
         _handle(frame)
     }
 
@@ -476,6 +480,9 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
     }
 
     func _handle(_ frame: UnsafeMutablePointer<hk_swift_frame>) {}
+
+    /// A modify access ends (`SwiftModifyHook`; see `hk_swift_point.modify`).
+    func _accessEnds(_ mode: Int32, _ address: UnsafeMutableRawPointer?, _ object: UInt64, _ storage: UnsafeMutableRawPointer) -> Int32 { 0 }
 
     override func _hooksWillPublish(_ hooks: [HookToken]) {
         // The stub's fast path: no hooks, or hooks for one object only.
@@ -516,10 +523,17 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
 final class _SwiftTypedAfterHook: HookToken, @unchecked Sendable {
     let native: (UnsafeMutableRawPointer) throws -> Void
 
-    init(point: HookPoint, owner: AnyObject?, native: @escaping (UnsafeMutableRawPointer) throws -> Void, recorded: @escaping HookBody) {
+    let target: UInt
+
+    init(point: HookPoint, owner: AnyObject?, native: @escaping (UnsafeMutableRawPointer) throws -> Void, onlyFor: UInt = 0,
+         recorded: @escaping HookBody) {
         self.native = native
-        super.init(point: point, position: .after, owner: owner.map(_HookOwner.init), runsWhenVetoed: true, isTypedAfter: true, body: recorded)
+        target = onlyFor
+        super.init(point: point, position: .after, owner: owner.map(_HookOwner.init), runsWhenVetoed: true, isTypedAfter: true,
+                   body: recorded)
     }
+
+    override var onlyFor: UInt { target }
 }
 
 /// Values put together from the registers of a `hk_swift_frame` and spread

@@ -88,13 +88,26 @@ typedef struct hk_swift_point {
   void *context;               // the Swift hook point, unretained
   void (*handler)(struct hk_swift_point *point, hk_swift_frame *frame);
   uint64_t stack_bytes;        // copied into each frame
+  // A modify coroutine's point: when an access its ramp began ends, mode 0
+  // (before the real continuation) copies the value at `address` into
+  // `value` (HK_MODIFY_VALUE bytes; a box's address if larger) and returns
+  // whether hooks are to run; mode 1 (after it) runs them on the copy and
+  // destroys it. See hk_swift_modify_began.
+  int (*modify)(struct hk_swift_point *point, int mode, void *address, uint64_t self, void *value);
 } hk_swift_point;
+
+#define HK_MODIFY_VALUE 128
 
 // A new point and its stub (`*entry`: where the function's patch leads);
 // NULL if memory is refused. Never freed: a thread may still be in a stub.
 hk_swift_point *hk_swift_point_make(const void **entry);
 void hk_swift_point_set(hk_swift_point *point, uintptr_t active, uintptr_t only);
 void hk_swift_call(const void *function, hk_swift_frame *frame);
+
+// A modify ramp's call that returned `resume` and `address`: recorded, and
+// the continuation to hand the caller instead returned (the point's
+// `modify_ended` runs when the caller ends the access).
+const void *hk_swift_modify_began(hk_swift_point *point, void *buffer, const void *resume, void *address, uint64_t self);
 
 // SwiftTrace's per-thread state: the depth of traced calls (adds `delta`,
 // returns the depth before), and whether the last traced call threw (sets

@@ -11,7 +11,7 @@ struct _SwiftEntryPlan {
             throw HookError(.unsupportedType, point: written, "'\(function.demangled)' is generic: typed access needs concrete types (trace it with SwiftEntryHook.trace)")
         }
         if function.kind == .modify {
-            throw HookError(.unsupportedType, point: written, "'\(function.demangled)' is a modify coroutine: hook the setter and the getter (a `+=` from another module calls modify)")
+            throw HookError(.unsupportedType, point: written, "'\(function.demangled)' is a modify coroutine: observe its accesses with SwiftModifyHook (a `+=` from another module calls it, not the setter)")
         }
         if function.canThrow != canThrow {
             throw HookError(.typeMismatch, point: written, function.canThrow

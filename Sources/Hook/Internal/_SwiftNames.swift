@@ -30,6 +30,8 @@ struct _SwiftFunction: @unchecked Sendable {
     let parameters: [String]
     /// The result type as demangled (`()` for none).
     let result: String
+    /// An accessor's value type (`Swift.Int` for `age.modify : Swift.Int`); nil for a function.
+    let valueType: String?
     let canThrow: Bool
     let isAsync: Bool
     /// Generic (the function or its type has generic parameters).
@@ -81,6 +83,7 @@ struct _SwiftFunction: @unchecked Sendable {
             context = parts.count > 2 ? parts[..<(parts.count - 2)].joined(separator: ".") : nil
             labels = nil
             let type = String(rest.dropFirst(3))
+            valueType = type
             parameters = kind == .setter ? [type] : []
             result = kind == .getter ? type : "()"
             canThrow = false
@@ -109,6 +112,7 @@ struct _SwiftFunction: @unchecked Sendable {
         if tail.hasPrefix(" where ") { return nil }
         guard tail.hasPrefix(" -> ") else { return nil }
         result = String(tail.dropFirst(4))
+        valueType = nil
         let parts = name.split(separator: ".", omittingEmptySubsequences: false)
         var base = String(parts[parts.count - 1])
         var kind = Kind.function
