@@ -46,7 +46,9 @@ int hk_entry_each_function(const char *object,
 // MARK: - Relocating the displaced instructions
 
 // Calls `visit` for each function symbol (STT_FUNC, defined, non-zero size)
-// of every loaded object whose name starts with one of `prefixes` (each
+// and each Swift method descriptor (a data symbol ending in `Tq`, whose
+// `address` is the descriptor's) of every loaded object whose name starts
+// with one of `prefixes` (each
 // ended by a NUL, the list by an empty one; all if NULL or ""), with the
 // object's path; returns how many were visited. `visit` returning non-zero
 // stops the walk.

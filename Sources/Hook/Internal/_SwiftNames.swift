@@ -141,6 +141,10 @@ struct _SwiftFunction: @unchecked Sendable {
 
 /// Finding Swift functions by the names people write.
 enum _SwiftNames {
+    /// Tests: find functions through method descriptors only, as in a
+    /// stripped module built with library evolution.
+    @TaskLocal static var descriptorsOnly = false
+
     /// `Model.Person.__allocating_init(name:)` as written: `Model.Person.init(name:)`.
     static func allocatingAsInit(_ written: String) -> String {
         let marker = "__allocating_init("
@@ -306,7 +310,21 @@ enum _SwiftNames {
                     let found = Unmanaged<Found>.fromOpaque(context!).takeUnretainedValue()
                     let path = String(cString: object!)
                     if let wanted = found.object, path != wanted, !path.hasSuffix("/" + wanted) { return 0 }
-                    if let function = _SwiftFunction(mangled: String(cString: name!), object: path, address: address!, size: size),
+                    var mangled = String(cString: name!)
+                    var address = address!, size = size
+                    if mangled.hasSuffix("Tq") {
+                        // A method descriptor (flags, then the implementation relative to the
+                        // field): the way to a class's method of a module built with library
+                        // evolution, whose implementation symbols are local (and may be stripped).
+                        let offset = address.load(fromByteOffset: 4, as: Int32.self)
+                        guard offset != 0 else { return 0 }
+                        address = address + 4 + Int(offset)
+                        size = 0
+                        mangled.removeLast(2)
+                    } else if _SwiftNames.descriptorsOnly {
+                        return 0
+                    }
+                    if let function = _SwiftFunction(mangled: mangled, object: path, address: address, size: size),
                        found.query.matches(function) {
                         found.functions.append(function)
                     }
@@ -327,8 +345,10 @@ enum _SwiftNames {
         // A class's initializer is called through its allocating entry: the other one runs inside it.
         let allocating = Set(found.filter { $0.baseName == "__allocating_init" }.map { allocatingAsInit($0.written) })
         found.removeAll { $0.kind == .initializer && $0.baseName == "init" && allocating.contains($0.written) }
-        // The same function under two symbols (an alias) counts once.
+        // The same function under two symbols (an alias, or its symbol and its
+        // method descriptor) counts once: its symbol, which has its size.
         var seen = Set<UInt>()
+        found.sort { $0.size > $1.size }
         return found.filter { seen.insert(UInt(bitPattern: $0.address)).inserted }
     }
 }
