@@ -27,7 +27,8 @@ _Static_assert(offsetof(hk_swift_frame, xmm) == 96, "frame layout");
 _Static_assert(offsetof(hk_swift_frame, result) == 224, "frame layout");
 _Static_assert(offsetof(hk_swift_frame, xresult) == 256, "frame layout");
 _Static_assert(offsetof(hk_swift_frame, stack) == 320, "frame layout");
-_Static_assert(sizeof(hk_swift_frame) == 336, "frame layout");
+_Static_assert(sizeof(hk_swift_frame) == 528, "frame layout");
+_Static_assert(offsetof(hk_swift_frame, scratch) == 336, "the scratch offset SwiftEntryHook.swift states");
 _Static_assert(offsetof(hk_swift_point, handler) == 32, "point layout");
 _Static_assert(offsetof(hk_swift_point, stack_bytes) == 40, "point layout");
 _Static_assert(sizeof(hk_swift_point) <= 56, "a point and the entry's address fit a 64-byte slot");
@@ -52,7 +53,7 @@ __asm__(
   "2:\n"
   "  pushq %rbp\n"
   "  movq %rsp, %rbp\n"
-  "  subq $336, %rsp\n"
+  "  subq $528, %rsp\n"
   "  movq %rdi, 0(%rsp)\n"
   "  movq %rsi, 8(%rsp)\n"
   "  movq %rdx, 16(%rsp)\n"

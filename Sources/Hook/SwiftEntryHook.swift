@@ -180,7 +180,14 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
         try _checkArguments(Void.self)
         let layout = self.layout
         let native: (UnsafeMutableRawPointer) throws -> Void = { frame in
-            try body(_SwiftValues.read(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], take: false))
+            let s = frame + _SwiftValues.scratch
+            let pr = _SwiftValues.place(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], s)
+            // Moved out and back: the hook borrows the caller's values, no retain, no release.
+            let r = pr.move()
+            var failure: (any Error)?
+            do { try body(r) } catch { failure = error }
+            pr.initialize(to: r)
+            if let failure { throw failure }
         }
         return try _addSwiftTypedAfter(for: object, owner: owner, native: native) { (result: R, arguments: repeat each A) in
             try body(result)
@@ -193,7 +200,16 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
         try _checkArguments(A0.self)
         let layout = self.layout
         let native: (UnsafeMutableRawPointer) throws -> Void = { frame in
-            try body(_SwiftValues.read(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], take: false), _SwiftValues.read(A0.self, frame, layout.arguments[0], whole: layout.whole[0], take: false))
+            let s = frame + _SwiftValues.scratch
+            let pr = _SwiftValues.place(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], s)
+            let p0 = _SwiftValues.place(A0.self, frame, layout.arguments[0], whole: layout.whole[0], s + 32)
+            // Moved out and back: the hook borrows the caller's values, no retain, no release.
+            let r = pr.move(), a0 = p0.move()
+            var failure: (any Error)?
+            do { try body(r, a0) } catch { failure = error }
+            pr.initialize(to: r)
+            p0.initialize(to: a0)
+            if let failure { throw failure }
         }
         return try _addSwiftTypedAfter(for: object, owner: owner, native: native) { (result: R, arguments: repeat each A) in
             try body(result, _SwiftValues.element(0, A0.self, repeat each arguments))
@@ -206,7 +222,18 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
         try _checkArguments((A0, A1).self)
         let layout = self.layout
         let native: (UnsafeMutableRawPointer) throws -> Void = { frame in
-            try body(_SwiftValues.read(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], take: false), _SwiftValues.read(A0.self, frame, layout.arguments[0], whole: layout.whole[0], take: false), _SwiftValues.read(A1.self, frame, layout.arguments[1], whole: layout.whole[1], take: false))
+            let s = frame + _SwiftValues.scratch
+            let pr = _SwiftValues.place(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], s)
+            let p0 = _SwiftValues.place(A0.self, frame, layout.arguments[0], whole: layout.whole[0], s + 32)
+            let p1 = _SwiftValues.place(A1.self, frame, layout.arguments[1], whole: layout.whole[1], s + 64)
+            // Moved out and back: the hook borrows the caller's values, no retain, no release.
+            let r = pr.move(), a0 = p0.move(), a1 = p1.move()
+            var failure: (any Error)?
+            do { try body(r, a0, a1) } catch { failure = error }
+            pr.initialize(to: r)
+            p0.initialize(to: a0)
+            p1.initialize(to: a1)
+            if let failure { throw failure }
         }
         return try _addSwiftTypedAfter(for: object, owner: owner, native: native) { (result: R, arguments: repeat each A) in
             try body(result, _SwiftValues.element(0, A0.self, repeat each arguments), _SwiftValues.element(1, A1.self, repeat each arguments))
@@ -219,7 +246,20 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
         try _checkArguments((A0, A1, A2).self)
         let layout = self.layout
         let native: (UnsafeMutableRawPointer) throws -> Void = { frame in
-            try body(_SwiftValues.read(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], take: false), _SwiftValues.read(A0.self, frame, layout.arguments[0], whole: layout.whole[0], take: false), _SwiftValues.read(A1.self, frame, layout.arguments[1], whole: layout.whole[1], take: false), _SwiftValues.read(A2.self, frame, layout.arguments[2], whole: layout.whole[2], take: false))
+            let s = frame + _SwiftValues.scratch
+            let pr = _SwiftValues.place(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], s)
+            let p0 = _SwiftValues.place(A0.self, frame, layout.arguments[0], whole: layout.whole[0], s + 32)
+            let p1 = _SwiftValues.place(A1.self, frame, layout.arguments[1], whole: layout.whole[1], s + 64)
+            let p2 = _SwiftValues.place(A2.self, frame, layout.arguments[2], whole: layout.whole[2], s + 96)
+            // Moved out and back: the hook borrows the caller's values, no retain, no release.
+            let r = pr.move(), a0 = p0.move(), a1 = p1.move(), a2 = p2.move()
+            var failure: (any Error)?
+            do { try body(r, a0, a1, a2) } catch { failure = error }
+            pr.initialize(to: r)
+            p0.initialize(to: a0)
+            p1.initialize(to: a1)
+            p2.initialize(to: a2)
+            if let failure { throw failure }
         }
         return try _addSwiftTypedAfter(for: object, owner: owner, native: native) { (result: R, arguments: repeat each A) in
             try body(result, _SwiftValues.element(0, A0.self, repeat each arguments), _SwiftValues.element(1, A1.self, repeat each arguments), _SwiftValues.element(2, A2.self, repeat each arguments))
@@ -232,7 +272,22 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
         try _checkArguments((A0, A1, A2, A3).self)
         let layout = self.layout
         let native: (UnsafeMutableRawPointer) throws -> Void = { frame in
-            try body(_SwiftValues.read(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], take: false), _SwiftValues.read(A0.self, frame, layout.arguments[0], whole: layout.whole[0], take: false), _SwiftValues.read(A1.self, frame, layout.arguments[1], whole: layout.whole[1], take: false), _SwiftValues.read(A2.self, frame, layout.arguments[2], whole: layout.whole[2], take: false), _SwiftValues.read(A3.self, frame, layout.arguments[3], whole: layout.whole[3], take: false))
+            let s = frame + _SwiftValues.scratch
+            let pr = _SwiftValues.place(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], s)
+            let p0 = _SwiftValues.place(A0.self, frame, layout.arguments[0], whole: layout.whole[0], s + 32)
+            let p1 = _SwiftValues.place(A1.self, frame, layout.arguments[1], whole: layout.whole[1], s + 64)
+            let p2 = _SwiftValues.place(A2.self, frame, layout.arguments[2], whole: layout.whole[2], s + 96)
+            let p3 = _SwiftValues.place(A3.self, frame, layout.arguments[3], whole: layout.whole[3], s + 128)
+            // Moved out and back: the hook borrows the caller's values, no retain, no release.
+            let r = pr.move(), a0 = p0.move(), a1 = p1.move(), a2 = p2.move(), a3 = p3.move()
+            var failure: (any Error)?
+            do { try body(r, a0, a1, a2, a3) } catch { failure = error }
+            pr.initialize(to: r)
+            p0.initialize(to: a0)
+            p1.initialize(to: a1)
+            p2.initialize(to: a2)
+            p3.initialize(to: a3)
+            if let failure { throw failure }
         }
         return try _addSwiftTypedAfter(for: object, owner: owner, native: native) { (result: R, arguments: repeat each A) in
             try body(result, _SwiftValues.element(0, A0.self, repeat each arguments), _SwiftValues.element(1, A1.self, repeat each arguments), _SwiftValues.element(2, A2.self, repeat each arguments), _SwiftValues.element(3, A3.self, repeat each arguments))
@@ -245,7 +300,24 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
         try _checkArguments((A0, A1, A2, A3, A4).self)
         let layout = self.layout
         let native: (UnsafeMutableRawPointer) throws -> Void = { frame in
-            try body(_SwiftValues.read(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], take: false), _SwiftValues.read(A0.self, frame, layout.arguments[0], whole: layout.whole[0], take: false), _SwiftValues.read(A1.self, frame, layout.arguments[1], whole: layout.whole[1], take: false), _SwiftValues.read(A2.self, frame, layout.arguments[2], whole: layout.whole[2], take: false), _SwiftValues.read(A3.self, frame, layout.arguments[3], whole: layout.whole[3], take: false), _SwiftValues.read(A4.self, frame, layout.arguments[4], whole: layout.whole[4], take: false))
+            let s = frame + _SwiftValues.scratch
+            let pr = _SwiftValues.place(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], s)
+            let p0 = _SwiftValues.place(A0.self, frame, layout.arguments[0], whole: layout.whole[0], s + 32)
+            let p1 = _SwiftValues.place(A1.self, frame, layout.arguments[1], whole: layout.whole[1], s + 64)
+            let p2 = _SwiftValues.place(A2.self, frame, layout.arguments[2], whole: layout.whole[2], s + 96)
+            let p3 = _SwiftValues.place(A3.self, frame, layout.arguments[3], whole: layout.whole[3], s + 128)
+            let p4 = _SwiftValues.place(A4.self, frame, layout.arguments[4], whole: layout.whole[4], s + 160)
+            // Moved out and back: the hook borrows the caller's values, no retain, no release.
+            let r = pr.move(), a0 = p0.move(), a1 = p1.move(), a2 = p2.move(), a3 = p3.move(), a4 = p4.move()
+            var failure: (any Error)?
+            do { try body(r, a0, a1, a2, a3, a4) } catch { failure = error }
+            pr.initialize(to: r)
+            p0.initialize(to: a0)
+            p1.initialize(to: a1)
+            p2.initialize(to: a2)
+            p3.initialize(to: a3)
+            p4.initialize(to: a4)
+            if let failure { throw failure }
         }
         return try _addSwiftTypedAfter(for: object, owner: owner, native: native) { (result: R, arguments: repeat each A) in
             try body(result, _SwiftValues.element(0, A0.self, repeat each arguments), _SwiftValues.element(1, A1.self, repeat each arguments), _SwiftValues.element(2, A2.self, repeat each arguments), _SwiftValues.element(3, A3.self, repeat each arguments), _SwiftValues.element(4, A4.self, repeat each arguments))
@@ -567,6 +639,30 @@ enum _SwiftValues {
             let typed = memory.assumingMemoryBound(to: T.self)
             return take ? typed.move() : typed.pointee
         }
+    }
+
+    /// Where a frame's scratch room is (`hk_swift_frame.scratch`: six
+    /// values of 32 bytes; C asserts the offset).
+    @usableFromInline static var scratch: Int { 336 }
+
+    /// Where a value of the frame is, whole: its register when one holds
+    /// it (but a `Bool`, whose register's other bits are not its), else put
+    /// together from its registers in `scratch` (32 bytes). The caller moves
+    /// it out for a hook's call and back after it: the hook borrows the
+    /// caller's value, and no reference count is touched.
+    @inlinable @inline(__always)
+    static func place<T>(_ type: T.Type, _ frame: UnsafeMutableRawPointer, _ copies: [_SwiftCopy], whole: Int,
+                         _ scratch: UnsafeMutableRawPointer) -> UnsafeMutablePointer<T> {
+        if whole >= 0 && T.self != Bool.self { return (frame + whole).assumingMemoryBound(to: T.self) }
+        for copy in copies {
+            if copy.count == 8 {
+                scratch.storeBytes(of: frame.load(fromByteOffset: copy.frame, as: UInt64.self), toByteOffset: copy.memory, as: UInt64.self)
+            } else {
+                scratch.advanced(by: copy.memory).copyMemory(from: frame + copy.frame, byteCount: copy.count)
+            }
+        }
+        if T.self == Bool.self { scratch.storeBytes(of: scratch.load(as: UInt8.self) & 1, as: UInt8.self) }
+        return scratch.assumingMemoryBound(to: T.self)
     }
 
     /// `index`, then one more.

@@ -1,5 +1,6 @@
 import Hook
 import SwiftEntrySample
+import Synchronization
 import Testing
 
 /// Every suite of Swift entry hooks, one at a time: they hook the same
@@ -251,4 +252,34 @@ extension SwiftEntrySuites {
         try again.restore()
     }
 }
+
+    /// A typed after hook borrows the call's values (moved out of the
+    /// registers and back): one that throws, or keeps what it was given,
+    /// leaves the caller's result and objects as they were.
+    @Test func aTypedAfterHookThatThrowsOrKeepsItsValues() throws {
+        let greet = try SwiftEntryHook.named("SwiftEntrySample.Person.greet(_:)", as: ((Person, String) -> String).self)
+        defer { try? greet.restore() }
+        let errors = Mutex<[String]>([])
+        greet.hookErrorHandler = { error, _ in errors.withLock { $0.append("\(error)") } }
+        var kept: [(String, Person, String)] = []
+        try greet.afterReturning { (text: String, person: Person, other: String) in
+            if other == "x" { throw SampleError.notANumber(other) }
+            kept.append((text, person, other))
+        }
+        weak var weakAda: Person?
+        do {
+            let ada = Person(name: "Ada", age: 36)
+            weakAda = ada
+            let guest = String(repeating: "Grace", count: 4)  // not a small string: a reference inside
+            for _ in 0..<3 {
+                #expect(ada.greet("x") == "Hello x, I am Ada")
+                #expect(ada.greet(guest) == "Hello \(guest), I am Ada")
+            }
+        }
+        #expect(errors.withLock { $0 } == Array(repeating: "notANumber(\"x\")", count: 3))
+        #expect(kept.count == 3 && kept.allSatisfy { $0.0.hasSuffix("I am Ada") && $0.1.name == "Ada" && $0.2.count == 20 })
+        #expect(weakAda != nil)  // kept by the hook
+        kept.removeAll()
+        #expect(weakAda == nil)  // and no more: not over-retained
+    }
 }

@@ -81,6 +81,7 @@ typedef struct {
   uint64_t xresult[4][2];  // xmm0-3 on return
   const void *stack;     // the caller's stack arguments
   uint64_t stack_bytes;  // how many of them hk_swift_call copies (a multiple of 16)
+  uint64_t scratch[24];  // a typed after hook's values put together (six of 32 bytes)
 } hk_swift_frame;
 
 typedef struct hk_swift_point {
