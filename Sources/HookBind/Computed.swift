@@ -148,8 +148,9 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         // a retain and a release of its source.
         let changed = dependencies.withUnsafeBufferPointer { dependencies -> Bool in
             for i in dependencies.indices {
-                dependencies[i].source._refresh()
-                if dependencies[i].source._version != dependencies[i].version { return true }
+                // Not retained: the computed keeps its dependencies (the list
+                // is not changed while it refreshes them).
+                if dependencies[i].refreshed() != dependencies[i].version { return true }
             }
             return false
         }
@@ -195,6 +196,14 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
             dependency.source._node.removeDependent(link)
         }
         _node.height = height
+    }
+
+    @usableFromInline
+    static func _refreshed(_ object: UnsafeRawPointer) -> UInt64 {
+        Unmanaged<Computed>.fromOpaque(object)._withUnsafeGuaranteedRef { computed in
+            computed._refresh()
+            return computed._node.version
+        }
     }
 
     func _markDirty() {

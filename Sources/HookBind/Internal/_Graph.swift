@@ -79,6 +79,9 @@ protocol _Source: AnyObject {
     /// A computed read the value for the first time (`_node.isRead` was just
     /// set), under the value's group lock.
     func _becameRead()
+    /// `_refresh()` then `_version` of the value at `object` (one of this
+    /// type), without reference counting: the caller keeps it.
+    static func _refreshed(_ object: UnsafeRawPointer) -> UInt64
 }
 
 /// A computed value: told when a dependency changed, asked to publish.
@@ -90,8 +93,24 @@ protocol _Dependent: AnyObject {
 
 /// One dependency as recorded by an evaluation.
 struct _Dependency {
+    /// Kept: a computed holds what it reads.
     let source: any _Source
-    let version: UInt64
+    var version: UInt64
+    /// `source` as its type and address: refreshed through them without
+    /// reference counting (`source` keeps it; a metatype is not counted).
+    let type: any _Source.Type
+    let object: UnsafeRawPointer
+
+    init(source: any _Source, version: UInt64) {
+        self.source = source
+        self.version = version
+        type = Swift.type(of: source)
+        object = UnsafeRawPointer(Unmanaged.passUnretained(source as AnyObject).toOpaque())
+    }
+
+    /// Brings the source up to date and returns its version.
+    @inline(__always)
+    func refreshed() -> UInt64 { type._refreshed(object) }
 }
 
 /// A thread's part of the graph's state (each thread has its own, see
@@ -100,7 +119,8 @@ struct _Dependency {
 @usableFromInline
 final class _GraphState: @unchecked Sendable {
     /// The evaluations running on this thread, innermost last.
-    @exclusivity(unchecked) var evaluations: [_Evaluation] = []
+    /// (Unretained: `_Graph.reevaluate` keeps each while it runs.)
+    @exclusivity(unchecked) var evaluations: [Unmanaged<_Evaluation>] = []
     @exclusivity(unchecked) @usableFromInline var batchDepth = 0
     /// Deferred calls of observables written in the current batch, in the order first written.
     @exclusivity(unchecked) var commits: [() -> Void] = []
@@ -139,7 +159,7 @@ final class _Evaluation {
         if !diverged {
             let done = dependencies.withUnsafeMutableBufferPointer { dependencies -> Bool in
                 if matched < dependencies.count, dependencies[matched].source === source {
-                    dependencies[matched] = _Dependency(source: dependencies[matched].source, version: source._version)
+                    dependencies[matched].version = source._version
                     matched += 1
                     return true
                 }
@@ -172,6 +192,18 @@ enum _Graph {
     @usableFromInline
     static var state: _GraphState { _LockThread.current.graph }
 
+    /// The calling thread's state, without reference counting (the thread keeps it).
+    @inline(__always)
+    static var unmanagedState: Unmanaged<_GraphState> {
+        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.graph) }
+    }
+
+    /// Runs `body` with the calling thread's state, without reference counting.
+    @inline(__always)
+    static func withState<R>(_ body: (_GraphState) throws -> R) rethrows -> R {
+        try _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { try body($0.graph) }
+    }
+
     /// How many rounds of publishing one change may cause (subscribers that
     /// write what they observe start new rounds) before the rest is dropped.
     static let maximumRounds = 1_000
@@ -189,7 +221,7 @@ enum _Graph {
     @usableFromInline
     static func track(_ source: any _Source) {
         _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in
-            if let evaluation = me.graph.evaluations.last { evaluation.record(source) }
+            if let evaluation = me.graph.evaluations.last { evaluation._withUnsafeGuaranteedRef { $0.record(source) } }
         }
     }
 
@@ -215,8 +247,8 @@ enum _Graph {
         evaluation.diverged = false
         // Storage for reads that differ, from the thread's spare (no allocation once warm).
         if evaluation.fresh.capacity == 0 { swap(&evaluation.fresh, &state.spareDependencies) }
-        state.evaluations.append(evaluation)
-        let value = compute()
+        state.evaluations.append(Unmanaged.passUnretained(evaluation))
+        let value = withExtendedLifetime(evaluation) { compute() }
         state.evaluations.removeLast()
         var replaced: [_Dependency]?
         if evaluation.diverged || evaluation.matched < evaluation.dependencies.count {
@@ -267,7 +299,7 @@ enum _Graph {
     static func enqueue(_ link: _Link) {
         guard !link.isQueued else { return }
         link.isQueued = true
-        state.pending.append(link)
+        withState { $0.pending.append(link) }
     }
 
     /// Publishes what changed, unless a batch or another flush is running.

@@ -195,8 +195,8 @@ final class _LockThread: @unchecked Sendable {
     static let heldCapacity = 16
     @exclusivity(unchecked) var pins: [_Pin] = []
     /// Nested `retaining` scopes, and where the outermost one began in `held`.
-    var retainDepth = 0
-    var retainMark = 0
+    @exclusivity(unchecked) var retainDepth = 0
+    @exclusivity(unchecked) var retainMark = 0
     /// The lock this thread is parked on (under the arbiter).
     var parkedOn: _Group?
     /// A lock a releaser handed to this parked thread (under the arbiter).
@@ -397,18 +397,20 @@ enum _Groups {
 
     /// `retaining` as two calls (for an initializer, which cannot capture `self`).
     static func beginRetaining() {
-        let me = _LockThread.current
-        if me.retainDepth == 0 { me.retainMark = me.held.count }
-        me.retainDepth += 1
+        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in
+            if me.retainDepth == 0 { me.retainMark = me.held.count }
+            me.retainDepth += 1
+        }
     }
 
     static func endRetaining() {
-        let me = _LockThread.current
-        me.retainDepth -= 1
-        guard me.retainDepth == 0 else { return }
-        while me.held.count > me.retainMark {
-            assert(me.held[me.held.count - 1].closed)
-            release(me.held.removeLast(), me)
+        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in
+            me.retainDepth -= 1
+            guard me.retainDepth == 0 else { return }
+            while me.held.count > me.retainMark {
+                assert(me.held[me.held.count - 1].closed)
+                release(me.held.removeLast(), me)
+            }
         }
     }
 
