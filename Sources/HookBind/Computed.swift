@@ -206,6 +206,18 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         }
     }
 
+    static func _markDirty(_ object: UnsafeRawPointer) {
+        Unmanaged<Computed>.fromOpaque(object)._withUnsafeGuaranteedRef { $0._markDirty() }
+    }
+
+    static func _publishIfChanged(_ object: UnsafeRawPointer) {
+        Unmanaged<Computed>.fromOpaque(object)._withUnsafeGuaranteedRef { $0._publishIfChanged() }
+    }
+
+    static func _height(_ object: UnsafeRawPointer) -> Int {
+        Unmanaged<Computed>.fromOpaque(object)._withUnsafeGuaranteedRef { $0._node.height }
+    }
+
     func _markDirty() {
         guard state == .clean else { return }
         state = .dirty

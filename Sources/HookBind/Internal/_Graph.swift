@@ -53,15 +53,27 @@ final class _Node: _Group, @unchecked Sendable {
 /// removes it from its dependencies, so under that lock a live link's
 /// `target` is valid memory, even while its `deinit` waits for the lock.
 final class _Link {
-    unowned(unsafe) var target: any _Dependent
+    /// The computed, as its type and address: called through them without
+    /// reference counting (an `unowned(unsafe)` existential is retained
+    /// for each call made on it).
+    let targetType: any _Dependent.Type
+    let targetObject: UnsafeRawPointer
     /// The computed's group (its lock guards the fields below).
     let group: _Group
     @exclusivity(unchecked) var isAlive = true
     /// In a thread's pending list (so it is there once).
     @exclusivity(unchecked) var isQueued = false
 
+    /// `_markDirty()` of the computed (alive: under its group's lock).
+    @inline(__always) func markDirty() { targetType._markDirty(targetObject) }
+    /// `_publishIfChanged()` of the computed.
+    @inline(__always) func publishIfChanged() { targetType._publishIfChanged(targetObject) }
+    /// `_height` of the computed.
+    @inline(__always) var height: Int { targetType._height(targetObject) }
+
     init(_ target: any _Dependent, group: _Group) {
-        self.target = target
+        targetType = type(of: target)
+        targetObject = UnsafeRawPointer(Unmanaged.passUnretained(target as AnyObject).toOpaque())
         self.group = group
     }
 }
@@ -86,9 +98,11 @@ protocol _Source: AnyObject {
 
 /// A computed value: told when a dependency changed, asked to publish.
 protocol _Dependent: AnyObject {
-    func _markDirty()
-    func _publishIfChanged()
-    var _height: Int { get }
+    /// The value at `object` (one of this type) is to be marked dirty,
+    /// published, or asked its height; the caller keeps it.
+    static func _markDirty(_ object: UnsafeRawPointer)
+    static func _publishIfChanged(_ object: UnsafeRawPointer)
+    static func _height(_ object: UnsafeRawPointer) -> Int
 }
 
 /// One dependency as recorded by an evaluation.
@@ -119,8 +133,16 @@ struct _Dependency {
 @usableFromInline
 final class _GraphState: @unchecked Sendable {
     /// The evaluations running on this thread, innermost last.
-    /// (Unretained: `_Graph.reevaluate` keeps each while it runs.)
+    /// `evaluationDepth` of them run now, innermost last; the rest are
+    /// spare, reused so that an evaluation allocates nothing (each +1,
+    /// released with the state; a stack that only grows: no array
+    /// operation on an evaluation's path).
     @exclusivity(unchecked) var evaluations: [Unmanaged<_Evaluation>] = []
+    @exclusivity(unchecked) var evaluationDepth = 0
+
+    deinit {
+        for evaluation in evaluations { evaluation.release() }
+    }
     @exclusivity(unchecked) @usableFromInline var batchDepth = 0
     /// Deferred calls of observables written in the current batch, in the order first written.
     @exclusivity(unchecked) var commits: [() -> Void] = []
@@ -129,8 +151,6 @@ final class _GraphState: @unchecked Sendable {
     @exclusivity(unchecked) var pending: [_Link] = []
     @exclusivity(unchecked) var spare: [_Link] = []
     @exclusivity(unchecked) var flushing = false
-    /// Evaluations to reuse, so that a recomputation allocates nothing.
-    @exclusivity(unchecked) var spareEvaluations: [_Evaluation] = []
     /// A dependency list's storage, from a computed whose reads changed, for the next that changes.
     @exclusivity(unchecked) var spareDependencies: [_Dependency] = []
     /// The locks a publishing round holds (and the groups, kept alive), reused.
@@ -221,7 +241,8 @@ enum _Graph {
     @usableFromInline
     static func track(_ source: any _Source) {
         _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in
-            if let evaluation = me.graph.evaluations.last { evaluation._withUnsafeGuaranteedRef { $0.record(source) } }
+            let graph = me.graph, depth = graph.evaluationDepth
+            if depth > 0 { graph.evaluations[depth - 1]._withUnsafeGuaranteedRef { $0.record(source) } }
         }
     }
 
@@ -240,36 +261,51 @@ enum _Graph {
     /// they were (to register the change).
     static func reevaluate<Value>(_ compute: () -> Value,
                                   _ dependencies: inout [_Dependency]) -> (value: Value, replaced: [_Dependency]?) {
-        let state = self.state
-        let evaluation = state.spareEvaluations.popLast() ?? _Evaluation()
-        swap(&evaluation.dependencies, &dependencies)
-        evaluation.matched = 0
-        evaluation.diverged = false
-        // Storage for reads that differ, from the thread's spare (no allocation once warm).
-        if evaluation.fresh.capacity == 0 { swap(&evaluation.fresh, &state.spareDependencies) }
-        state.evaluations.append(Unmanaged.passUnretained(evaluation))
-        let value = withExtendedLifetime(evaluation) { compute() }
-        state.evaluations.removeLast()
-        var replaced: [_Dependency]?
-        if evaluation.diverged || evaluation.matched < evaluation.dependencies.count {
+        let evaluation = beginEvaluation(&dependencies)
+        let value = compute()
+        return (value, endEvaluation(evaluation, &dependencies))
+    }
+
+    /// The next evaluation of the thread's stack, holding `dependencies`.
+    private static func beginEvaluation(_ dependencies: inout [_Dependency]) -> Unmanaged<_Evaluation> {
+        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in
+            let state = me.graph
+            let depth = state.evaluationDepth
+            if depth == state.evaluations.count { state.evaluations.append(.passRetained(_Evaluation())) }
+            let unmanaged = state.evaluations[depth]
+            state.evaluationDepth = depth + 1
+            unmanaged._withUnsafeGuaranteedRef { evaluation in
+                swap(&evaluation.dependencies, &dependencies)
+                evaluation.matched = 0
+                evaluation.diverged = false
+                // Storage for reads that differ, from the thread's spare (no allocation once warm).
+                if evaluation.fresh.capacity == 0 { swap(&evaluation.fresh, &state.spareDependencies) }
+            }
+            return unmanaged
+        }
+    }
+
+    /// Ends the innermost evaluation: `dependencies` becomes what it read,
+    /// and what they were is returned if they changed.
+    private static func endEvaluation(_ unmanaged: Unmanaged<_Evaluation>, _ dependencies: inout [_Dependency]) -> [_Dependency]? {
+        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in me.graph.evaluationDepth -= 1 }
+        return unmanaged._withUnsafeGuaranteedRef { evaluation -> [_Dependency]? in
+            guard evaluation.diverged || evaluation.matched < evaluation.dependencies.count else {
+                swap(&dependencies, &evaluation.dependencies)
+                return nil
+            }
             var now: [_Dependency] = []
-            if evaluation.diverged {
-                swap(&now, &evaluation.fresh)
-            } else {
+            swap(&now, &evaluation.fresh)
+            if !evaluation.diverged {
                 // Fewer reads, the same up to there.
-                swap(&now, &evaluation.fresh)
                 now.removeAll(keepingCapacity: true)
                 now.append(contentsOf: evaluation.dependencies[..<evaluation.matched])
             }
             var old: [_Dependency] = []
             swap(&old, &evaluation.dependencies)
-            replaced = old
             dependencies = now
-        } else {
-            swap(&dependencies, &evaluation.dependencies)
+            return old
         }
-        state.spareEvaluations.append(evaluation)
-        return (value, replaced)
     }
 
     /// Keeps the storage of `dependencies`, emptied, for the next
@@ -290,7 +326,7 @@ enum _Graph {
         // Borrowed in place (iterating would retain each link).
         node.dependents.withUnsafeBufferPointer { links in
             for i in links.indices where links[i].isAlive {
-                links[i].target._markDirty()
+                links[i].markDirty()
             }
         }
     }
@@ -355,7 +391,7 @@ enum _Graph {
                 link.isQueued = false
                 if link.isAlive {
                     let lease = _Groups.lock(link.group)
-                    link.target._publishIfChanged()
+                    link.publishIfChanged()
                     _Groups.unlock(lease)
                 }
                 continue
@@ -383,8 +419,8 @@ enum _Graph {
             }
             // A computed that deinitialized since it was queued: its link is dead, its target gone.
             work.removeAll { !$0.isAlive }
-            if work.count > 1 { work.sort { $0.target._height < $1.target._height } }
-            for link in work where link.isAlive { link.target._publishIfChanged() }
+            if work.count > 1 { work.sort { $0.height < $1.height } }
+            for link in work where link.isAlive { link.publishIfChanged() }
             work.removeAll(keepingCapacity: true)
             state.spare = work
             if rounds > maximumRounds { break }
