@@ -50,6 +50,7 @@ let package = Package(
         // patching protocol). Debian: libzydis-dev.
         .target(
             name: "CEntryHooks",
+            dependencies: ["CHookThreads"],
             linkerSettings: [.linkedLibrary("Zydis")]
         ),
         // hook-trace's preloaded library: the tracing stub, the call lines and

@@ -1,6 +1,7 @@
 // Entries of Swift functions hooked by name (see CEntryHooks.h, "Swift entries").
 #define _GNU_SOURCE
 #include "CEntryHooks.h"
+#include "CHookThreads.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <pthread.h>
@@ -31,9 +32,39 @@ _Static_assert(sizeof(hk_swift_frame) == 528, "frame layout");
 _Static_assert(offsetof(hk_swift_frame, scratch) == 336, "the scratch offset SwiftEntryHook.swift states");
 _Static_assert(offsetof(hk_swift_point, handler) == 32, "point layout");
 _Static_assert(offsetof(hk_swift_point, stack_bytes) == 40, "point layout");
-_Static_assert(sizeof(hk_swift_point) <= 56, "a point and the entry's address fit a 64-byte slot");
+_Static_assert(sizeof(hk_swift_point) <= 120, "a point and the entry's address fit a 128-byte slot");
+_Static_assert(offsetof(hk_swift_point, typed) == 56, "point layout");
 
 void hk_swift_entry(void);
+
+// The entry's frame: rbp, rbx and r15 saved (rbx keeps the point across
+// calls), then the frame (hk_swift_frame) with the argument registers.
+#define HK_SWIFT_ENTER_FRAME \
+  "  pushq %rbp\n" \
+  "  movq %rsp, %rbp\n" \
+  "  pushq %rbx\n" \
+  "  pushq %r15\n" \
+  "  subq $528, %rsp\n" \
+  "  movq %rdi, 0(%rsp)\n" \
+  "  movq %rsi, 8(%rsp)\n" \
+  "  movq %rdx, 16(%rsp)\n" \
+  "  movq %rcx, 24(%rsp)\n" \
+  "  movq %r8, 32(%rsp)\n" \
+  "  movq %r9, 40(%rsp)\n" \
+  "  movq %rax, 48(%rsp)\n" \
+  "  movq %r12, 56(%rsp)\n" \
+  "  movq %r13, 64(%rsp)\n" \
+  "  movq %r14, 72(%rsp)\n" \
+  "  movq %r10, 80(%rsp)\n" \
+  "  movdqu %xmm0, 96(%rsp)\n" \
+  "  movdqu %xmm1, 112(%rsp)\n" \
+  "  movdqu %xmm2, 128(%rsp)\n" \
+  "  movdqu %xmm3, 144(%rsp)\n" \
+  "  movdqu %xmm4, 160(%rsp)\n" \
+  "  movdqu %xmm5, 176(%rsp)\n" \
+  "  movdqu %xmm6, 192(%rsp)\n" \
+  "  movdqu %xmm7, 208(%rsp)\n" \
+  "  movq %r11, %rbx\n"
 
 // r11: the point. The fast path touches no register but r11 and the flags.
 __asm__(
@@ -51,35 +82,45 @@ __asm__(
   "1:\n"
   "  jmp *(%r11)\n"
   "2:\n"
-  "  pushq %rbp\n"
-  "  movq %rsp, %rbp\n"
-  "  subq $528, %rsp\n"
-  "  movq %rdi, 0(%rsp)\n"
-  "  movq %rsi, 8(%rsp)\n"
-  "  movq %rdx, 16(%rsp)\n"
-  "  movq %rcx, 24(%rsp)\n"
-  "  movq %r8, 32(%rsp)\n"
-  "  movq %r9, 40(%rsp)\n"
-  "  movq %rax, 48(%rsp)\n"
+  HK_SWIFT_ENTER_FRAME
+  // A lone typed after hook: hk_swift_typed_enter (which keeps every
+  // register but r11, rdi and rax) enters the thread's frame and returns
+  // it, or NULL for the general path; the original then runs with the
+  // caller's registers, and the hook after it, without the handler.
+  "  cmpq $0, 56(%rbx)\n"
+  "  je 3f\n"
+  "  movq %rbx, %rdi\n"
+  "  callq hk_swift_typed_enter\n"
+  "  testq %rax, %rax\n"
+  "  jz 3f\n"
+  "  movq %rax, %r15\n"
+  "  movq 0(%rsp), %rdi\n"
+  "  movq 48(%rsp), %rax\n"
+  "  callq *(%rbx)\n"
+  "  movq %rax, 224(%rsp)\n"
+  "  movq %rdx, 232(%rsp)\n"
+  "  movq %rcx, 240(%rsp)\n"
+  "  movq %r8, 248(%rsp)\n"
+  "  movdqu %xmm0, 256(%rsp)\n"
+  "  movdqu %xmm1, 272(%rsp)\n"
+  "  movdqu %xmm2, 288(%rsp)\n"
+  "  movdqu %xmm3, 304(%rsp)\n"
   "  movq %r12, 56(%rsp)\n"
-  "  movq %r13, 64(%rsp)\n"
-  "  movq %r14, 72(%rsp)\n"
-  "  movq %r10, 80(%rsp)\n"
-  "  movdqu %xmm0, 96(%rsp)\n"
-  "  movdqu %xmm1, 112(%rsp)\n"
-  "  movdqu %xmm2, 128(%rsp)\n"
-  "  movdqu %xmm3, 144(%rsp)\n"
-  "  movdqu %xmm4, 160(%rsp)\n"
-  "  movdqu %xmm5, 176(%rsp)\n"
-  "  movdqu %xmm6, 192(%rsp)\n"
-  "  movdqu %xmm7, 208(%rsp)\n"
+  "  movq %rbx, %rdi\n"
+  "  movq %rsp, %rsi\n"
+  "  movq %r15, %rdx\n"
+  "  callq hk_swift_typed_after\n"
+  "  jmp 5f\n"
+  // The general path: the point's handler.
+  "3:\n"
   "  leaq 16(%rbp), %rax\n"
   "  movq %rax, 320(%rsp)\n"
-  "  movq 40(%r11), %rax\n"
+  "  movq 40(%rbx), %rax\n"
   "  movq %rax, 328(%rsp)\n"
-  "  movq %r11, %rdi\n"
+  "  movq %rbx, %rdi\n"
   "  movq %rsp, %rsi\n"
-  "  callq *32(%r11)\n"
+  "  callq *32(%rbx)\n"
+  "5:\n"
   "  movq 224(%rsp), %rax\n"
   "  movq 232(%rsp), %rdx\n"
   "  movq 240(%rsp), %rcx\n"
@@ -89,6 +130,8 @@ __asm__(
   "  movdqu 288(%rsp), %xmm2\n"
   "  movdqu 304(%rsp), %xmm3\n"
   "  movq 56(%rsp), %r12\n"
+  "  movq -8(%rbp), %rbx\n"
+  "  movq -16(%rbp), %r15\n"
   "  leave\n"
   "  retq\n"
   ".size hk_swift_entry, .-hk_swift_entry\n"
@@ -160,12 +203,43 @@ __asm__(
   ".size hk_swift_call, .-hk_swift_call\n"
 );
 
+// The typed path of hk_swift_entry. Entering: the thread's frame is entered
+// for the point's id, tagged as running the original (its own recursive
+// calls are hooked), and the point's `typed` read again in it (hook changes
+// publish it before they retire the snapshot that keeps the hook, so a call
+// that read it keeps that snapshot until it leaves). NULL, with nothing
+// entered, for the general path: the thread is new, suppressed or already in
+// a hooked call (the handler sorts those out), or the hooks changed.
+// preserve_all: the caller's argument registers stay as they were (but rdi,
+// the argument, and rax, the result); no call is made.
+__attribute__((preserve_all, used, visibility("hidden")))
+const hk_swift_typed *hk_swift_typed_enter(hk_swift_point *point) {
+  hk_thread *t = hk_current_thread;
+  if (!t || t->limit == 0 || atomic_load_explicit(&t->depth, memory_order_relaxed) != 0) return NULL;
+  atomic_store_explicit(&t->active[0], point->id | 1, memory_order_relaxed);
+  hk_thread_publish_depth(t, 1);
+  const hk_swift_typed *typed = __atomic_load_n(&point->typed, __ATOMIC_SEQ_CST);
+  if (!typed) hk_thread_leave_unrecorded(t, 0);
+  return typed;
+}
+
+// After the original returned (its result registers in the frame): the
+// frame untagged (calls the hook makes of this point run the original
+// only), the hook unless the original threw, and the frame left.
+__attribute__((used, visibility("hidden")))
+void hk_swift_typed_after(hk_swift_point *point, hk_swift_frame *frame, const hk_swift_typed *typed) {
+  hk_thread *t = hk_current_thread;
+  hk_frame_set_running_original(t, 0, point->id, 0);
+  if (!point->can_throw || frame->r12 == 0) typed->code(point, frame, typed->context);
+  hk_thread_leave_unrecorded(t, 0);
+}
+
 // Points in chunks of two pages: the first holds one 16-byte stub per
-// 64-byte slot (`lea r11, [rip + data]; jmp [rip + data + 56]`), written
+// 128-byte slot (`lea r11, [rip + data]; jmp [rip + data + 120]`), written
 // once and made read-execute; the second, at the same offset, the point
 // and the address of hk_swift_entry. Never freed: a thread may be in a stub.
 #define HK_PAGE 4096
-#define HK_SLOT 64
+#define HK_SLOT 128
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *chunk;
@@ -176,8 +250,8 @@ static void write_stub(uint8_t *code) {
   int32_t disp = HK_PAGE - 7;
   code[0] = 0x4C; code[1] = 0x8D; code[2] = 0x1D;
   memcpy(code + 3, &disp, 4);
-  // jmp [rip + disp]: the entry's address, 56 bytes into the data slot.
-  disp = HK_PAGE + 56 - 13;
+  // jmp [rip + disp]: the entry's address, 120 bytes into the data slot.
+  disp = HK_PAGE + 120 - 13;
   code[7] = 0xFF; code[8] = 0x25;
   memcpy(code + 9, &disp, 4);
   memset(code + 13, 0xCC, HK_SLOT - 13);
@@ -205,7 +279,7 @@ hk_swift_point *hk_swift_point_make(const void **entry) {
   }
   hk_swift_point *point = (hk_swift_point *)(stub + HK_PAGE);
   memset(point, 0, sizeof *point);
-  *(void **)((uint8_t *)point + 56) = (void *)hk_swift_entry;
+  *(void **)((uint8_t *)point + 120) = (void *)hk_swift_entry;
   pthread_mutex_unlock(&lock);
   *entry = stub;
   return point;

@@ -158,10 +158,15 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
         // Generic, like the fixed-arity overloads below, so that the compiler prefers those.
         try _checkArguments((repeat each B).self)
         let layout = self.layout
-        let native: (UnsafeMutableRawPointer) throws -> Void = { frame in
+        let native: (UnsafeMutableRawPointer) -> (any Error)? = { frame in
             var i = 0
-            try body(_SwiftValues.read(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], take: false),
-                     repeat _SwiftValues.next((each B).self, frame, layout.arguments, &i))
+            do {
+                try body(_SwiftValues.read(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], take: false),
+                         repeat _SwiftValues.next((each B).self, frame, layout.arguments, &i))
+            } catch {
+                return error
+            }
+            return nil
         }
         return try _addSwiftTypedAfter(for: object, owner: owner, native: native) { (result: R, arguments: repeat each A) in
             var i = 0
@@ -179,15 +184,17 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
                                _ body: @escaping (R) throws -> Void) throws(HookError) -> HookToken {
         try _checkArguments(Void.self)
         let layout = self.layout
-        let native: (UnsafeMutableRawPointer) throws -> Void = { frame in
+        // What the closure reads, as constants (no array look-up on a call).
+        let cr = layout.result, wr = layout.whole[layout.whole.count - 1]
+        let native: (UnsafeMutableRawPointer) -> (any Error)? = { frame in
             let s = frame + _SwiftValues.scratch
-            let pr = _SwiftValues.place(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], s)
+            let pr = _SwiftValues.place(R.self, frame, cr, whole: wr, s)
             // Moved out and back: the hook borrows the caller's values, no retain, no release.
             let r = pr.move()
             var failure: (any Error)?
             do { try body(r) } catch { failure = error }
-            pr.initialize(to: r)
-            if let failure { throw failure }
+            pr.initialize(to: consume r)
+            return failure
         }
         return try _addSwiftTypedAfter(for: object, owner: owner, native: native) { (result: R, arguments: repeat each A) in
             try body(result)
@@ -199,17 +206,20 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
                                _ body: @escaping (R, A0) throws -> Void) throws(HookError) -> HookToken {
         try _checkArguments(A0.self)
         let layout = self.layout
-        let native: (UnsafeMutableRawPointer) throws -> Void = { frame in
+        // What the closure reads, as constants (no array look-up on a call).
+        let cr = layout.result, wr = layout.whole[layout.whole.count - 1]
+        let c0 = layout.arguments[0], w0 = layout.whole[0]
+        let native: (UnsafeMutableRawPointer) -> (any Error)? = { frame in
             let s = frame + _SwiftValues.scratch
-            let pr = _SwiftValues.place(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], s)
-            let p0 = _SwiftValues.place(A0.self, frame, layout.arguments[0], whole: layout.whole[0], s + 32)
+            let pr = _SwiftValues.place(R.self, frame, cr, whole: wr, s)
+            let p0 = _SwiftValues.place(A0.self, frame, c0, whole: w0, s + 32)
             // Moved out and back: the hook borrows the caller's values, no retain, no release.
             let r = pr.move(), a0 = p0.move()
             var failure: (any Error)?
             do { try body(r, a0) } catch { failure = error }
-            pr.initialize(to: r)
-            p0.initialize(to: a0)
-            if let failure { throw failure }
+            pr.initialize(to: consume r)
+            p0.initialize(to: consume a0)
+            return failure
         }
         return try _addSwiftTypedAfter(for: object, owner: owner, native: native) { (result: R, arguments: repeat each A) in
             try body(result, _SwiftValues.element(0, A0.self, repeat each arguments))
@@ -221,19 +231,23 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
                                _ body: @escaping (R, A0, A1) throws -> Void) throws(HookError) -> HookToken {
         try _checkArguments((A0, A1).self)
         let layout = self.layout
-        let native: (UnsafeMutableRawPointer) throws -> Void = { frame in
+        // What the closure reads, as constants (no array look-up on a call).
+        let cr = layout.result, wr = layout.whole[layout.whole.count - 1]
+        let c0 = layout.arguments[0], w0 = layout.whole[0]
+        let c1 = layout.arguments[1], w1 = layout.whole[1]
+        let native: (UnsafeMutableRawPointer) -> (any Error)? = { frame in
             let s = frame + _SwiftValues.scratch
-            let pr = _SwiftValues.place(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], s)
-            let p0 = _SwiftValues.place(A0.self, frame, layout.arguments[0], whole: layout.whole[0], s + 32)
-            let p1 = _SwiftValues.place(A1.self, frame, layout.arguments[1], whole: layout.whole[1], s + 64)
+            let pr = _SwiftValues.place(R.self, frame, cr, whole: wr, s)
+            let p0 = _SwiftValues.place(A0.self, frame, c0, whole: w0, s + 32)
+            let p1 = _SwiftValues.place(A1.self, frame, c1, whole: w1, s + 64)
             // Moved out and back: the hook borrows the caller's values, no retain, no release.
             let r = pr.move(), a0 = p0.move(), a1 = p1.move()
             var failure: (any Error)?
             do { try body(r, a0, a1) } catch { failure = error }
-            pr.initialize(to: r)
-            p0.initialize(to: a0)
-            p1.initialize(to: a1)
-            if let failure { throw failure }
+            pr.initialize(to: consume r)
+            p0.initialize(to: consume a0)
+            p1.initialize(to: consume a1)
+            return failure
         }
         return try _addSwiftTypedAfter(for: object, owner: owner, native: native) { (result: R, arguments: repeat each A) in
             try body(result, _SwiftValues.element(0, A0.self, repeat each arguments), _SwiftValues.element(1, A1.self, repeat each arguments))
@@ -245,21 +259,26 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
                                _ body: @escaping (R, A0, A1, A2) throws -> Void) throws(HookError) -> HookToken {
         try _checkArguments((A0, A1, A2).self)
         let layout = self.layout
-        let native: (UnsafeMutableRawPointer) throws -> Void = { frame in
+        // What the closure reads, as constants (no array look-up on a call).
+        let cr = layout.result, wr = layout.whole[layout.whole.count - 1]
+        let c0 = layout.arguments[0], w0 = layout.whole[0]
+        let c1 = layout.arguments[1], w1 = layout.whole[1]
+        let c2 = layout.arguments[2], w2 = layout.whole[2]
+        let native: (UnsafeMutableRawPointer) -> (any Error)? = { frame in
             let s = frame + _SwiftValues.scratch
-            let pr = _SwiftValues.place(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], s)
-            let p0 = _SwiftValues.place(A0.self, frame, layout.arguments[0], whole: layout.whole[0], s + 32)
-            let p1 = _SwiftValues.place(A1.self, frame, layout.arguments[1], whole: layout.whole[1], s + 64)
-            let p2 = _SwiftValues.place(A2.self, frame, layout.arguments[2], whole: layout.whole[2], s + 96)
+            let pr = _SwiftValues.place(R.self, frame, cr, whole: wr, s)
+            let p0 = _SwiftValues.place(A0.self, frame, c0, whole: w0, s + 32)
+            let p1 = _SwiftValues.place(A1.self, frame, c1, whole: w1, s + 64)
+            let p2 = _SwiftValues.place(A2.self, frame, c2, whole: w2, s + 96)
             // Moved out and back: the hook borrows the caller's values, no retain, no release.
             let r = pr.move(), a0 = p0.move(), a1 = p1.move(), a2 = p2.move()
             var failure: (any Error)?
             do { try body(r, a0, a1, a2) } catch { failure = error }
-            pr.initialize(to: r)
-            p0.initialize(to: a0)
-            p1.initialize(to: a1)
-            p2.initialize(to: a2)
-            if let failure { throw failure }
+            pr.initialize(to: consume r)
+            p0.initialize(to: consume a0)
+            p1.initialize(to: consume a1)
+            p2.initialize(to: consume a2)
+            return failure
         }
         return try _addSwiftTypedAfter(for: object, owner: owner, native: native) { (result: R, arguments: repeat each A) in
             try body(result, _SwiftValues.element(0, A0.self, repeat each arguments), _SwiftValues.element(1, A1.self, repeat each arguments), _SwiftValues.element(2, A2.self, repeat each arguments))
@@ -271,23 +290,29 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
                                _ body: @escaping (R, A0, A1, A2, A3) throws -> Void) throws(HookError) -> HookToken {
         try _checkArguments((A0, A1, A2, A3).self)
         let layout = self.layout
-        let native: (UnsafeMutableRawPointer) throws -> Void = { frame in
+        // What the closure reads, as constants (no array look-up on a call).
+        let cr = layout.result, wr = layout.whole[layout.whole.count - 1]
+        let c0 = layout.arguments[0], w0 = layout.whole[0]
+        let c1 = layout.arguments[1], w1 = layout.whole[1]
+        let c2 = layout.arguments[2], w2 = layout.whole[2]
+        let c3 = layout.arguments[3], w3 = layout.whole[3]
+        let native: (UnsafeMutableRawPointer) -> (any Error)? = { frame in
             let s = frame + _SwiftValues.scratch
-            let pr = _SwiftValues.place(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], s)
-            let p0 = _SwiftValues.place(A0.self, frame, layout.arguments[0], whole: layout.whole[0], s + 32)
-            let p1 = _SwiftValues.place(A1.self, frame, layout.arguments[1], whole: layout.whole[1], s + 64)
-            let p2 = _SwiftValues.place(A2.self, frame, layout.arguments[2], whole: layout.whole[2], s + 96)
-            let p3 = _SwiftValues.place(A3.self, frame, layout.arguments[3], whole: layout.whole[3], s + 128)
+            let pr = _SwiftValues.place(R.self, frame, cr, whole: wr, s)
+            let p0 = _SwiftValues.place(A0.self, frame, c0, whole: w0, s + 32)
+            let p1 = _SwiftValues.place(A1.self, frame, c1, whole: w1, s + 64)
+            let p2 = _SwiftValues.place(A2.self, frame, c2, whole: w2, s + 96)
+            let p3 = _SwiftValues.place(A3.self, frame, c3, whole: w3, s + 128)
             // Moved out and back: the hook borrows the caller's values, no retain, no release.
             let r = pr.move(), a0 = p0.move(), a1 = p1.move(), a2 = p2.move(), a3 = p3.move()
             var failure: (any Error)?
             do { try body(r, a0, a1, a2, a3) } catch { failure = error }
-            pr.initialize(to: r)
-            p0.initialize(to: a0)
-            p1.initialize(to: a1)
-            p2.initialize(to: a2)
-            p3.initialize(to: a3)
-            if let failure { throw failure }
+            pr.initialize(to: consume r)
+            p0.initialize(to: consume a0)
+            p1.initialize(to: consume a1)
+            p2.initialize(to: consume a2)
+            p3.initialize(to: consume a3)
+            return failure
         }
         return try _addSwiftTypedAfter(for: object, owner: owner, native: native) { (result: R, arguments: repeat each A) in
             try body(result, _SwiftValues.element(0, A0.self, repeat each arguments), _SwiftValues.element(1, A1.self, repeat each arguments), _SwiftValues.element(2, A2.self, repeat each arguments), _SwiftValues.element(3, A3.self, repeat each arguments))
@@ -299,25 +324,32 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
                                _ body: @escaping (R, A0, A1, A2, A3, A4) throws -> Void) throws(HookError) -> HookToken {
         try _checkArguments((A0, A1, A2, A3, A4).self)
         let layout = self.layout
-        let native: (UnsafeMutableRawPointer) throws -> Void = { frame in
+        // What the closure reads, as constants (no array look-up on a call).
+        let cr = layout.result, wr = layout.whole[layout.whole.count - 1]
+        let c0 = layout.arguments[0], w0 = layout.whole[0]
+        let c1 = layout.arguments[1], w1 = layout.whole[1]
+        let c2 = layout.arguments[2], w2 = layout.whole[2]
+        let c3 = layout.arguments[3], w3 = layout.whole[3]
+        let c4 = layout.arguments[4], w4 = layout.whole[4]
+        let native: (UnsafeMutableRawPointer) -> (any Error)? = { frame in
             let s = frame + _SwiftValues.scratch
-            let pr = _SwiftValues.place(R.self, frame, layout.result, whole: layout.whole[layout.whole.count - 1], s)
-            let p0 = _SwiftValues.place(A0.self, frame, layout.arguments[0], whole: layout.whole[0], s + 32)
-            let p1 = _SwiftValues.place(A1.self, frame, layout.arguments[1], whole: layout.whole[1], s + 64)
-            let p2 = _SwiftValues.place(A2.self, frame, layout.arguments[2], whole: layout.whole[2], s + 96)
-            let p3 = _SwiftValues.place(A3.self, frame, layout.arguments[3], whole: layout.whole[3], s + 128)
-            let p4 = _SwiftValues.place(A4.self, frame, layout.arguments[4], whole: layout.whole[4], s + 160)
+            let pr = _SwiftValues.place(R.self, frame, cr, whole: wr, s)
+            let p0 = _SwiftValues.place(A0.self, frame, c0, whole: w0, s + 32)
+            let p1 = _SwiftValues.place(A1.self, frame, c1, whole: w1, s + 64)
+            let p2 = _SwiftValues.place(A2.self, frame, c2, whole: w2, s + 96)
+            let p3 = _SwiftValues.place(A3.self, frame, c3, whole: w3, s + 128)
+            let p4 = _SwiftValues.place(A4.self, frame, c4, whole: w4, s + 160)
             // Moved out and back: the hook borrows the caller's values, no retain, no release.
             let r = pr.move(), a0 = p0.move(), a1 = p1.move(), a2 = p2.move(), a3 = p3.move(), a4 = p4.move()
             var failure: (any Error)?
             do { try body(r, a0, a1, a2, a3, a4) } catch { failure = error }
-            pr.initialize(to: r)
-            p0.initialize(to: a0)
-            p1.initialize(to: a1)
-            p2.initialize(to: a2)
-            p3.initialize(to: a3)
-            p4.initialize(to: a4)
-            if let failure { throw failure }
+            pr.initialize(to: consume r)
+            p0.initialize(to: consume a0)
+            p1.initialize(to: consume a1)
+            p2.initialize(to: consume a2)
+            p3.initialize(to: consume a3)
+            p4.initialize(to: consume a4)
+            return failure
         }
         return try _addSwiftTypedAfter(for: object, owner: owner, native: native) { (result: R, arguments: repeat each A) in
             try body(result, _SwiftValues.element(0, A0.self, repeat each arguments), _SwiftValues.element(1, A1.self, repeat each arguments), _SwiftValues.element(2, A2.self, repeat each arguments), _SwiftValues.element(3, A3.self, repeat each arguments), _SwiftValues.element(4, A4.self, repeat each arguments))
@@ -334,7 +366,7 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
 
     /// Adds the typed after hook `afterReturning` made.
     @usableFromInline
-    func _addSwiftTypedAfter(for object: AnyObject?, owner: AnyObject?, native: @escaping (UnsafeMutableRawPointer) throws -> Void,
+    func _addSwiftTypedAfter(for object: AnyObject?, owner: AnyObject?, native: @escaping (UnsafeMutableRawPointer) -> (any Error)?,
                              _ body: @escaping (R, repeat each A) throws -> Void) throws(HookError) -> HookToken {
         guard let object else {
             let recorded = _TypedAfterHook(point: self, owner: owner, body)
@@ -486,6 +518,8 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
         super.init(name: function.written, shape: shape, target: nil)
         point.pointee.original = stub
         point.pointee.context = Unmanaged.passUnretained(self).toOpaque()
+        point.pointee.id = pointID
+        point.pointee.can_throw = canThrow ? 1 : 0
         point.pointee.handler = { point, frame in
             Unmanaged<SwiftEntryPoint>.fromOpaque(point.unsafelyUnwrapped.pointee.context)._withUnsafeGuaranteedRef {
                 $0._dispatch(frame.unsafelyUnwrapped)
@@ -545,7 +579,7 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
         hk_frame_set_running_original(thread, depth, pointID, 0)
         // A call that threw (r12 set by a throwing function) has no result.
         if !canThrow || frame.pointee.r12 == 0 {
-            _runTyped(hooks.single, as: _SwiftTypedAfterHook.self) { hook in try hook.native(UnsafeMutableRawPointer(frame)) }
+            _runTyped(hooks.single, as: _SwiftTypedAfterHook.self) { hook in if let error = hook.native(UnsafeMutableRawPointer(frame)) { throw error } }
         }
         hk_thread_leave_unrecorded(thread, depth)
         return true
@@ -557,6 +591,17 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
     func _accessEnds(_ mode: Int32, _ address: UnsafeMutableRawPointer?, _ object: UInt64, _ storage: UnsafeMutableRawPointer) -> Int32 { 0 }
 
     override func _hooksWillPublish(_ hooks: [HookToken]) {
+        // The stub runs a lone typed after hook itself, unless it has an
+        // owner (whose end a call checks) or the call's registers are not
+        // all there is (stack arguments, a modify coroutine).
+        var typed: UnsafePointer<hk_swift_typed>?
+        if !isModify, point.pointee.stack_bytes == 0, hooks.count == 1, hooks[0].owner == nil,
+           let hook = hooks[0] as? _SwiftTypedAfterHook, hook.target == 0 {
+            typed = UnsafePointer(hook.fast)
+        }
+        withUnsafeMutablePointer(to: &point.pointee.typed) { slot in
+            UnsafeMutableRawPointer(slot).storeBytes(of: typed, as: UnsafePointer<hk_swift_typed>?.self)
+        }
         // The stub's fast path: no hooks, or hooks for one object only.
         let only = hooks.first?.onlyFor ?? 0
         let filtered = only != 0 && hooks.allSatisfy { $0.onlyFor == only }
@@ -593,19 +638,34 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
 /// after hook through `body`, which reads the record.
 @usableFromInline
 final class _SwiftTypedAfterHook: HookToken, @unchecked Sendable {
-    let native: (UnsafeMutableRawPointer) throws -> Void
+    /// Reads the values from the frame and runs the hook; returns what it threw.
+    let native: (UnsafeMutableRawPointer) -> (any Error)?
+    /// How the stub calls `native` (see `hk_swift_typed`).
+    let fast: UnsafeMutablePointer<hk_swift_typed>
 
     let target: UInt
 
-    init(point: HookPoint, owner: AnyObject?, native: @escaping (UnsafeMutableRawPointer) throws -> Void, onlyFor: UInt = 0,
+    init(point: HookPoint, owner: AnyObject?, native: @escaping (UnsafeMutableRawPointer) -> (any Error)?, onlyFor: UInt = 0,
          recorded: @escaping HookBody) {
         self.native = native
         target = onlyFor
+        fast = .allocate(capacity: 1)
         super.init(point: point, position: .after, owner: owner.map(_HookOwner.init), runsWhenVetoed: true, isTypedAfter: true,
                    body: recorded)
+        fast.initialize(to: hk_swift_typed(code: { point, frame, context in
+            // The stub's call: this hook, its point's `context` (both kept by the hooks' snapshot).
+            Unmanaged<_SwiftTypedAfterHook>.fromOpaque(context.unsafelyUnwrapped)._withUnsafeGuaranteedRef { hook in
+                guard let error = hook.native(UnsafeMutableRawPointer(frame.unsafelyUnwrapped)) else { return }
+                Unmanaged<SwiftEntryPoint>.fromOpaque(point.unsafelyUnwrapped.pointee.context)._withUnsafeGuaranteedRef {
+                    $0.report(error, at: .after)
+                }
+            }
+        }, context: Unmanaged.passUnretained(self).toOpaque()))
     }
 
     override var onlyFor: UInt { target }
+
+    deinit { fast.deallocate() }
 }
 
 /// Values put together from the registers of a `hk_swift_frame` and spread

@@ -72,11 +72,16 @@ public final class SwiftModifyHook<Object: AnyObject, Value>: SwiftEntryPoint, @
     public func afterAccess(for object: Object? = nil, owner: AnyObject? = nil,
                             _ body: @escaping (Object, Value) throws -> Void) -> HookToken {
         let only = object.map { UInt(bitPattern: Unmanaged.passUnretained($0).toOpaque()) } ?? 0
-        let native: (UnsafeMutableRawPointer) throws -> Void = { access in
+        let native: (UnsafeMutableRawPointer) -> (any Error)? = { access in
             let bits = access.load(fromByteOffset: 8, as: UInt.self)
-            if only != 0, bits != only { return }
+            if only != 0, bits != only { return nil }
             let object = Unmanaged<Object>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).takeUnretainedValue()
-            try body(object, access.load(as: UnsafeRawPointer.self).assumingMemoryBound(to: Value.self).pointee)
+            do {
+                try body(object, access.load(as: UnsafeRawPointer.self).assumingMemoryBound(to: Value.self).pointee)
+            } catch {
+                return error
+            }
+            return nil
         }
         let token = _SwiftTypedAfterHook(point: self, owner: owner ?? object, native: native, onlyFor: only) { _ in }
         return _addTyped(token, owner: owner ?? object)
@@ -143,7 +148,7 @@ extension SwiftEntryPoint {
         withUnsafeMutableBytes(of: &access) { access in
             let hooks = _Hooks(bits: bits)
             for i in 0..<hooks.count(.after) {
-                _runTyped(hooks.entry(.after, i), as: _SwiftTypedAfterHook.self) { hook in try hook.native(access.baseAddress.unsafelyUnwrapped) }
+                _runTyped(hooks.entry(.after, i), as: _SwiftTypedAfterHook.self) { hook in if let error = hook.native(access.baseAddress.unsafelyUnwrapped) { throw error } }
             }
         }
     }

@@ -97,7 +97,20 @@ typedef struct hk_swift_point {
   // whether hooks are to run; mode 1 (after it) runs them on the copy and
   // destroys it. See hk_swift_modify_began.
   int (*modify)(struct hk_swift_point *point, int mode, void *address, uint64_t self, void *value);
+  // A lone typed after hook the stub runs itself (see hk_swift_entry), or
+  // NULL: read once a call has entered its thread's frame for `id`.
+  const struct hk_swift_typed *typed;
+  uintptr_t id;                // the hook point's id in the threads' frames
+  uintptr_t can_throw;         // the function throws: r12 set after it is an error
 } hk_swift_point;
+
+// A lone typed after hook as the stub runs it: `code(point, frame, context)`
+// reads the values from the frame and runs the hook (`context`: the hook,
+// unretained; its snapshot keeps it while a call is in its frame).
+typedef struct hk_swift_typed {
+  void (*code)(struct hk_swift_point *point, hk_swift_frame *frame, const void *context);
+  const void *context;
+} hk_swift_typed;
 
 #define HK_MODIFY_VALUE 128
 
