@@ -226,11 +226,16 @@ const hk_swift_typed *hk_swift_typed_enter(hk_swift_point *point) {
 // After the original returned (its result registers in the frame): the
 // frame untagged (calls the hook makes of this point run the original
 // only), the hook unless the original threw, and the frame left.
+typedef void *__attribute__((swiftcall)) (*hk_swift_typed_code)(hk_swift_frame *frame, void *__attribute__((swift_context)) context);
+
 __attribute__((used, visibility("hidden")))
 void hk_swift_typed_after(hk_swift_point *point, hk_swift_frame *frame, const hk_swift_typed *typed) {
   hk_thread *t = hk_current_thread;
   hk_frame_set_running_original(t, 0, point->id, 0);
-  if (!point->can_throw || frame->r12 == 0) typed->code(point, frame, typed->context);
+  if (!point->can_throw || frame->r12 == 0) {
+    void *error = ((hk_swift_typed_code)typed->code)(frame, (void *)typed->context);
+    if (__builtin_expect(error != NULL, 0)) point->failed(point, error);
+  }
   hk_thread_leave_unrecorded(t, 0);
 }
 

@@ -520,6 +520,13 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
         point.pointee.context = Unmanaged.passUnretained(self).toOpaque()
         point.pointee.id = pointID
         point.pointee.can_throw = canThrow ? 1 : 0
+        point.pointee.failed = { point, error in
+            // What a typed hook threw (+1, released with `error`).
+            let error = unsafeBitCast(error.unsafelyUnwrapped, to: (any Error).self)
+            Unmanaged<SwiftEntryPoint>.fromOpaque(point.unsafelyUnwrapped.pointee.context)._withUnsafeGuaranteedRef {
+                $0.report(error, at: .after)
+            }
+        }
         point.pointee.handler = { point, frame in
             Unmanaged<SwiftEntryPoint>.fromOpaque(point.unsafelyUnwrapped.pointee.context)._withUnsafeGuaranteedRef {
                 $0._dispatch(frame.unsafelyUnwrapped)
@@ -652,15 +659,14 @@ final class _SwiftTypedAfterHook: HookToken, @unchecked Sendable {
         fast = .allocate(capacity: 1)
         super.init(point: point, position: .after, owner: owner.map(_HookOwner.init), runsWhenVetoed: true, isTypedAfter: true,
                    body: recorded)
-        fast.initialize(to: hk_swift_typed(code: { point, frame, context in
-            // The stub's call: this hook, its point's `context` (both kept by the hooks' snapshot).
-            Unmanaged<_SwiftTypedAfterHook>.fromOpaque(context.unsafelyUnwrapped)._withUnsafeGuaranteedRef { hook in
-                guard let error = hook.native(UnsafeMutableRawPointer(frame.unsafelyUnwrapped)) else { return }
-                Unmanaged<SwiftEntryPoint>.fromOpaque(point.unsafelyUnwrapped.pointee.context)._withUnsafeGuaranteedRef {
-                    $0.report(error, at: .after)
-                }
-            }
-        }, context: Unmanaged.passUnretained(self).toOpaque()))
+        // `native`'s two words as Swift stores a closure of its type (in a
+        // struct: a closure passed as a generic value would be wrapped in a
+        // thunk of another convention). No reference taken: `native` keeps
+        // the context.
+        struct Closure { let native: (UnsafeMutableRawPointer) -> (any Error)? }
+        fast.initialize(to: withUnsafeBytes(of: Closure(native: native)) { bytes in
+            hk_swift_typed(code: bytes.load(as: UnsafeRawPointer?.self), context: bytes.load(fromByteOffset: 8, as: UnsafeRawPointer?.self))
+        })
     }
 
     override var onlyFor: UInt { target }

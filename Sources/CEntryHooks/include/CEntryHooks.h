@@ -102,13 +102,17 @@ typedef struct hk_swift_point {
   const struct hk_swift_typed *typed;
   uintptr_t id;                // the hook point's id in the threads' frames
   uintptr_t can_throw;         // the function throws: r12 set after it is an error
+  // Reports what a typed hook threw (`any Error`, +1, taken over).
+  void (*failed)(struct hk_swift_point *point, void *error);
 } hk_swift_point;
 
-// A lone typed after hook as the stub runs it: `code(point, frame, context)`
-// reads the values from the frame and runs the hook (`context`: the hook,
-// unretained; its snapshot keeps it while a call is in its frame).
+// A lone typed after hook as the stub runs it: its Swift closure, of type
+// `(UnsafeMutableRawPointer) -> (any Error)?`, as two words (code and
+// context, kept by the hook, which its snapshot keeps while a call is in
+// its frame), called as Swift calls a closure: the frame in rdi, the
+// context in r13 (swiftcall), what it threw in rax (or 0).
 typedef struct hk_swift_typed {
-  void (*code)(struct hk_swift_point *point, hk_swift_frame *frame, const void *context);
+  const void *code;
   const void *context;
 } hk_swift_typed;
 
