@@ -67,6 +67,8 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     @exclusivity(unchecked) private var evaluations = 0
     /// How the values it reads know it (set once `self` exists).
     private var link: _Link!
+    /// `link`, to hand on without reference counting (`link` keeps it).
+    @exclusivity(unchecked) private var unmanagedLink: Unmanaged<_Link>?
 
     /// A computed value; `compute` runs at once to find its dependencies.
     public convenience init(name: String = "computed", _ compute: @escaping () -> Value) {
@@ -92,6 +94,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         defer { _Groups.endRetaining() }
         (cache, dependencies) = _Graph.evaluate(compute)
         link = _Link(self, group: group)
+        unmanagedLink = Unmanaged.passUnretained(link)
         evaluations = 1
         register(dependencies, replacing: [])
     }
@@ -111,7 +114,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         // merge of this group needs that lock, so the root cannot change
         // meanwhile): no lock to take. (Here and not in `_Groups.lock`, whose
         // inlined fast path every observable write and binding set runs.)
-        if _Groups.holdsAsLast(_group) { return _readHeld() }
+        if _Groups.holdsAsLast(_node) { return _readHeld() }
         return _Graph.locked(_group) { _readHeld() }
     }
 
@@ -166,17 +169,19 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         // caller holds this computed's group). The dependencies are checked
         // in place (see `_Evaluation`): reading what it read last time, in
         // the same order, registers nothing and builds no array.
-        let value = _Groups.retaining { () -> Value in
-            state = .evaluating
-            let (value, replaced) = _Graph.reevaluate(compute, &dependencies)
-            evaluations += 1
-            state = .clean
-            if let replaced {
-                register(dependencies, replacing: replaced)
-                _Graph.recycle(replaced)
-            }
-            return value
+        // (Begun and ended here, not in a `retaining` closure: its generic
+        // result made this unspecialized code copy the value through its
+        // type's witnesses once more.)
+        _Groups.beginRetaining()
+        state = .evaluating
+        let (value, replaced) = _Graph.reevaluate(compute, &dependencies)
+        evaluations += 1
+        state = .clean
+        if let replaced {
+            register(dependencies, replacing: replaced)
+            _Graph.recycle(replaced)
         }
+        _Groups.endRetaining()
         if let isEqual, isEqual(cache, value) { return }
         cache = value
         _node.version &+= 1
@@ -223,7 +228,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         state = .dirty
         // (A closure, not the key path `\.hasHooks`: applying a key path costs
         // more than the rest of marking a node.)
-        if point.withExisting({ $0.hasHooks }) ?? false { _Graph.enqueue(link) }
+        if point.withExisting({ $0.hasHooks }) ?? false { _Graph.enqueue(unmanagedLink.unsafelyUnwrapped) }
         _Graph.markDependents(of: _node)
     }
 

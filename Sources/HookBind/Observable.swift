@@ -151,7 +151,7 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     public var value: Value {
         get {
             // Read inside an evaluation of its group: held already.
-            if _Groups.holdsAsLast(_node) {
+            if _unmanagedNode._withUnsafeGuaranteedRef({ _Groups.holdsAsLast($0) }) {
                 _Graph.track(self)
                 return _cell._storedValue
             }

@@ -24,8 +24,12 @@ import Foundation
 final class _Node: _Group, @unchecked Sendable {
     /// Bumped on every change of the value.
     @exclusivity(unchecked) var version: UInt64 = 0
-    /// Computeds that read this value in their last evaluation (held weakly).
-    @exclusivity(unchecked) var dependents: [_Link] = []
+    /// Computeds that read this value in their last evaluation (their
+    /// links, +1 each, in a buffer of the node's own: walking them takes no
+    /// reference, as an array's buffer would be retained for the walk).
+    @exclusivity(unchecked) private var dependents: UnsafeMutablePointer<Unmanaged<_Link>>?
+    @exclusivity(unchecked) private var dependentCount: Int32 = 0
+    @exclusivity(unchecked) private var dependentCapacity: Int32 = 0
     /// 0 for sources; 1 + the highest dependency for computeds.
     @exclusivity(unchecked) var height = 0
     /// Set by an observable's own hook when a call at its point stored a value.
@@ -37,12 +41,46 @@ final class _Node: _Group, @unchecked Sendable {
     @usableFromInline
     override init() {}
 
+    deinit {
+        for i in 0..<Int(dependentCount) { dependents.unsafelyUnwrapped[i].release() }
+        dependents?.deallocate()
+    }
+
     func addDependent(_ link: _Link) {
-        if !dependents.contains(where: { $0 === link }) { dependents.append(link) }
+        let bits = Unmanaged.passUnretained(link).toOpaque()
+        for i in 0..<Int(dependentCount) where dependents.unsafelyUnwrapped[i].toOpaque() == bits { return }
+        if dependentCount == dependentCapacity {
+            let capacity = max(4, Int(dependentCapacity) * 2)
+            let grown = UnsafeMutablePointer<Unmanaged<_Link>>.allocate(capacity: capacity)
+            if let dependents {
+                grown.moveInitialize(from: dependents, count: Int(dependentCount))
+                dependents.deallocate()
+            }
+            dependents = grown
+            dependentCapacity = Int32(capacity)
+        }
+        dependents.unsafelyUnwrapped[Int(dependentCount)] = .passRetained(link)
+        dependentCount += 1
     }
 
     func removeDependent(_ link: _Link) {
-        dependents.removeAll { $0 === link }
+        let bits = Unmanaged.passUnretained(link).toOpaque()
+        guard let dependents, let i = (0..<Int(dependentCount)).first(where: { dependents[$0].toOpaque() == bits }) else { return }
+        let removed = dependents[i]
+        // In order: the first to mark stays first.
+        (dependents + i).moveInitialize(from: dependents + i + 1, count: Int(dependentCount) - i - 1)
+        dependentCount -= 1
+        removed.release()
+    }
+
+    /// Calls `body` with each live dependent's link, without reference counting.
+    @inline(__always)
+    func forEachLiveDependent(_ body: (_Link) -> Void) {
+        var i = 0
+        while i < Int(dependentCount) {
+            dependents.unsafelyUnwrapped[i]._withUnsafeGuaranteedRef { if $0.isAlive { body($0) } }
+            i += 1
+        }
     }
 }
 
@@ -324,18 +362,17 @@ enum _Graph {
 
     static func markDependents(of node: _Node) {
         // Borrowed in place (iterating would retain each link).
-        node.dependents.withUnsafeBufferPointer { links in
-            for i in links.indices where links[i].isAlive {
-                links[i].markDirty()
-            }
-        }
+        node.forEachLiveDependent { $0.markDirty() }
     }
 
     /// Schedules a computed with subscribers to be published.
-    static func enqueue(_ link: _Link) {
-        guard !link.isQueued else { return }
-        link.isQueued = true
-        withState { $0.pending.append(link) }
+    static func enqueue(_ link: Unmanaged<_Link>) {
+        let queued = link._withUnsafeGuaranteedRef { link -> Bool in
+            if link.isQueued { return true }
+            link.isQueued = true
+            return false
+        }
+        if !queued { withState { $0.pending.append(link.takeUnretainedValue()) } }
     }
 
     /// Publishes what changed, unless a batch or another flush is running.
@@ -368,7 +405,10 @@ enum _Graph {
     /// The work of `flush`: the calling thread has something to publish.
     @inline(never)
     private static func publish() {
-        let state = self.state
+        withState { publish($0) }
+    }
+
+    private static func publish(_ state: _GraphState) {
         guard !state.flushing, state.batchDepth == 0 else { return }
         state.flushing = true
         defer { state.flushing = false }
@@ -386,13 +426,18 @@ enum _Graph {
             if state.pending.count == 1, rounds <= maximumRounds {
                 // One computed to publish (the common case): the same as
                 // below, without the arrays.
-                let link = state.pending[0]
-                state.pending.removeAll(keepingCapacity: true)
+                let link = state.pending.removeLast()  // (taken, not retained)
                 link.isQueued = false
                 if link.isAlive {
-                    let lease = _Groups.lock(link.group)
-                    link.publishIfChanged()
-                    _Groups.unlock(lease)
+                    // The write that queued it holds its group (the common
+                    // case): no lock to take again.
+                    if _Groups.holdsAsLast(link.group) {
+                        link.publishIfChanged()
+                    } else {
+                        let lease = _Groups.lock(link.group)
+                        link.publishIfChanged()
+                        _Groups.unlock(lease)
+                    }
                 }
                 continue
             }
