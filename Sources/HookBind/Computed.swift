@@ -59,7 +59,10 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     private enum State { case clean, dirty, evaluating }
 
     private let compute: () -> Value
-    private let isEqual: ((Value, Value) -> Bool)?
+    /// Whether equal results are no change (`isEqual` then compares them).
+    /// Not an optional closure: unwrapping one copies it, a retain a call.
+    private let comparesResults: Bool
+    private let isEqual: (Value, Value) -> Bool
     @exclusivity(unchecked) private var cache: Value
     @exclusivity(unchecked) private var dependencies: [_Dependency]
     @exclusivity(unchecked) private var state = State.clean
@@ -87,7 +90,9 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         _node = group
         let root = _Groups.lock(group)
         defer { _Groups.unlock(root) }
-        (self.compute, self.isEqual) = (compute, isEqual)
+        self.compute = compute
+        comparesResults = isEqual != nil
+        self.isEqual = isEqual ?? { _, _ in false }
         self.name = name
         // What the evaluation reads stays locked until it is registered.
         _Groups.beginRetaining()
@@ -182,7 +187,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
             _Graph.recycle(replaced)
         }
         _Groups.endRetaining()
-        if let isEqual, isEqual(cache, value) { return }
+        if comparesResults, isEqual(cache, value) { return }
         cache = value
         _node.version &+= 1
     }
