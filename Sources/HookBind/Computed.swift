@@ -59,10 +59,11 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     private enum State { case clean, dirty, evaluating }
 
     private let compute: () -> Value
-    /// Whether equal results are no change (`isEqual` then compares them).
-    /// Not an optional closure: unwrapping one copies it, a retain a call.
-    private let comparesResults: Bool
-    private let isEqual: (Value, Value) -> Bool
+    /// Compares results when equal ones are no change (nil otherwise). A
+    /// class, not a closure: a closure of generic values stored here is
+    /// called through two reabstraction thunks (about 140 instructions a
+    /// comparison of two `Int`s); this is one virtual call.
+    private let equality: _Equality<Value>?
     @exclusivity(unchecked) private var cache: Value
     @exclusivity(unchecked) private var dependencies: [_Dependency]
     @exclusivity(unchecked) private var state = State.clean
@@ -75,24 +76,23 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
 
     /// A computed value; `compute` runs at once to find its dependencies.
     public convenience init(name: String = "computed", _ compute: @escaping () -> Value) {
-        self.init(name: name, compute, isEqual: nil)
+        self.init(name: name, compute, equality: nil)
     }
 
     /// A computed value whose equal results are no change; `compute` runs at once.
     public convenience init(name: String = "computed", _ compute: @escaping () -> Value) where Value: Equatable {
-        self.init(name: name, compute, isEqual: { $0 == $1 })
+        self.init(name: name, compute, equality: _EquatableEquality<Value>())
     }
 
     /// Evaluates and registers with the dependencies under the locks of its
     /// group and theirs (merged), so no change is missed in between.
-    private init(name: String, _ compute: @escaping () -> Value, isEqual: ((Value, Value) -> Bool)?) {
+    private init(name: String, _ compute: @escaping () -> Value, equality: _Equality<Value>?) {
         let group = _Node()
         _node = group
         let root = _Groups.lock(group)
         defer { _Groups.unlock(root) }
         self.compute = compute
-        comparesResults = isEqual != nil
-        self.isEqual = isEqual ?? { _, _ in false }
+        self.equality = equality
         self.name = name
         // What the evaluation reads stays locked until it is registered.
         _Groups.beginRetaining()
@@ -127,7 +127,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     private func _readHeld() -> Value {
         if state != .evaluating {
             _refresh()
-            _Graph.track(self)
+            _Graph.track(self, version: _node.version)
         }
         return cache
     }
@@ -187,7 +187,8 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
             _Graph.recycle(replaced)
         }
         _Groups.endRetaining()
-        if comparesResults, isEqual(cache, value) { return }
+        // (Tested, then unwrapped unsafely: `if let` retains it.)
+        if equality != nil, equality.unsafelyUnwrapped.equal(cache, value) { return }
         cache = value
         _node.version &+= 1
     }
@@ -277,6 +278,15 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     /// The cached value (under the lock; `_pointForSubscribing` brought it up to date).
     @usableFromInline
     var _currentValue: Value { cache }
+}
+
+/// How a computed compares its results (see `Computed.equality`).
+class _Equality<Value> {
+    func equal(_ a: Value, _ b: Value) -> Bool { false }
+}
+
+final class _EquatableEquality<Value: Equatable>: _Equality<Value> {
+    override func equal(_ a: Value, _ b: Value) -> Bool { a == b }
 }
 
 extension Computed: CustomStringConvertible {

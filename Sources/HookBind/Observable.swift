@@ -152,12 +152,12 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
         get {
             // Read inside an evaluation of its group: held already.
             if _unmanagedNode._withUnsafeGuaranteedRef({ _Groups.holdsAsLast($0) }) {
-                _Graph.track(self)
+                _Graph.track(self, version: _version)
                 return _cell._storedValue
             }
             let lease = _lock()
             defer { _Groups.unlock(lease) }
-            _Graph.track(self)
+            _Graph.track(self, version: _version)
             return _cell._storedValue
         }
         set {

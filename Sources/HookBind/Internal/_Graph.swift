@@ -213,11 +213,11 @@ final class _Evaluation {
     @exclusivity(unchecked) var fresh: [_Dependency] = []
 
     /// Records `source` unless already read (a linear scan: computeds read few values).
-    func record(_ source: any _Source) {
+    func record(_ source: any _Source, version: UInt64) {
         if !diverged {
             let done = dependencies.withUnsafeMutableBufferPointer { dependencies -> Bool in
                 if matched < dependencies.count, dependencies[matched].source === source {
-                    dependencies[matched].version = source._version
+                    dependencies[matched].version = version
                     matched += 1
                     return true
                 }
@@ -277,10 +277,10 @@ enum _Graph {
 
     /// Records that the running evaluation, if any, read `source`.
     @usableFromInline
-    static func track(_ source: any _Source) {
+    static func track(_ source: any _Source, version: UInt64) {
         _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in
             let graph = me.graph, depth = graph.evaluationDepth
-            if depth > 0 { graph.evaluations[depth - 1]._withUnsafeGuaranteedRef { $0.record(source) } }
+            if depth > 0 { graph.evaluations[depth - 1]._withUnsafeGuaranteedRef { $0.record(source, version: version) } }
         }
     }
 
