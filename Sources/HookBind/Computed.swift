@@ -179,7 +179,9 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         // type's witnesses once more.)
         _Groups.beginRetaining()
         state = .evaluating
-        let (value, replaced) = _Graph.reevaluate(compute, &dependencies)
+        let evaluation = _Graph.beginEvaluation(&dependencies)
+        let value = compute()
+        let replaced = _Graph.endEvaluation(evaluation, &dependencies)
         evaluations += 1
         state = .clean
         if let replaced {

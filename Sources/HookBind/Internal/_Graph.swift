@@ -305,7 +305,7 @@ enum _Graph {
     }
 
     /// The next evaluation of the thread's stack, holding `dependencies`.
-    private static func beginEvaluation(_ dependencies: inout [_Dependency]) -> Unmanaged<_Evaluation> {
+    static func beginEvaluation(_ dependencies: inout [_Dependency]) -> Unmanaged<_Evaluation> {
         _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in
             let state = me.graph
             let depth = state.evaluationDepth
@@ -325,7 +325,7 @@ enum _Graph {
 
     /// Ends the innermost evaluation: `dependencies` becomes what it read,
     /// and what they were is returned if they changed.
-    private static func endEvaluation(_ unmanaged: Unmanaged<_Evaluation>, _ dependencies: inout [_Dependency]) -> [_Dependency]? {
+    static func endEvaluation(_ unmanaged: Unmanaged<_Evaluation>, _ dependencies: inout [_Dependency]) -> [_Dependency]? {
         _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in me.graph.evaluationDepth -= 1 }
         return unmanaged._withUnsafeGuaranteedRef { evaluation -> [_Dependency]? in
             guard evaluation.diverged || evaluation.matched < evaluation.dependencies.count else {
