@@ -45,7 +45,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     public var hookPoint: PropertyHook<Value> {
         _Graph.locked(_group) {
             point.get {
-                let made = PropertyHook._standalone(cache, name: name)
+                let made = PropertyHook._standalone(_cache, name: name)
                 made._adopt(by: self)
                 publishedVersion = _node.version
                 return made
@@ -58,13 +58,16 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
 
     private enum State { case clean, dirty, evaluating }
 
-    private let compute: () -> Value
-    /// Compares results when equal ones are no change (nil otherwise). A
-    /// class, not a closure: a closure of generic values stored here is
-    /// called through two reabstraction thunks (about 140 instructions a
-    /// comparison of two `Int`s); this is one virtual call.
-    private let equality: _Equality<Value>?
-    @exclusivity(unchecked) private var cache: Value
+    /// Runs the closure and stores its result unless equal to the last one
+    /// (for an `Equatable` value): whether it changed. Made by the public
+    /// initializers, which are inlinable, so specialized for the value type
+    /// where the computed is made: the rest of this class runs unspecialized
+    /// (the graph calls it through its protocols), and a value handled there
+    /// is copied through its type's witnesses and a closure of it called
+    /// through reabstraction thunks.
+    private let evaluateAndStore: (Computed<Value>) -> Bool
+    /// The last result.
+    @usableFromInline @exclusivity(unchecked) var _cache: Value
     @exclusivity(unchecked) private var dependencies: [_Dependency]
     @exclusivity(unchecked) private var state = State.clean
     @exclusivity(unchecked) private var publishedVersion: UInt64 = 0
@@ -75,29 +78,39 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     @exclusivity(unchecked) private var unmanagedLink: Unmanaged<_Link>?
 
     /// A computed value; `compute` runs at once to find its dependencies.
+    @inlinable
     public convenience init(name: String = "computed", _ compute: @escaping () -> Value) {
-        self.init(name: name, compute, equality: nil)
+        self.init(name: name, compute) { computed in
+            computed._cache = compute()
+            return true
+        }
     }
 
     /// A computed value whose equal results are no change; `compute` runs at once.
+    @inlinable
     public convenience init(name: String = "computed", _ compute: @escaping () -> Value) where Value: Equatable {
-        self.init(name: name, compute, equality: _EquatableEquality<Value>())
+        self.init(name: name, compute) { computed in
+            let value = compute()
+            if value == computed._cache { return false }
+            computed._cache = value
+            return true
+        }
     }
 
     /// Evaluates and registers with the dependencies under the locks of its
     /// group and theirs (merged), so no change is missed in between.
-    private init(name: String, _ compute: @escaping () -> Value, equality: _Equality<Value>?) {
+    @usableFromInline
+    init(name: String, _ compute: @escaping () -> Value, evaluateAndStore: @escaping (Computed<Value>) -> Bool) {
         let group = _Node()
         _node = group
         let root = _Groups.lock(group)
         defer { _Groups.unlock(root) }
-        self.compute = compute
-        self.equality = equality
+        self.evaluateAndStore = evaluateAndStore
         self.name = name
         // What the evaluation reads stays locked until it is registered.
         _Groups.beginRetaining()
         defer { _Groups.endRetaining() }
-        (cache, dependencies) = _Graph.evaluate(compute)
+        (_cache, dependencies) = _Graph.evaluate(compute)
         link = _Link(self, group: group)
         unmanagedLink = Unmanaged.passUnretained(link)
         evaluations = 1
@@ -129,7 +142,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
             _refresh()
             _Graph.track(self, version: _node.version)
         }
-        return cache
+        return _cache
     }
 
     /// How many times the closure ran (for tests and tuning).
@@ -180,7 +193,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         _Groups.beginRetaining()
         state = .evaluating
         let evaluation = _Graph.beginEvaluation(&dependencies)
-        let value = compute()
+        let changed = evaluateAndStore(self)
         let replaced = _Graph.endEvaluation(evaluation, &dependencies)
         evaluations += 1
         state = .clean
@@ -190,9 +203,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         }
         _Groups.endRetaining()
         // (Tested, then unwrapped unsafely: `if let` retains it.)
-        if equality != nil, equality.unsafelyUnwrapped.equal(cache, value) { return }
-        cache = value
-        _node.version &+= 1
+        if changed { _node.version &+= 1 }
     }
 
     /// Makes this computed a dependent of what it read, and no longer of what
@@ -244,7 +255,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         _refresh()
         guard _node.version != publishedVersion else { return }
         publishedVersion = _node.version
-        point.withExisting { $0._setThroughHooks(cache) }
+        point.withExisting { $0._setThroughHooks(_cache) }
     }
 
     // MARK: Subscribing
@@ -271,7 +282,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         let hookPoint = self.hookPoint
         if !hookPoint.hasHooks, publishedVersion != _node.version {
             // Nobody heard the changes made while unobserved: start from now.
-            hookPoint._storeSilently(cache)
+            hookPoint._storeSilently(_cache)
             publishedVersion = _node.version
         }
         return hookPoint
@@ -279,16 +290,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
 
     /// The cached value (under the lock; `_pointForSubscribing` brought it up to date).
     @usableFromInline
-    var _currentValue: Value { cache }
-}
-
-/// How a computed compares its results (see `Computed.equality`).
-class _Equality<Value> {
-    func equal(_ a: Value, _ b: Value) -> Bool { false }
-}
-
-final class _EquatableEquality<Value: Equatable>: _Equality<Value> {
-    override func equal(_ a: Value, _ b: Value) -> Bool { a == b }
+    var _currentValue: Value { _cache }
 }
 
 extension Computed: CustomStringConvertible {
