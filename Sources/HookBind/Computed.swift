@@ -36,7 +36,7 @@ import Hook
 /// A computed lives as long as you keep it (or a computed that reads it);
 /// its dependencies hold it weakly.
 public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecked Sendable {
-    private let point = _OnDemand<PropertyHook<Value>>()
+    @usableFromInline let point = _OnDemand<PropertyHook<Value>>()
     /// The selector of the calls at ``hookPoint``.
     public let name: String
 
@@ -66,6 +66,9 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     /// is copied through its type's witnesses and a closure of it called
     /// through reabstraction thunks.
     private let evaluateAndStore: (Computed<Value>) -> Bool
+    /// Calls the hook point with the last result (its subscribers hear it),
+    /// specialized likewise.
+    private let publish: (Computed<Value>) -> Void
     /// The last result.
     @usableFromInline @exclusivity(unchecked) var _cache: Value
     @exclusivity(unchecked) private var dependencies: [_Dependency]
@@ -80,32 +83,38 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     /// A computed value; `compute` runs at once to find its dependencies.
     @inlinable
     public convenience init(name: String = "computed", _ compute: @escaping () -> Value) {
-        self.init(name: name, compute) { computed in
+        self.init(name: name, compute, evaluateAndStore: { computed in
             computed._cache = compute()
             return true
-        }
+        }, publish: { computed in
+            computed.point.withExisting { $0._setThroughHooks(computed._cache) }
+        })
     }
 
     /// A computed value whose equal results are no change; `compute` runs at once.
     @inlinable
     public convenience init(name: String = "computed", _ compute: @escaping () -> Value) where Value: Equatable {
-        self.init(name: name, compute) { computed in
+        self.init(name: name, compute, evaluateAndStore: { computed in
             let value = compute()
             if value == computed._cache { return false }
             computed._cache = value
             return true
-        }
+        }, publish: { computed in
+            computed.point.withExisting { $0._setThroughHooks(computed._cache) }
+        })
     }
 
     /// Evaluates and registers with the dependencies under the locks of its
     /// group and theirs (merged), so no change is missed in between.
     @usableFromInline
-    init(name: String, _ compute: @escaping () -> Value, evaluateAndStore: @escaping (Computed<Value>) -> Bool) {
+    init(name: String, _ compute: @escaping () -> Value, evaluateAndStore: @escaping (Computed<Value>) -> Bool,
+         publish: @escaping (Computed<Value>) -> Void) {
         let group = _Node()
         _node = group
         let root = _Groups.lock(group)
         defer { _Groups.unlock(root) }
         self.evaluateAndStore = evaluateAndStore
+        self.publish = publish
         self.name = name
         // What the evaluation reads stays locked until it is registered.
         _Groups.beginRetaining()
@@ -126,23 +135,33 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
 
     /// The current value, brought up to date first. Reading it inside another
     /// ``Computed`` makes this one a dependency.
+    @inlinable
     public var value: Value {
         // The common read, a computed reading another of its group while it
         // evaluates: the thread's last lock is this group's root, held (a
         // merge of this group needs that lock, so the root cannot change
         // meanwhile): no lock to take. (Here and not in `_Groups.lock`, whose
         // inlined fast path every observable write and binding set runs.)
-        if _Groups.holdsAsLast(_node) { return _readHeld() }
-        return _Graph.locked(_group) { _readHeld() }
+        // Inlinable: the value is copied in code specialized for its type.
+        if _Groups.holdsAsLast(_node) {
+            _prepareRead()
+            return _cache
+        }
+        return _Graph.locked(_group) {
+            _prepareRead()
+            return _cache
+        }
     }
 
-    /// `value`, under the group's lock.
-    private func _readHeld() -> Value {
+    /// Before a read of `_cache` under the group's lock: brought up to
+    /// date and recorded by the running evaluation (not while this
+    /// computed evaluates: a read of itself gets the previous value).
+    @usableFromInline
+    func _prepareRead() {
         if state != .evaluating {
             _refresh()
             _Graph.track(self, version: _node.version)
         }
-        return _cache
     }
 
     /// How many times the closure ran (for tests and tuning).
@@ -255,7 +274,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         _refresh()
         guard _node.version != publishedVersion else { return }
         publishedVersion = _node.version
-        point.withExisting { $0._setThroughHooks(_cache) }
+        publish(self)
     }
 
     // MARK: Subscribing

@@ -4,9 +4,10 @@ import Synchronization
 /// threads race to make it (the losers' are dropped unseen), and released
 /// with the owner: how `Event` and `Signal` keep their hook point, so that one
 /// nobody subscribes to costs a word.
+@usableFromInline
 struct _OnDemand<Object: AnyObject>: ~Copyable {
     /// A +1 `Unmanaged<Object>` bit pattern, or 0.
-    private let bits = Atomic<Int>(0)
+    @usableFromInline let bits = Atomic<Int>(0)
 
     init() {}
 
@@ -16,7 +17,7 @@ struct _OnDemand<Object: AnyObject>: ~Copyable {
     }
 
     /// The object if it is made, borrowed for `body` (no reference counting).
-    @inline(__always)
+    @inlinable @inline(__always)
     func withExisting<R>(_ body: (Object) throws -> R) rethrows -> R? {
         let made = bits.load(ordering: .acquiring)
         guard made != 0 else { return nil }
