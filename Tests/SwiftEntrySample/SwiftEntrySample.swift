@@ -92,3 +92,6 @@ public final class Worker: @unchecked Sendable {
     public init() {}
     public func work(_ n: Int) -> Int { n &* 2 &+ 1 }
 }
+
+/// Calls itself: each level's call reaches the entry.
+public func factorial(_ n: Int) -> Int { n <= 1 ? 1 : n &* factorial(n &- 1) }

@@ -253,6 +253,38 @@ extension SwiftEntrySuites {
     }
 }
 
+    /// The stub's typed path for a throwing function (the hook sees the
+    /// calls that returned), a recursive one (every level, innermost
+    /// first) and a call the hook makes of its own function (the original
+    /// only).
+    @Test func typedAfterHooksOnThrowingRecursiveAndReentrantCalls() throws {
+        let parse = try SwiftEntryHook.named("SwiftEntrySample.parseNumber(_:)", as: ((String) throws -> Int).self)
+        defer { try? parse.restore() }
+        var parsed: [Int] = []
+        try parse.afterReturning { (number: Int, _: String) in parsed.append(number) }
+        #expect(throws: SampleError.notANumber("x")) { try parseNumber("x") }
+        #expect(try parseNumber("42") == 42)
+        #expect(throws: SampleError.empty) { try parseNumber("") }
+        #expect(parsed == [42])
+
+        let factorialHook = try SwiftEntryHook.named("SwiftEntrySample.factorial(_:)", as: ((Int) -> Int).self)
+        defer { try? factorialHook.restore() }
+        var levels: [String] = []
+        try factorialHook.afterReturning { (result: Int, n: Int) in levels.append("\(n)!=\(result)") }
+        #expect(factorial(5) == 120)
+        #expect(levels == ["1!=1", "2!=2", "3!=6", "4!=24", "5!=120"])
+
+        let shoutHook = try SwiftEntryHook.named("SwiftEntrySample.shout(_:)", as: ((String) -> String).self)
+        defer { try? shoutHook.restore() }
+        var heard: [String] = []
+        try shoutHook.afterReturning { (loud: String, text: String) in
+            heard.append("\(text)->\(loud)")
+            heard.append("inside: " + shout(text + "!"))  // runs the original only
+        }
+        #expect(shout("hey") == "HEY")
+        #expect(heard == ["hey->HEY", "inside: HEY!"])
+    }
+
     /// A typed after hook borrows the call's values (moved out of the
     /// registers and back): one that throws, or keeps what it was given,
     /// leaves the caller's result and objects as they were.
