@@ -58,70 +58,70 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
 
     private enum State { case clean, dirty, evaluating }
 
-    /// Runs the closure and stores its result unless equal to the last one
-    /// (for an `Equatable` value): whether it changed. Made by the public
-    /// initializers, which are inlinable, so specialized for the value type
-    /// where the computed is made: the rest of this class runs unspecialized
-    /// (the graph calls it through its protocols), and a value handled there
-    /// is copied through its type's witnesses and a closure of it called
-    /// through reabstraction thunks.
-    private let evaluateAndStore: (Computed<Value>) -> Bool
-    /// Calls the hook point with the last result (its subscribers hear it),
-    /// specialized likewise.
-    private let publish: (Computed<Value>) -> Void
+    /// What this class does with its value, in code specialized for the
+    /// value type (one closure, made by the public initializers, which are
+    /// inlinable, where the computed is made): the rest of the class runs
+    /// unspecialized (the graph calls it through its protocols), where a
+    /// value is copied through its type's witnesses and a closure of it is
+    /// called through reabstraction thunks. `.evaluate` runs the closure and
+    /// stores its result unless equal to the last one (an `Equatable` value),
+    /// returning whether it changed; `.publish` calls the hook point with the
+    /// last result (its subscribers hear it).
+    private let specialized: (Computed<Value>, _ComputedOperation) -> Bool
     /// The last result.
     @usableFromInline @exclusivity(unchecked) var _cache: Value
     @exclusivity(unchecked) private var dependencies: [_Dependency]
     @exclusivity(unchecked) private var state = State.clean
     @exclusivity(unchecked) private var publishedVersion: UInt64 = 0
     @exclusivity(unchecked) private var evaluations = 0
-    /// How the values it reads know it (set once `self` exists).
-    private var link: _Link!
-    /// `link`, to hand on without reference counting (`link` keeps it).
+    /// How the values it reads know it (+1, released in `deinit`; set once
+    /// `self` exists). Unmanaged: handed on without reference counting.
     @exclusivity(unchecked) private var unmanagedLink: Unmanaged<_Link>?
+    private var link: _Link { unmanagedLink.unsafelyUnwrapped.takeUnretainedValue() }
 
     /// A computed value; `compute` runs at once to find its dependencies.
     @inlinable
     public convenience init(name: String = "computed", _ compute: @escaping () -> Value) {
-        self.init(name: name, compute, evaluateAndStore: { computed in
+        self.init(name: name, compute) { computed, operation in
+            if operation == .publish {
+                computed.point.withExisting { $0._setThroughHooks(computed._cache) }
+                return false
+            }
             computed._cache = compute()
             return true
-        }, publish: { computed in
-            computed.point.withExisting { $0._setThroughHooks(computed._cache) }
-        })
+        }
     }
 
     /// A computed value whose equal results are no change; `compute` runs at once.
     @inlinable
     public convenience init(name: String = "computed", _ compute: @escaping () -> Value) where Value: Equatable {
-        self.init(name: name, compute, evaluateAndStore: { computed in
+        self.init(name: name, compute) { computed, operation in
+            if operation == .publish {
+                computed.point.withExisting { $0._setThroughHooks(computed._cache) }
+                return false
+            }
             let value = compute()
             if value == computed._cache { return false }
             computed._cache = value
             return true
-        }, publish: { computed in
-            computed.point.withExisting { $0._setThroughHooks(computed._cache) }
-        })
+        }
     }
 
     /// Evaluates and registers with the dependencies under the locks of its
     /// group and theirs (merged), so no change is missed in between.
     @usableFromInline
-    init(name: String, _ compute: @escaping () -> Value, evaluateAndStore: @escaping (Computed<Value>) -> Bool,
-         publish: @escaping (Computed<Value>) -> Void) {
+    init(name: String, _ compute: @escaping () -> Value, specialized: @escaping (Computed<Value>, _ComputedOperation) -> Bool) {
         let group = _Node()
         _node = group
         let root = _Groups.lock(group)
         defer { _Groups.unlock(root) }
-        self.evaluateAndStore = evaluateAndStore
-        self.publish = publish
+        self.specialized = specialized
         self.name = name
         // What the evaluation reads stays locked until it is registered.
         _Groups.beginRetaining()
         defer { _Groups.endRetaining() }
         (_cache, dependencies) = _Graph.evaluate(compute)
-        link = _Link(self, group: group)
-        unmanagedLink = Unmanaged.passUnretained(link)
+        unmanagedLink = Unmanaged.passRetained(_Link(self, group: group))
         evaluations = 1
         register(dependencies, replacing: [])
     }
@@ -131,6 +131,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
             link.isAlive = false
             for dependency in dependencies { dependency.source._node.removeDependent(link) }
         }
+        unmanagedLink?.release()
     }
 
     /// The current value, brought up to date first. Reading it inside another
@@ -212,7 +213,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         _Groups.beginRetaining()
         state = .evaluating
         let evaluation = _Graph.beginEvaluation(&dependencies)
-        let changed = evaluateAndStore(self)
+        let changed = specialized(self, .evaluate)
         let replaced = _Graph.endEvaluation(evaluation, &dependencies)
         evaluations += 1
         state = .clean
@@ -274,7 +275,7 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         _refresh()
         guard _node.version != publishedVersion else { return }
         publishedVersion = _node.version
-        publish(self)
+        _ = specialized(self, .publish)
     }
 
     // MARK: Subscribing
@@ -310,6 +311,12 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     /// The cached value (under the lock; `_pointForSubscribing` brought it up to date).
     @usableFromInline
     var _currentValue: Value { _cache }
+}
+
+/// What `Computed.specialized` is asked to do.
+@usableFromInline
+enum _ComputedOperation {
+    case evaluate, publish
 }
 
 extension Computed: CustomStringConvertible {

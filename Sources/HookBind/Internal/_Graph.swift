@@ -50,7 +50,7 @@ final class _Node: _Group, @unchecked Sendable {
         let bits = Unmanaged.passUnretained(link).toOpaque()
         for i in 0..<Int(dependentCount) where dependents.unsafelyUnwrapped[i].toOpaque() == bits { return }
         if dependentCount == dependentCapacity {
-            let capacity = max(4, Int(dependentCapacity) * 2)
+            let capacity = max(2, Int(dependentCapacity) * 2)
             let grown = UnsafeMutablePointer<Unmanaged<_Link>>.allocate(capacity: capacity)
             if let dependents {
                 grown.moveInitialize(from: dependents, count: Int(dependentCount))
@@ -91,27 +91,28 @@ final class _Node: _Group, @unchecked Sendable {
 /// removes it from its dependencies, so under that lock a live link's
 /// `target` is valid memory, even while its `deinit` waits for the lock.
 final class _Link {
-    /// The computed, as its type and address: called through them without
-    /// reference counting (an `unowned(unsafe)` existential is retained
-    /// for each call made on it).
-    let targetType: any _Dependent.Type
-    let targetObject: UnsafeRawPointer
+    /// The computed (its `deinit` marks the link dead under the group's lock,
+    /// so a live link's target is valid memory there). Called through its
+    /// type and address, without reference counting: a method called on
+    /// the existential retains it for the call.
+    unowned(unsafe) let target: any _Dependent
     /// The computed's group (its lock guards the fields below).
     let group: _Group
     @exclusivity(unchecked) var isAlive = true
     /// In a thread's pending list (so it is there once).
     @exclusivity(unchecked) var isQueued = false
 
+    private var targetObject: UnsafeRawPointer { UnsafeRawPointer(Unmanaged.passUnretained(target as AnyObject).toOpaque()) }
+
     /// `_markDirty()` of the computed (alive: under its group's lock).
-    @inline(__always) func markDirty() { targetType._markDirty(targetObject) }
+    @inline(__always) func markDirty() { type(of: target)._markDirty(targetObject) }
     /// `_publishIfChanged()` of the computed.
-    @inline(__always) func publishIfChanged() { targetType._publishIfChanged(targetObject) }
+    @inline(__always) func publishIfChanged() { type(of: target)._publishIfChanged(targetObject) }
     /// `_height` of the computed.
-    @inline(__always) var height: Int { targetType._height(targetObject) }
+    @inline(__always) var height: Int { type(of: target)._height(targetObject) }
 
     init(_ target: any _Dependent, group: _Group) {
-        targetType = type(of: target)
-        targetObject = UnsafeRawPointer(Unmanaged.passUnretained(target as AnyObject).toOpaque())
+        self.target = target
         self.group = group
     }
 }
@@ -148,21 +149,20 @@ struct _Dependency {
     /// Kept: a computed holds what it reads.
     let source: any _Source
     var version: UInt64
-    /// `source` as its type and address: refreshed through them without
-    /// reference counting (`source` keeps it; a metatype is not counted).
-    let type: any _Source.Type
-    let object: UnsafeRawPointer
 
     init(source: any _Source, version: UInt64) {
         self.source = source
         self.version = version
-        type = Swift.type(of: source)
-        object = UnsafeRawPointer(Unmanaged.passUnretained(source as AnyObject).toOpaque())
     }
 
-    /// Brings the source up to date and returns its version.
+    /// Brings the source up to date and returns its version, through its
+    /// type and address: no reference counting (calling a method of the
+    /// `any _Source` held in memory would retain it for the call; a
+    /// metatype is not counted).
     @inline(__always)
-    func refreshed() -> UInt64 { type._refreshed(object) }
+    func refreshed() -> UInt64 {
+        Swift.type(of: source)._refreshed(UnsafeRawPointer(Unmanaged.passUnretained(source as AnyObject).toOpaque()))
+    }
 }
 
 /// A thread's part of the graph's state (each thread has its own, see
