@@ -207,9 +207,9 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         // caller holds this computed's group). The dependencies are checked
         // in place (see `_Evaluation`): reading what it read last time, in
         // the same order, registers nothing and builds no array.
-        // (Begun and ended here, not in a `retaining` closure: its generic
-        // result made this unspecialized code copy the value through its
-        // type's witnesses once more.)
+        // (Begun and ended here, not in a `retaining` closure, and the
+        // value never leaves `specialized`: this code is not specialized for
+        // the value type.)
         _Groups.beginRetaining()
         state = .evaluating
         let evaluation = _Graph.beginEvaluation(&dependencies)
@@ -222,7 +222,6 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
             _Graph.recycle(replaced)
         }
         _Groups.endRetaining()
-        // (Tested, then unwrapped unsafely: `if let` retains it.)
         if changed { _node.version &+= 1 }
     }
 
