@@ -284,7 +284,20 @@ enum _Graph {
         }
     }
 
-    /// Runs `compute`, recording what it reads.
+    /// `_Groups.holdsAsLast(group)`, and if so `track(source, version:)`,
+    /// with one look-up of the thread: an observable's read inside an
+    /// evaluation of its group.
+    @usableFromInline @inline(never)
+    static func trackIfHeld(_ source: any _Source, _ group: _Group, version: UInt64) -> Bool {
+        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me -> Bool in
+            let count = me.held.count
+            guard count > 0, me.held[count - 1].lockRef.toOpaque() == group.unmanagedRoot.toOpaque() else { return false }
+            let graph = me.graph, depth = graph.evaluationDepth
+            if depth > 0 { graph.evaluations[depth - 1]._withUnsafeGuaranteedRef { $0.record(source, version: version) } }
+            return true
+        }
+    }
+
     /// Evaluates `compute` with what it reads recorded (a first evaluation).
     static func evaluate<Value>(_ compute: () -> Value) -> (Value, [_Dependency]) {
         var dependencies: [_Dependency] = []
