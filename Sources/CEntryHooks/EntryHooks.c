@@ -292,13 +292,15 @@ int hk_entry_each_object_function(const char *prefixes,
       for (size_t i = 0; i < file.counts[t]; i++) {
         const Elf64_Sym *sym = &file.tables[t][i];
         if (sym->st_shndx == SHN_UNDEF || sym->st_value == 0) continue;
-        const char *name = file.strings[t] + sym->st_name;
-        int type = ELF64_ST_TYPE(sym->st_info);
-        size_t length = strlen(name);
         // Functions, and Swift method descriptors (data: flags and the implementation's offset).
-        int descriptor = type == STT_OBJECT && length > 2 && name[length - 2] == 'T' && name[length - 1] == 'q';
-        if (!descriptor && (type != STT_FUNC || sym->st_size == 0)) continue;
+        int type = ELF64_ST_TYPE(sym->st_info);
+        if (type == STT_FUNC ? sym->st_size == 0 : type != STT_OBJECT) continue;
+        const char *name = file.strings[t] + sym->st_name;
         if (!has_prefix(name, prefixes)) continue;
+        if (type == STT_OBJECT) {
+          size_t length = strlen(name);
+          if (length < 3 || name[length - 2] != 'T' || name[length - 1] != 'q') continue;
+        }
         entries[n++] = (function_entry){name, list.objects[o].base + sym->st_value, sym->st_size};
       }
     }

@@ -290,6 +290,11 @@ hk_swift_point *hk_swift_point_make(const void **entry) {
   return point;
 }
 
+void hk_swift_point_set_typed(hk_swift_point *point, const hk_swift_typed *typed) {
+  // Release: a call that reads it in its frame (hk_swift_typed_enter) sees the hook made.
+  __atomic_store_n(&point->typed, typed, __ATOMIC_RELEASE);
+}
+
 void hk_swift_point_set(hk_swift_point *point, uintptr_t active, uintptr_t only) {
   // `only` first: a call that sees the new `active` sees it.
   __atomic_store_n(&point->only, only, __ATOMIC_RELEASE);
@@ -389,6 +394,7 @@ __asm__(
 #else  // not x86-64 Linux
 
 hk_swift_point *hk_swift_point_make(const void **entry) { *entry = NULL; errno = ENOTSUP; return NULL; }
+void hk_swift_point_set_typed(hk_swift_point *point, const hk_swift_typed *typed) { (void)point; (void)typed; }
 void hk_swift_point_set(hk_swift_point *point, uintptr_t active, uintptr_t only) { (void)point; (void)active; (void)only; }
 void hk_swift_call(const void *function, hk_swift_frame *frame) { (void)function; (void)frame; }
 const void *hk_swift_modify_began(hk_swift_point *point, void *buffer, const void *resume, void *address, uint64_t self) {

@@ -606,9 +606,7 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
            let hook = hooks[0] as? _SwiftTypedAfterHook, hook.target == 0 {
             typed = UnsafePointer(hook.fast)
         }
-        withUnsafeMutablePointer(to: &point.pointee.typed) { slot in
-            UnsafeMutableRawPointer(slot).storeBytes(of: typed, as: UnsafePointer<hk_swift_typed>?.self)
-        }
+        hk_swift_point_set_typed(point, typed)
         // The stub's fast path: no hooks, or hooks for one object only.
         let only = hooks.first?.onlyFor ?? 0
         let filtered = only != 0 && hooks.allSatisfy { $0.onlyFor == only }

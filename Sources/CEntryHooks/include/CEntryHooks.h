@@ -122,6 +122,8 @@ typedef struct hk_swift_typed {
 // NULL if memory is refused. Never freed: a thread may still be in a stub.
 hk_swift_point *hk_swift_point_make(const void **entry);
 void hk_swift_point_set(hk_swift_point *point, uintptr_t active, uintptr_t only);
+// Publishes the point's lone typed after hook for the stub (or NULL).
+void hk_swift_point_set_typed(hk_swift_point *point, const hk_swift_typed *typed);
 void hk_swift_call(const void *function, hk_swift_frame *frame);
 
 // A modify ramp's call that returned `resume` and `address`: recorded, and

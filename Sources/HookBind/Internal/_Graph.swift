@@ -181,6 +181,13 @@ final class _GraphState: @unchecked Sendable {
     deinit {
         for evaluation in evaluations { evaluation.release() }
     }
+
+    /// Records that the running evaluation, if any, read `source`.
+    @inline(__always)
+    func record(_ source: any _Source, version: UInt64) {
+        let depth = evaluationDepth
+        if depth > 0 { evaluations[depth - 1]._withUnsafeGuaranteedRef { $0.record(source, version: version) } }
+    }
     @exclusivity(unchecked) @usableFromInline var batchDepth = 0
     /// Deferred calls of observables written in the current batch, in the order first written.
     @exclusivity(unchecked) var commits: [() -> Void] = []
@@ -250,12 +257,6 @@ enum _Graph {
     @usableFromInline
     static var state: _GraphState { _LockThread.current.graph }
 
-    /// The calling thread's state, without reference counting (the thread keeps it).
-    @inline(__always)
-    static var unmanagedState: Unmanaged<_GraphState> {
-        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.graph) }
-    }
-
     /// Runs `body` with the calling thread's state, without reference counting.
     @inline(__always)
     static func withState<R>(_ body: (_GraphState) throws -> R) rethrows -> R {
@@ -278,10 +279,7 @@ enum _Graph {
     /// Records that the running evaluation, if any, read `source`.
     @usableFromInline
     static func track(_ source: any _Source, version: UInt64) {
-        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in
-            let graph = me.graph, depth = graph.evaluationDepth
-            if depth > 0 { graph.evaluations[depth - 1]._withUnsafeGuaranteedRef { $0.record(source, version: version) } }
-        }
+        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { $0.graph.record(source, version: version) }
     }
 
     /// `_Groups.holdsAsLast(group)`, and if so `track(source, version:)`,
@@ -290,10 +288,8 @@ enum _Graph {
     @usableFromInline @inline(never)
     static func trackIfHeld(_ source: any _Source, _ group: _Group, version: UInt64) -> Bool {
         _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me -> Bool in
-            let count = me.held.count
-            guard count > 0, me.held[count - 1].lockRef.toOpaque() == group.unmanagedRoot.toOpaque() else { return false }
-            let graph = me.graph, depth = graph.evaluationDepth
-            if depth > 0 { graph.evaluations[depth - 1]._withUnsafeGuaranteedRef { $0.record(source, version: version) } }
+            guard _Groups.holdsAsLast(group, me) else { return false }
+            me.graph.record(source, version: version)
             return true
         }
     }
@@ -301,21 +297,18 @@ enum _Graph {
     /// Evaluates `compute` with what it reads recorded (a first evaluation).
     static func evaluate<Value>(_ compute: () -> Value) -> (Value, [_Dependency]) {
         var dependencies: [_Dependency] = []
-        let value = reevaluate(compute, &dependencies).value
+        let evaluation = beginEvaluation(&dependencies)
+        let value = compute()
+        _ = endEvaluation(evaluation, &dependencies)
         return (value, dependencies)
     }
 
-    /// Evaluates `compute` against `dependencies`, what the last evaluation
-    /// read: when it reads the same sources in the same order, their
-    /// versions are brought up to date in place and `replaced` is nil;
-    /// otherwise `dependencies` becomes what it read and `replaced` what
-    /// they were (to register the change).
-    static func reevaluate<Value>(_ compute: () -> Value,
-                                  _ dependencies: inout [_Dependency]) -> (value: Value, replaced: [_Dependency]?) {
-        let evaluation = beginEvaluation(&dependencies)
-        let value = compute()
-        return (value, endEvaluation(evaluation, &dependencies))
-    }
+    // A re-evaluation (`Computed.recompute`) runs its closure between these
+    // two: checked against `dependencies`, what the last evaluation read,
+    // the same sources read in the same order only bring their versions up
+    // to date in place (`endEvaluation` returns nil); otherwise
+    // `dependencies` becomes what it read and `endEvaluation` returns what
+    // they were (to register the change).
 
     /// The next evaluation of the thread's stack, holding `dependencies`.
     static func beginEvaluation(_ dependencies: inout [_Dependency]) -> Unmanaged<_Evaluation> {

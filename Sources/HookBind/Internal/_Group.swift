@@ -348,10 +348,14 @@ enum _Groups {
     /// a read outside one pays a call, not the code at every read site.
     @usableFromInline @inline(never)
     static func holdsAsLast(_ group: _Group) -> Bool {
-        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me -> Bool in
-            let count = me.held.count
-            return count > 0 && me.held[count - 1].lockRef.toOpaque() == group.unmanagedRoot.toOpaque()
-        }
+        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { holdsAsLast(group, $0) }
+    }
+
+    /// `holdsAsLast(_:)` for `me`, the calling thread's record.
+    @inline(__always)
+    static func holdsAsLast(_ group: _Group, _ me: _LockThread) -> Bool {
+        let count = me.held.count
+        return count > 0 && me.held[count - 1].lockRef.toOpaque() == group.unmanagedRoot.toOpaque()
     }
 
     /// Ends the scope of a `lock`.
