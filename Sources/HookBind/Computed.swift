@@ -35,7 +35,7 @@ import Hook
 ///
 /// A computed lives as long as you keep it (or a computed that reads it);
 /// its dependencies hold it weakly.
-public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecked Sendable {
+public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     @usableFromInline let point = _OnDemand<PropertyHook<Value>>()
     /// The selector of the calls at ``hookPoint``.
     public let name: String
@@ -44,94 +44,90 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     /// hooks on it. Made the first time it is needed (with the current value).
     public var hookPoint: PropertyHook<Value> {
         _Graph.locked(_group) {
-            point.get {
+            if let made = point.withExisting({ $0 }) { return made }
+            let made = point.get {
                 let made = PropertyHook._standalone(_cache, name: name)
                 made._adopt(by: self)
-                publishedVersion = _node.version
                 return made
             }
+            _core._withUnsafeGuaranteedRef { core in
+                core.hookPoint = Unmanaged.passUnretained(made)
+                core.publishedVersion = _node.version
+            }
+            return made
         }
     }
     @usableFromInline let _node: _Node
     /// The connected group: its own (the node), merged with those of what it reads.
     @usableFromInline var _group: _Group { _node }
-
-    private enum State { case clean, dirty, evaluating }
-
-    /// What this class does with its value, in code specialized for the
-    /// value type (one closure, made by the public initializers, which are
-    /// inlinable, where the computed is made): the rest of the class runs
-    /// unspecialized (the graph calls it through its protocols), where a
-    /// value is copied through its type's witnesses and a closure of it is
-    /// called through reabstraction thunks. `.evaluate` runs the closure and
-    /// stores its result unless equal to the last one (an `Equatable` value),
-    /// returning whether it changed; `.publish` calls the hook point with the
-    /// last result (its subscribers hear it).
-    private let specialized: (Computed<Value>, _ComputedOperation) -> Bool
-    /// The last result.
+    /// What the graph works with (+1, released in `deinit`): state,
+    /// dependencies, evaluations (see `_ComputedCore`).
+    @usableFromInline let _core: Unmanaged<_ComputedCore>
+    /// The last result. (Last: a generic class's fields after it would be at
+    /// offsets read from its type's metadata.)
     @usableFromInline @exclusivity(unchecked) var _cache: Value
-    @exclusivity(unchecked) private var dependencies: [_Dependency]
-    @exclusivity(unchecked) private var state = State.clean
-    @exclusivity(unchecked) private var publishedVersion: UInt64 = 0
-    @exclusivity(unchecked) private var evaluations = 0
-    /// How the values it reads know it (+1, released in `deinit`; set once
-    /// `self` exists). Unmanaged: handed on without reference counting.
-    @exclusivity(unchecked) private var unmanagedLink: Unmanaged<_Link>?
-    private var link: _Link { unmanagedLink.unsafelyUnwrapped.takeUnretainedValue() }
 
     /// A computed value; `compute` runs at once to find its dependencies.
+    ///
+    /// (Inlinable, as are the others: what needs the value type, running
+    /// `compute` and storing or publishing its result, is one closure made
+    /// here, specialized for the value type; see `_ComputedCore`.)
     @inlinable
     public convenience init(name: String = "computed", _ compute: @escaping () -> Value) {
-        self.init(name: name, compute) { computed, operation in
-            if operation == .publish {
-                computed.point.withExisting { $0._setThroughHooks(computed._cache) }
-                return false
+        self.init(name: name, compute) { object, operation in
+            Unmanaged<Computed<Value>>.fromOpaque(object)._withUnsafeGuaranteedRef { computed in
+                if operation == .publish {
+                    computed.point.withExisting { $0._setThroughHooks(computed._cache) }
+                    return false
+                }
+                computed._cache = compute()
+                return true
             }
-            computed._cache = compute()
-            return true
         }
     }
 
     /// A computed value whose equal results are no change; `compute` runs at once.
     @inlinable
     public convenience init(name: String = "computed", _ compute: @escaping () -> Value) where Value: Equatable {
-        self.init(name: name, compute) { computed, operation in
-            if operation == .publish {
-                computed.point.withExisting { $0._setThroughHooks(computed._cache) }
-                return false
+        self.init(name: name, compute) { object, operation in
+            Unmanaged<Computed<Value>>.fromOpaque(object)._withUnsafeGuaranteedRef { computed in
+                if operation == .publish {
+                    computed.point.withExisting { $0._setThroughHooks(computed._cache) }
+                    return false
+                }
+                let value = compute()
+                if value == computed._cache { return false }
+                computed._cache = value
+                return true
             }
-            let value = compute()
-            if value == computed._cache { return false }
-            computed._cache = value
-            return true
         }
     }
 
     /// Evaluates and registers with the dependencies under the locks of its
     /// group and theirs (merged), so no change is missed in between.
     @usableFromInline
-    init(name: String, _ compute: @escaping () -> Value, specialized: @escaping (Computed<Value>, _ComputedOperation) -> Bool) {
-        let group = _Node()
-        _node = group
-        let root = _Groups.lock(group)
-        defer { _Groups.unlock(root) }
-        self.specialized = specialized
+    init(name: String, _ compute: () -> Value, specialized: @escaping (UnsafeRawPointer, _ComputedOperation) -> Bool) {
+        let node = _Node()
+        _node = node
+        let core = _ComputedCore(node: node, specialized: specialized)
+        _core = .passRetained(core)
         self.name = name
-        // What the evaluation reads stays locked until it is registered.
-        _Groups.beginRetaining()
-        defer { _Groups.endRetaining() }
-        (_cache, dependencies) = _Graph.evaluate(compute)
-        unmanagedLink = Unmanaged.passRetained(_Link(self, group: group))
-        evaluations = 1
-        register(dependencies, replacing: [])
+        let root = _Groups.lock(node)
+        defer { _Groups.unlock(root) }
+        _cache = core.evaluate(compute)
+        core.target = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
     }
 
     deinit {
-        _Graph.locked(_group) {
-            link.isAlive = false
-            for dependency in dependencies { dependency.source._node.removeDependent(link) }
+        _core._withUnsafeGuaranteedRef { core in
+            _Graph.locked(_node) {
+                core.isAlive = false
+                core.unregisterAll()
+            }
+            // What it read, released outside the lock (their own `deinit`s may lock).
+            core.dependencies.free()
         }
-        unmanagedLink?.release()
+        _core.release()
     }
 
     /// The current value, brought up to date first. Reading it inside another
@@ -144,36 +140,20 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
         // meanwhile): no lock to take. (Here and not in `_Groups.lock`, whose
         // inlined fast path every observable write and binding set runs.)
         // Inlinable: the value is copied in code specialized for its type.
-        if _Groups.holdsAsLast(_node) {
-            _prepareRead()
-            return _cache
-        }
+        if _core._withUnsafeGuaranteedRef({ $0.readIfHeld(self) }) { return _cache }
         return _Graph.locked(_group) {
-            _prepareRead()
+            _core._withUnsafeGuaranteedRef { $0.prepareRead(self) }
             return _cache
-        }
-    }
-
-    /// Before a read of `_cache` under the group's lock: brought up to
-    /// date and recorded by the running evaluation (not while this
-    /// computed evaluates: a read of itself gets the previous value).
-    @usableFromInline
-    func _prepareRead() {
-        if state != .evaluating {
-            _refresh()
-            _Graph.track(self, version: _node.version)
         }
     }
 
     /// How many times the closure ran (for tests and tuning).
-    public var evaluationCount: Int { _Graph.locked(_group) { evaluations } }
+    public var evaluationCount: Int { _Graph.locked(_group) { _core._withUnsafeGuaranteedRef { $0.evaluations } } }
 
     /// The values read by the last evaluation (for tests and tuning).
-    public var dependencyCount: Int { _Graph.locked(_group) { dependencies.count } }
+    public var dependencyCount: Int { _Graph.locked(_group) { _core._withUnsafeGuaranteedRef { $0.dependencies.count } } }
 
     // MARK: The graph
-
-    var _height: Int { _node.height }
 
     @usableFromInline
     var _version: UInt64 { _node.version }
@@ -183,98 +163,16 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     func _becameRead() {}
 
     @usableFromInline
-    func _refresh() {
-        guard state == .dirty else { return }
-        // Borrowed in place: iterating the array would copy each dependency,
-        // a retain and a release of its source.
-        let changed = dependencies.withUnsafeBufferPointer { dependencies -> Bool in
-            for i in dependencies.indices {
-                // Not retained: the computed keeps its dependencies (the list
-                // is not changed while it refreshes them).
-                if dependencies[i].refreshed() != dependencies[i].version { return true }
-            }
-            return false
-        }
-        if changed {
-            recompute()
-        } else {
-            state = .clean
-        }
-    }
-
-    private func recompute() {
-        // What the evaluation reads stays locked until it is registered (the
-        // caller holds this computed's group). The dependencies are checked
-        // in place (see `_Evaluation`): reading what it read last time, in
-        // the same order, registers nothing and builds no array.
-        // (Begun and ended here, not in a `retaining` closure, and the
-        // value never leaves `specialized`: this code is not specialized for
-        // the value type.)
-        _Groups.beginRetaining()
-        state = .evaluating
-        let evaluation = _Graph.beginEvaluation(&dependencies)
-        let changed = specialized(self, .evaluate)
-        let replaced = _Graph.endEvaluation(evaluation, &dependencies)
-        evaluations += 1
-        state = .clean
-        if let replaced {
-            register(dependencies, replacing: replaced)
-            _Graph.recycle(replaced)
-        }
-        _Groups.endRetaining()
-        if changed { _node.version &+= 1 }
-    }
-
-    /// Makes this computed a dependent of what it read, and no longer of what
-    /// it stopped reading; merges the groups of what it read into its own
-    /// (all held: the evaluation's reads are retained).
-    private func register(_ found: [_Dependency], replacing old: [_Dependency]) {
-        var height = 0
-        for dependency in found {
-            _Groups.mergeHeld(_group, dependency.source._group)
-            dependency.source._node.addDependent(link)
-            height = max(height, dependency.source._node.height + 1)
-        }
-        for dependency in old where !found.contains(where: { $0.source === dependency.source }) {
-            dependency.source._node.removeDependent(link)
-        }
-        _node.height = height
-    }
+    func _refresh() { _core._withUnsafeGuaranteedRef { $0.refresh() } }
 
     @usableFromInline
     static func _refreshed(_ object: UnsafeRawPointer) -> UInt64 {
         Unmanaged<Computed>.fromOpaque(object)._withUnsafeGuaranteedRef { computed in
-            computed._refresh()
-            return computed._node.version
+            computed._core._withUnsafeGuaranteedRef { core in
+                core.refresh()
+                return core.node.version
+            }
         }
-    }
-
-    static func _markDirty(_ object: UnsafeRawPointer) {
-        Unmanaged<Computed>.fromOpaque(object)._withUnsafeGuaranteedRef { $0._markDirty() }
-    }
-
-    static func _publishIfChanged(_ object: UnsafeRawPointer) {
-        Unmanaged<Computed>.fromOpaque(object)._withUnsafeGuaranteedRef { $0._publishIfChanged() }
-    }
-
-    static func _height(_ object: UnsafeRawPointer) -> Int {
-        Unmanaged<Computed>.fromOpaque(object)._withUnsafeGuaranteedRef { $0._node.height }
-    }
-
-    func _markDirty() {
-        guard state == .clean else { return }
-        state = .dirty
-        // (A closure, not the key path `\.hasHooks`: applying a key path costs
-        // more than the rest of marking a node.)
-        if point.withExisting({ $0.hasHooks }) ?? false { _Graph.enqueue(unmanagedLink.unsafelyUnwrapped) }
-        _Graph.markDependents(of: _node)
-    }
-
-    func _publishIfChanged() {
-        _refresh()
-        guard _node.version != publishedVersion else { return }
-        publishedVersion = _node.version
-        _ = specialized(self, .publish)
     }
 
     // MARK: Subscribing
@@ -299,10 +197,12 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     func _pointForSubscribing() -> PropertyHook<Value> {
         _refresh()
         let hookPoint = self.hookPoint
-        if !hookPoint.hasHooks, publishedVersion != _node.version {
-            // Nobody heard the changes made while unobserved: start from now.
-            hookPoint._storeSilently(_cache)
-            publishedVersion = _node.version
+        _core._withUnsafeGuaranteedRef { core in
+            if !hookPoint.hasHooks, core.publishedVersion != _node.version {
+                // Nobody heard the changes made while unobserved: start from now.
+                hookPoint._storeSilently(_cache)
+                core.publishedVersion = _node.version
+            }
         }
         return hookPoint
     }
@@ -310,12 +210,6 @@ public final class Computed<Value>: Subscribable, _Source, _Dependent, @unchecke
     /// The cached value (under the lock; `_pointForSubscribing` brought it up to date).
     @usableFromInline
     var _currentValue: Value { _cache }
-}
-
-/// What `Computed.specialized` is asked to do.
-@usableFromInline
-enum _ComputedOperation {
-    case evaluate, publish
 }
 
 extension Computed: CustomStringConvertible {

@@ -25,9 +25,9 @@ final class _Node: _Group, @unchecked Sendable {
     /// Bumped on every change of the value.
     @exclusivity(unchecked) var version: UInt64 = 0
     /// Computeds that read this value in their last evaluation (their
-    /// links, +1 each, in a buffer of the node's own: walking them takes no
+    /// cores, +1 each, in a buffer of the node's own: walking them takes no
     /// reference, as an array's buffer would be retained for the walk).
-    @exclusivity(unchecked) private var dependents: UnsafeMutablePointer<Unmanaged<_Link>>?
+    @exclusivity(unchecked) private var dependents: UnsafeMutablePointer<Unmanaged<_ComputedCore>>?
     @exclusivity(unchecked) private var dependentCount: Int32 = 0
     @exclusivity(unchecked) private var dependentCapacity: Int32 = 0
     /// 0 for sources; 1 + the highest dependency for computeds.
@@ -46,12 +46,12 @@ final class _Node: _Group, @unchecked Sendable {
         dependents?.deallocate()
     }
 
-    func addDependent(_ link: _Link) {
+    func addDependent(_ link: _ComputedCore) {
         let bits = Unmanaged.passUnretained(link).toOpaque()
         for i in 0..<Int(dependentCount) where dependents.unsafelyUnwrapped[i].toOpaque() == bits { return }
         if dependentCount == dependentCapacity {
             let capacity = max(2, Int(dependentCapacity) * 2)
-            let grown = UnsafeMutablePointer<Unmanaged<_Link>>.allocate(capacity: capacity)
+            let grown = UnsafeMutablePointer<Unmanaged<_ComputedCore>>.allocate(capacity: capacity)
             if let dependents {
                 grown.moveInitialize(from: dependents, count: Int(dependentCount))
                 dependents.deallocate()
@@ -63,7 +63,7 @@ final class _Node: _Group, @unchecked Sendable {
         dependentCount += 1
     }
 
-    func removeDependent(_ link: _Link) {
+    func removeDependent(_ link: _ComputedCore) {
         let bits = Unmanaged.passUnretained(link).toOpaque()
         guard let dependents, let i = (0..<Int(dependentCount)).first(where: { dependents[$0].toOpaque() == bits }) else { return }
         let removed = dependents[i]
@@ -73,47 +73,14 @@ final class _Node: _Group, @unchecked Sendable {
         removed.release()
     }
 
-    /// Calls `body` with each live dependent's link, without reference counting.
+    /// Calls `body` with each live dependent, without reference counting.
     @inline(__always)
-    func forEachLiveDependent(_ body: (_Link) -> Void) {
+    func forEachLiveDependent(_ body: (_ComputedCore) -> Void) {
         var i = 0
         while i < Int(dependentCount) {
             dependents.unsafelyUnwrapped[i]._withUnsafeGuaranteedRef { if $0.isAlive { body($0) } }
             i += 1
         }
-    }
-}
-
-/// A computed as the values it reads know it. Not a weak reference: one
-/// would give every computed a side table, and every retain and release of
-/// it would take Swift's slow path (a third of a diamond's time). The
-/// computed's `deinit` takes its group's lock, marks its link dead and
-/// removes it from its dependencies, so under that lock a live link's
-/// `target` is valid memory, even while its `deinit` waits for the lock.
-final class _Link {
-    /// The computed (its `deinit` marks the link dead under the group's lock,
-    /// so a live link's target is valid memory there). Called through its
-    /// type and address, without reference counting: a method called on
-    /// the existential retains it for the call.
-    unowned(unsafe) let target: any _Dependent
-    /// The computed's group (its lock guards the fields below).
-    let group: _Group
-    @exclusivity(unchecked) var isAlive = true
-    /// In a thread's pending list (so it is there once).
-    @exclusivity(unchecked) var isQueued = false
-
-    private var targetObject: UnsafeRawPointer { UnsafeRawPointer(Unmanaged.passUnretained(target as AnyObject).toOpaque()) }
-
-    /// `_markDirty()` of the computed (alive: under its group's lock).
-    @inline(__always) func markDirty() { type(of: target)._markDirty(targetObject) }
-    /// `_publishIfChanged()` of the computed.
-    @inline(__always) func publishIfChanged() { type(of: target)._publishIfChanged(targetObject) }
-    /// `_height` of the computed.
-    @inline(__always) var height: Int { type(of: target)._height(targetObject) }
-
-    init(_ target: any _Dependent, group: _Group) {
-        self.target = target
-        self.group = group
     }
 }
 
@@ -133,15 +100,6 @@ protocol _Source: AnyObject {
     /// `_refresh()` then `_version` of the value at `object` (one of this
     /// type), without reference counting: the caller keeps it.
     static func _refreshed(_ object: UnsafeRawPointer) -> UInt64
-}
-
-/// A computed value: told when a dependency changed, asked to publish.
-protocol _Dependent: AnyObject {
-    /// The value at `object` (one of this type) is to be marked dirty,
-    /// published, or asked its height; the caller keeps it.
-    static func _markDirty(_ object: UnsafeRawPointer)
-    static func _publishIfChanged(_ object: UnsafeRawPointer)
-    static func _height(_ object: UnsafeRawPointer) -> Int
 }
 
 /// One dependency as recorded by an evaluation.
@@ -170,85 +128,27 @@ struct _Dependency {
 /// lock (which is why their properties skip dynamic exclusivity checks).
 @usableFromInline
 final class _GraphState: @unchecked Sendable {
-    /// The evaluations running on this thread, innermost last.
-    /// `evaluationDepth` of them run now, innermost last; the rest are
-    /// spare, reused so that an evaluation allocates nothing (each +1,
-    /// released with the state; a stack that only grows: no array
-    /// operation on an evaluation's path).
-    @exclusivity(unchecked) var evaluations: [Unmanaged<_Evaluation>] = []
-    @exclusivity(unchecked) var evaluationDepth = 0
-
-    deinit {
-        for evaluation in evaluations { evaluation.release() }
-    }
+    /// The computed evaluating innermost on this thread, or nil (the
+    /// enclosing ones are kept by the evaluations themselves, on the
+    /// stack: see `_ComputedCore.evaluate`). Unretained: it evaluates.
+    @exclusivity(unchecked) var evaluating: Unmanaged<_ComputedCore>?
 
     /// Records that the running evaluation, if any, read `source`.
     @inline(__always)
     func record(_ source: any _Source, version: UInt64) {
-        let depth = evaluationDepth
-        if depth > 0 { evaluations[depth - 1]._withUnsafeGuaranteedRef { $0.record(source, version: version) } }
+        if let evaluating { evaluating._withUnsafeGuaranteedRef { $0.record(source, version: version) } }
     }
     @exclusivity(unchecked) @usableFromInline var batchDepth = 0
     /// Deferred calls of observables written in the current batch, in the order first written.
     @exclusivity(unchecked) var commits: [() -> Void] = []
     @exclusivity(unchecked) var committed: Set<ObjectIdentifier> = []
     /// Computeds with subscribers that must be brought up to date and published.
-    @exclusivity(unchecked) var pending: [_Link] = []
-    @exclusivity(unchecked) var spare: [_Link] = []
+    @exclusivity(unchecked) var pending: [_ComputedCore] = []
+    @exclusivity(unchecked) var spare: [_ComputedCore] = []
     @exclusivity(unchecked) var flushing = false
-    /// A dependency list's storage, from a computed whose reads changed, for the next that changes.
-    @exclusivity(unchecked) var spareDependencies: [_Dependency] = []
     /// The locks a publishing round holds (and the groups, kept alive), reused.
     @exclusivity(unchecked) var spareRoots: [_Lease] = []
     @exclusivity(unchecked) var spareGroups: [_Group] = []
-}
-
-/// What one evaluation of a computed read, checked against what the last
-/// one read: the computed's dependencies are kept in place while each read
-/// matches the next of them in order (its version is brought up to date
-/// there, nothing else is written); at the first read that does not, the
-/// reads so far and the rest are collected afresh. A re-evaluation that
-/// reads what the last one did, in the same order (the common case),
-/// builds no array and registers nothing.
-final class _Evaluation {
-    /// The last evaluation's dependencies (the computed's, moved here), in order.
-    @exclusivity(unchecked) var dependencies: [_Dependency] = []
-    /// How many of `dependencies` this evaluation has read again, in order.
-    @exclusivity(unchecked) var matched = 0
-    /// A read differed from the last evaluation's: `fresh` holds what it read.
-    @exclusivity(unchecked) var diverged = false
-    @exclusivity(unchecked) var fresh: [_Dependency] = []
-
-    /// Records `source` unless already read (a linear scan: computeds read few values).
-    func record(_ source: any _Source, version: UInt64) {
-        if !diverged {
-            let done = dependencies.withUnsafeMutableBufferPointer { dependencies -> Bool in
-                if matched < dependencies.count, dependencies[matched].source === source {
-                    dependencies[matched].version = version
-                    matched += 1
-                    return true
-                }
-                for i in 0..<matched where dependencies[i].source === source { return true }
-                return false
-            }
-            if done { return }
-            diverged = true
-            fresh.removeAll(keepingCapacity: true)
-            fresh.append(contentsOf: dependencies[..<matched])
-        } else {
-            let known = fresh.withUnsafeBufferPointer { fresh -> Bool in
-                for i in fresh.indices where fresh[i].source === source { return true }
-                return false
-            }
-            if known { return }
-        }
-        let node = source._node
-        if !node.isRead {
-            node.isRead = true
-            source._becameRead()
-        }
-        fresh.append(_Dependency(source: source, version: node.version))
-    }
 }
 
 @usableFromInline
@@ -294,72 +194,6 @@ enum _Graph {
         }
     }
 
-    /// Evaluates `compute` with what it reads recorded (a first evaluation).
-    static func evaluate<Value>(_ compute: () -> Value) -> (Value, [_Dependency]) {
-        var dependencies: [_Dependency] = []
-        let evaluation = beginEvaluation(&dependencies)
-        let value = compute()
-        _ = endEvaluation(evaluation, &dependencies)
-        return (value, dependencies)
-    }
-
-    // A re-evaluation (`Computed.recompute`) runs its closure between these
-    // two: checked against `dependencies`, what the last evaluation read,
-    // the same sources read in the same order only bring their versions up
-    // to date in place (`endEvaluation` returns nil); otherwise
-    // `dependencies` becomes what it read and `endEvaluation` returns what
-    // they were (to register the change).
-
-    /// The next evaluation of the thread's stack, holding `dependencies`.
-    static func beginEvaluation(_ dependencies: inout [_Dependency]) -> Unmanaged<_Evaluation> {
-        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in
-            let state = me.graph
-            let depth = state.evaluationDepth
-            if depth == state.evaluations.count { state.evaluations.append(.passRetained(_Evaluation())) }
-            let unmanaged = state.evaluations[depth]
-            state.evaluationDepth = depth + 1
-            unmanaged._withUnsafeGuaranteedRef { evaluation in
-                swap(&evaluation.dependencies, &dependencies)
-                evaluation.matched = 0
-                evaluation.diverged = false
-                // Storage for reads that differ, from the thread's spare (no allocation once warm).
-                if evaluation.fresh.capacity == 0 { swap(&evaluation.fresh, &state.spareDependencies) }
-            }
-            return unmanaged
-        }
-    }
-
-    /// Ends the innermost evaluation: `dependencies` becomes what it read,
-    /// and what they were is returned if they changed.
-    static func endEvaluation(_ unmanaged: Unmanaged<_Evaluation>, _ dependencies: inout [_Dependency]) -> [_Dependency]? {
-        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in me.graph.evaluationDepth -= 1 }
-        return unmanaged._withUnsafeGuaranteedRef { evaluation -> [_Dependency]? in
-            guard evaluation.diverged || evaluation.matched < evaluation.dependencies.count else {
-                swap(&dependencies, &evaluation.dependencies)
-                return nil
-            }
-            var now: [_Dependency] = []
-            swap(&now, &evaluation.fresh)
-            if !evaluation.diverged {
-                // Fewer reads, the same up to there.
-                now.removeAll(keepingCapacity: true)
-                now.append(contentsOf: evaluation.dependencies[..<evaluation.matched])
-            }
-            var old: [_Dependency] = []
-            swap(&old, &evaluation.dependencies)
-            dependencies = now
-            return old
-        }
-    }
-
-    /// Keeps the storage of `dependencies`, emptied, for the next
-    /// evaluation whose reads change (so that one allocates nothing).
-    static func recycle(_ dependencies: consuming [_Dependency]) {
-        dependencies.removeAll(keepingCapacity: true)
-        let state = self.state
-        if state.spareDependencies.capacity < dependencies.capacity { state.spareDependencies = dependencies }
-    }
-
     @usableFromInline
     static func changed(_ node: _Node) {
         node.version &+= 1
@@ -372,7 +206,7 @@ enum _Graph {
     }
 
     /// Schedules a computed with subscribers to be published.
-    static func enqueue(_ link: Unmanaged<_Link>) {
+    static func enqueue(_ link: Unmanaged<_ComputedCore>) {
         let queued = link._withUnsafeGuaranteedRef { link -> Bool in
             if link.isQueued { return true }
             link.isQueued = true
@@ -437,10 +271,10 @@ enum _Graph {
                 if link.isAlive {
                     // The write that queued it holds its group (the common
                     // case): no lock to take again.
-                    if _Groups.holdsAsLast(link.group) {
+                    if _Groups.holdsAsLast(link.node) {
                         link.publishIfChanged()
                     } else {
-                        let lease = _Groups.lock(link.group)
+                        let lease = _Groups.lock(link.node)
                         link.publishIfChanged()
                         _Groups.unlock(lease)
                     }
@@ -460,17 +294,17 @@ enum _Graph {
                 (state.spareRoots, state.spareGroups) = (roots, groups)
             }
             for link in work {
-                groups.append(link.group)
-                roots.append(_Groups.lock(link.group))
+                groups.append(link.node)
+                roots.append(_Groups.lock(link.node))
             }
             for link in work { link.isQueued = false }
             if rounds > maximumRounds {
                 FileHandle.standardError.write(Data("HookBind: changes kept causing changes for \(maximumRounds) rounds (a subscriber writes what it observes?); the rest were dropped\n".utf8))
                 work.removeAll()
             }
-            // A computed that deinitialized since it was queued: its link is dead, its target gone.
+            // A computed that deinitialized since it was queued: its core is dead, its target gone.
             work.removeAll { !$0.isAlive }
-            if work.count > 1 { work.sort { $0.height < $1.height } }
+            if work.count > 1 { work.sort { $0.node.height < $1.node.height } }
             for link in work where link.isAlive { link.publishIfChanged() }
             work.removeAll(keepingCapacity: true)
             state.spare = work

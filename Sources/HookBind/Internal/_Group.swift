@@ -394,27 +394,31 @@ enum _Groups {
     /// Runs `body`, keeping every lock taken inside it until the outermost
     /// such scope ends (a batch, an evaluation and its registration).
     static func retaining<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        beginRetaining()
-        defer { endRetaining() }
+        let me = _LockThread.unmanagedCurrent
+        me._withUnsafeGuaranteedRef { beginRetaining($0) }
+        defer { me._withUnsafeGuaranteedRef { endRetaining($0) } }
         return try body()
     }
 
-    /// `retaining` as two calls (for an initializer, which cannot capture `self`).
-    static func beginRetaining() {
-        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in
-            if me.retainDepth == 0 { me.retainMark = me.held.count }
-            me.retainDepth += 1
-        }
+    /// `retaining` as two calls, for `me`, the calling thread's record (an
+    /// evaluation, which looks the thread up once for this and more).
+    @inline(__always)
+    static func beginRetaining(_ me: _LockThread) {
+        if me.retainDepth == 0 { me.retainMark = me.held.count }
+        me.retainDepth += 1
     }
 
-    static func endRetaining() {
-        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in
-            me.retainDepth -= 1
-            guard me.retainDepth == 0 else { return }
-            while me.held.count > me.retainMark {
-                assert(me.held[me.held.count - 1].closed)
-                release(me.held.removeLast(), me)
-            }
+    @inline(__always)
+    static func endRetaining(_ me: _LockThread) {
+        me.retainDepth -= 1
+        if me.retainDepth == 0, me.held.count > me.retainMark { releaseRetained(me) }
+    }
+
+    /// The end of the outermost `retaining` scope that kept locks: releases them.
+    private static func releaseRetained(_ me: _LockThread) {
+        while me.held.count > me.retainMark {
+            assert(me.held[me.held.count - 1].closed)
+            release(me.held.removeLast(), me)
         }
     }
 

@@ -1,0 +1,290 @@
+import Hook
+
+/// What the graph knows of a `Computed`, in code that is not generic over
+/// its value: its state, its dependencies, its place in the evaluations of
+/// its thread. One object per computed, which its dependencies' nodes list
+/// among their dependents and a thread queues to publish.
+///
+/// A `Computed<Value>`'s own stored properties after its value would sit at
+/// offsets read from its type's metadata, and its methods, reached through
+/// the graph's protocols, run unspecialized; here every field is at a fixed
+/// offset and every call direct. What needs the value type (running the
+/// closure, comparing, storing, publishing) is one closure,
+/// `specialized`, made where the computed is made.
+///
+/// Lifetime: the computed keeps its core (+1) and so does every node that
+/// lists it as a dependent, and a thread's queue of computeds to publish.
+/// The computed's `deinit` takes its group's lock, marks the core dead and
+/// removes it from its dependencies' nodes, so under that lock a live
+/// core's `target` is valid memory, even while the computed's `deinit`
+/// waits for the lock. (Not a weak reference: one would give every computed
+/// a side table, and every retain and release of it would take Swift's slow
+/// path.)
+///
+/// Everything here is touched only under the computed's group lock (which
+/// is why the fields skip dynamic exclusivity checks).
+@usableFromInline
+final class _ComputedCore {
+    enum State: UInt8 { case clean, dirty, evaluating }
+
+    /// The computed's node: its version, its dependents, its height, and
+    /// its group's lock.
+    let node: _Node
+    /// The computed's address (set once it exists), handed to `specialized`.
+    @exclusivity(unchecked) var target: UnsafeRawPointer?
+    /// The computed's code specialized for its value type: `.evaluate` runs
+    /// the closure and stores its result unless equal to the last one,
+    /// returning whether it changed; `.publish` calls the hook point with
+    /// the last result.
+    let specialized: (UnsafeRawPointer, _ComputedOperation) -> Bool
+    /// The computed's hook point once made (the computed keeps it), asked
+    /// whether it has hooks when the computed is marked dirty.
+    @exclusivity(unchecked) var hookPoint: Unmanaged<HookPoint>?
+    @exclusivity(unchecked) var state = State.clean
+    /// False once the computed began to deinitialize (see above).
+    @exclusivity(unchecked) var isAlive = true
+    /// In a thread's pending list (so it is there once).
+    @exclusivity(unchecked) var isQueued = false
+    /// What the last evaluation read, in order.
+    @exclusivity(unchecked) var dependencies = _Dependencies()
+    /// While it evaluates: how many of `dependencies` it has read again, in
+    /// order (their versions brought up to date in place).
+    @exclusivity(unchecked) var matched = 0
+    /// While it evaluates: a read differed from the last evaluation's, and
+    /// `fresh` holds what it read.
+    @exclusivity(unchecked) var diverged = false
+    @exclusivity(unchecked) var fresh: [_Dependency] = []
+    /// How many times the closure ran.
+    @exclusivity(unchecked) var evaluations = 0
+    /// The version subscribers last heard.
+    @exclusivity(unchecked) var publishedVersion: UInt64 = 0
+
+    init(node: _Node, specialized: @escaping (UnsafeRawPointer, _ComputedOperation) -> Bool) {
+        self.node = node
+        self.specialized = specialized
+    }
+
+    deinit {
+        dependencies.free()
+    }
+
+    // MARK: Evaluating
+
+    /// Runs `body`, an evaluation, as the thread's innermost: what it reads
+    /// is recorded here (`record`) and the locks it takes are kept; then
+    /// the dependencies become what it read, registered with their nodes
+    /// (their groups merged into this one) if they changed. A re-evaluation
+    /// that reads what the last one did, in the same order (the common
+    /// case), only brings their versions up to date: no array, no
+    /// registration. Under the group's lock.
+    @inline(__always)
+    func evaluate<R>(_ body: () -> R) -> R {
+        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in
+            _Groups.beginRetaining(me)
+            let graph = me.graph
+            let outer = graph.evaluating
+            graph.evaluating = Unmanaged.passUnretained(self)
+            state = .evaluating
+            matched = 0
+            diverged = false
+            let result = body()
+            graph.evaluating = outer
+            evaluations += 1
+            state = .clean
+            if diverged || matched < dependencies.count { replaceDependencies() }
+            _Groups.endRetaining(me)
+            return result
+        }
+    }
+
+    /// Records that the running evaluation read `source` at `version`,
+    /// unless it read it already (a linear scan: computeds read few values).
+    func record(_ source: any _Source, version: UInt64) {
+        if !diverged {
+            let count = dependencies.count
+            if matched < count, dependencies.base.unsafelyUnwrapped[matched].source === source {
+                dependencies.base.unsafelyUnwrapped[matched].version = version
+                matched += 1
+                return
+            }
+            var i = 0
+            while i < matched {
+                if dependencies.base.unsafelyUnwrapped[i].source === source { return }
+                i += 1
+            }
+            diverged = true
+            fresh.removeAll(keepingCapacity: true)
+            for i in 0..<matched { fresh.append(dependencies.base.unsafelyUnwrapped[i]) }
+        } else {
+            let known = fresh.withUnsafeBufferPointer { fresh -> Bool in
+                for i in fresh.indices where fresh[i].source === source { return true }
+                return false
+            }
+            if known { return }
+        }
+        let node = source._node
+        if !node.isRead {
+            node.isRead = true
+            source._becameRead()
+        }
+        fresh.append(_Dependency(source: source, version: version))
+    }
+
+    /// After an evaluation that read other values than the last one: makes
+    /// this computed a dependent of what it read and no longer of what it
+    /// stopped reading, merges the groups of what it read into its own
+    /// (all held: the evaluation's locks are kept), and takes its height.
+    private func replaceDependencies() {
+        if !diverged {
+            // Fewer reads, the same up to there.
+            for i in matched..<dependencies.count {
+                dependencies.base.unsafelyUnwrapped[i].source._node.removeDependent(self)
+            }
+            dependencies.removeLast(dependencies.count - matched)
+        } else {
+            for dependency in fresh {
+                _Groups.mergeHeld(node, dependency.source._group)
+                dependency.source._node.addDependent(self)
+            }
+            for i in 0..<dependencies.count {
+                let source = dependencies.base.unsafelyUnwrapped[i].source
+                if !fresh.contains(where: { $0.source === source }) { source._node.removeDependent(self) }
+            }
+            fresh.withUnsafeBufferPointer { dependencies.replace(with: $0) }
+            fresh.removeAll(keepingCapacity: true)
+        }
+        var height = 0
+        for i in 0..<dependencies.count {
+            height = max(height, dependencies.base.unsafelyUnwrapped[i].source._node.height + 1)
+        }
+        node.height = height
+    }
+
+    /// Evaluates again if a dependency really changed (after bringing it up
+    /// to date), and bumps the version if the value changed.
+    @inline(__always)
+    func refresh() {
+        if state == .dirty { refreshDirty() }
+    }
+
+    private func refreshDirty() {
+        var i = 0
+        while i < dependencies.count {
+            // In place, through the source's type: no reference counting.
+            if dependencies.base.unsafelyUnwrapped[i].refreshed() != dependencies.base.unsafelyUnwrapped[i].version {
+                let target = self.target.unsafelyUnwrapped
+                let changed = evaluate { specialized(target, .evaluate) }
+                if changed { node.version &+= 1 }
+                return
+            }
+            i += 1
+        }
+        state = .clean
+    }
+
+    // MARK: Reading
+
+    /// A read of the computed (`source`) by a thread whose last lock is its
+    /// group's root (a read inside an evaluation of its group: held, and
+    /// the root cannot change meanwhile, since a merge needs that lock):
+    /// brought up to date and recorded, with one look-up of the thread.
+    /// False, and nothing done, if the thread does not hold it so.
+    @usableFromInline @inline(never)
+    func readIfHeld(_ source: any _Source) -> Bool {
+        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me -> Bool in
+            guard _Groups.holdsAsLast(node, me) else { return false }
+            if state != .evaluating {
+                refresh()
+                me.graph.record(source, version: node.version)
+            }
+            return true
+        }
+    }
+
+    /// A read of the computed (`source`) under its group's lock: brought up
+    /// to date and recorded by the running evaluation (not while this
+    /// computed evaluates: a read of itself gets the previous value).
+    @usableFromInline
+    func prepareRead(_ source: any _Source) {
+        if state != .evaluating {
+            refresh()
+            _Graph.track(source, version: node.version)
+        }
+    }
+
+    // MARK: Propagating
+
+    /// A dependency changed: dirty, queued to publish if it has
+    /// subscribers, and so are its dependents.
+    func markDirty() {
+        guard state == .clean else { return }
+        state = .dirty
+        if let hookPoint, hookPoint._withUnsafeGuaranteedRef({ $0.hasHooks }) {
+            _Graph.enqueue(Unmanaged.passUnretained(self))
+        }
+        _Graph.markDependents(of: node)
+    }
+
+    /// Brought up to date, and its new value delivered to its hook point if
+    /// it changed since subscribers last heard.
+    func publishIfChanged() {
+        refresh()
+        guard node.version != publishedVersion else { return }
+        publishedVersion = node.version
+        _ = specialized(target.unsafelyUnwrapped, .publish)
+    }
+
+    /// Drops every dependency (the computed deinitializes; under its group's
+    /// lock): no longer a dependent of their nodes.
+    func unregisterAll() {
+        for i in 0..<dependencies.count {
+            dependencies.base.unsafelyUnwrapped[i].source._node.removeDependent(self)
+        }
+    }
+}
+
+/// What `_ComputedCore.specialized` is asked to do.
+@usableFromInline
+enum _ComputedOperation {
+    case evaluate, publish
+}
+
+/// A computed's dependencies, in a buffer of its own: an array held by a
+/// class is retained to be walked and checked for uniqueness to be written.
+struct _Dependencies {
+    var base: UnsafeMutablePointer<_Dependency>?
+    private(set) var count = 0
+    private var capacity = 0
+
+    /// Becomes a copy of `new` (its storage reused when large enough).
+    mutating func replace(with new: UnsafeBufferPointer<_Dependency>) {
+        removeAll()
+        if capacity < new.count {
+            base?.deallocate()
+            capacity = max(new.count, 2)
+            base = .allocate(capacity: capacity)
+        }
+        if let newBase = new.baseAddress { base.unsafelyUnwrapped.initialize(from: newBase, count: new.count) }
+        count = new.count
+    }
+
+    /// Drops the last `k`.
+    mutating func removeLast(_ k: Int) {
+        guard k > 0 else { return }
+        (base.unsafelyUnwrapped + (count - k)).deinitialize(count: k)
+        count -= k
+    }
+
+    /// Drops every one (the storage kept).
+    mutating func removeAll() {
+        removeLast(count)
+    }
+
+    /// Drops every one and frees the storage.
+    mutating func free() {
+        removeAll()
+        base?.deallocate()
+        base = nil
+        capacity = 0
+    }
+}
