@@ -146,6 +146,8 @@ let cases: [String: (Int) -> Int] = [
     // The diamond of the benchmarks: a -> b, c -> d, d subscribed, one write to a
     // (in a module of its own: see CallCountsGraph).
     "diamond": { n in diamondWrites(n) },
+    // kairo's deep shape: a chain of 50 computeds, the last subscribed, one write.
+    "deep": { n in deepWrites(n) },
 ]
 
 @inline(never) func opaqueWorker(_ worker: BenchWorker) -> BenchWorker { worker }

@@ -23,3 +23,16 @@ public func diamondWrites(_ n: Int) -> Int {
     while i < n { a.value = i; i += 1 }
     return withExtendedLifetime((subscription, b, c)) { seen.total }
 }
+
+/// kairo's deep shape: a chain of 50 computeds over `a`, the last
+/// subscribed; `n` writes to a.
+public func deepWrites(_ n: Int) -> Int {
+    let a = Observable(0)
+    var last = Computed { a.value }
+    for _ in 0..<49 { let previous = last; last = Computed { previous.value &+ 1 } }
+    let seen = DiamondSum()
+    let subscription = last.subscribe { _, new in seen.add(new) }
+    var i = 0
+    while i < n { a.value = i; i += 1 }
+    return withExtendedLifetime((subscription, last)) { seen.total }
+}

@@ -22,21 +22,28 @@ import Foundation
 /// group (a node is a group: one object for both).
 @usableFromInline
 final class _Node: _Group, @unchecked Sendable {
+    // (The small fields first, beside the group's rank: 72 bytes, not 80.)
+    /// Set by an observable's own hook when a call at its point stored a value.
+    @exclusivity(unchecked) @usableFromInline var storedByHook = false
+    /// Whether a computed has read the value (until then its changes need
+    /// no bookkeeping: the node may exist only as the group's lock).
+    @exclusivity(unchecked) @usableFromInline var isRead = false
+    @exclusivity(unchecked) private var dependentCount: Int32 = 0
+    @exclusivity(unchecked) private var dependentCapacity: Int32 = 0
+    /// 0 for sources; 1 + the highest dependency for computeds.
+    @exclusivity(unchecked) private var storedHeight: Int32 = 0
     /// Bumped on every change of the value.
     @exclusivity(unchecked) var version: UInt64 = 0
     /// Computeds that read this value in their last evaluation (their
     /// cores, +1 each, in a buffer of the node's own: walking them takes no
     /// reference, as an array's buffer would be retained for the walk).
     @exclusivity(unchecked) private var dependents: UnsafeMutablePointer<Unmanaged<_ComputedCore>>?
-    @exclusivity(unchecked) private var dependentCount: Int32 = 0
-    @exclusivity(unchecked) private var dependentCapacity: Int32 = 0
+
     /// 0 for sources; 1 + the highest dependency for computeds.
-    @exclusivity(unchecked) var height = 0
-    /// Set by an observable's own hook when a call at its point stored a value.
-    @exclusivity(unchecked) @usableFromInline var storedByHook = false
-    /// Whether a computed has read the value (until then its changes need
-    /// no bookkeeping: the node may exist only as the group's lock).
-    @exclusivity(unchecked) @usableFromInline var isRead = false
+    var height: Int {
+        get { Int(storedHeight) }
+        set { storedHeight = Int32(truncatingIfNeeded: newValue) }
+    }
 
     @usableFromInline
     override init() {}

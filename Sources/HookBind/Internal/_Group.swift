@@ -34,6 +34,13 @@ class _Group: @unchecked Sendable {
     /// The lock: free, held by a `_LockThread` (unretained), or held with
     /// threads parked on it (see _GroupLock.swift).
     let word = _LockWord()
+    /// An upper bound of the tree's height below this root (union by rank:
+    /// a merge hangs the lower tree under the higher one, so a group's path
+    /// to its root stays short; a chain of computeds made one after another
+    /// would otherwise make a path as long as the chain, walked by every
+    /// lock and every read inside an evaluation). Only touched by a thread
+    /// holding this root.
+    @exclusivity(unchecked) final var rank: UInt8 = 0
 
     @usableFromInline
     init() {}
@@ -613,13 +620,18 @@ enum _Groups {
         }
         // The survivor: a lock this thread holds for real (a borrowed one's
         // holder revalidates when it resumes), else the one taken first.
+        // Between two of a kind, the higher tree (union by rank), else the
+        // one taken first.
         let keepA: Bool
         if (atA.kind == .real) != (atB.kind == .real) {
             keepA = atA.kind == .real
+        } else if rootA.rank != rootB.rank {
+            keepA = rootA.rank > rootB.rank
         } else {
             keepA = atA.entry <= atB.entry
         }
         let (survivor, absorbed) = keepA ? (rootA, rootB) : (rootB, rootA)
+        if survivor.rank <= absorbed.rank { survivor.rank = absorbed.rank &+ 1 }
         let (atSurvivor, atAbsorbed) = keepA ? (atA, atB) : (atB, atA)
         absorbed.attach(to: survivor)
         // The survivor must stay held while the absorbed group is.
