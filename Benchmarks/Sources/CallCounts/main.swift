@@ -148,6 +148,10 @@ let cases: [String: (Int) -> Int] = [
     "diamond": { n in diamondWrites(n) },
     // kairo's deep shape: a chain of 50 computeds, the last subscribed, one write.
     "deep": { n in deepWrites(n) },
+    // kairo's broad shape: 50 computeds over one source, each subscribed, one write.
+    "broad": { n in broadWrites(n) },
+    // kairo's repeated shape: one computed reading its source 30 times, one write.
+    "repeated": { n in repeatedWrites(n) },
 ]
 
 @inline(never) func opaqueWorker(_ worker: BenchWorker) -> BenchWorker { worker }

@@ -36,3 +36,25 @@ public func deepWrites(_ n: Int) -> Int {
     while i < n { a.value = i; i += 1 }
     return withExtendedLifetime((subscription, last)) { seen.total }
 }
+
+/// kairo's broad shape: 50 computeds over `a`, each subscribed; `n` writes to a.
+public func broadWrites(_ n: Int) -> Int {
+    let a = Observable(0)
+    let nodes = (0..<50).map { i in Computed { a.value &+ i } }
+    let seen = DiamondSum()
+    let subscriptions = nodes.map { $0.subscribe { _, new in seen.add(new) } }
+    var i = 0
+    while i < n { a.value = i; i += 1 }
+    return withExtendedLifetime((subscriptions, nodes)) { seen.total }
+}
+
+/// kairo's repeated shape: one computed reads `a` 30 times, subscribed; `n` writes to a.
+public func repeatedWrites(_ n: Int) -> Int {
+    let a = Observable(0)
+    let sum = Computed { (0..<30).reduce(0) { total, _ in total &+ a.value } }
+    let seen = DiamondSum()
+    let subscription = sum.subscribe { _, new in seen.add(new) }
+    var i = 0
+    while i < n { a.value = i; i += 1 }
+    return withExtendedLifetime((subscription, sum)) { seen.total }
+}

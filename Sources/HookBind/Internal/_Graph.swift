@@ -150,12 +150,14 @@ final class _GraphState: @unchecked Sendable {
     @exclusivity(unchecked) var commits: [() -> Void] = []
     @exclusivity(unchecked) var committed: Set<ObjectIdentifier> = []
     /// Computeds with subscribers that must be brought up to date and published.
-    @exclusivity(unchecked) var pending: [_ComputedCore] = []
-    @exclusivity(unchecked) var spare: [_ComputedCore] = []
+    /// (Each +1, released once published: a trivial element, so the list
+    /// is walked, sorted and emptied without reference counting.)
+    @exclusivity(unchecked) var pending: [Unmanaged<_ComputedCore>] = []
+    @exclusivity(unchecked) var spare: [Unmanaged<_ComputedCore>] = []
     @exclusivity(unchecked) var flushing = false
-    /// The locks a publishing round holds (and the groups, kept alive), reused.
+    /// The locks a publishing round takes, reused (the groups are kept
+    /// alive by the queued computeds' nodes meanwhile).
     @exclusivity(unchecked) var spareRoots: [_Lease] = []
-    @exclusivity(unchecked) var spareGroups: [_Group] = []
 }
 
 @usableFromInline
@@ -219,7 +221,7 @@ enum _Graph {
             link.isQueued = true
             return false
         }
-        if !queued { withState { $0.pending.append(link.takeUnretainedValue()) } }
+        if !queued { withState { $0.pending.append(link.retain()) } }
     }
 
     /// Publishes what changed, unless a batch or another flush is running.
@@ -273,9 +275,10 @@ enum _Graph {
             if state.pending.count == 1, rounds <= maximumRounds {
                 // One computed to publish (the common case): the same as
                 // below, without the arrays.
-                let link = state.pending.removeLast()  // (taken, not retained)
-                link.isQueued = false
-                if link.isAlive {
+                let link = state.pending.removeLast()
+                link._withUnsafeGuaranteedRef { link in
+                    link.isQueued = false
+                    guard link.isAlive else { return }
                     // The write that queued it holds its group (the common
                     // case): no lock to take again.
                     if _Groups.holdsAsLast(link.node) {
@@ -286,38 +289,61 @@ enum _Graph {
                         _Groups.unlock(lease)
                     }
                 }
+                link.release()
                 continue
             }
-            var work = state.spare
-            swap(&work, &state.pending)
-            // The pending computeds' groups: held already, unless a write of
-            // another group queued them from inside a delivery of this one.
-            var roots = state.spareRoots, groups = state.spareGroups
-            (state.spareRoots, state.spareGroups) = ([], [])
-            defer {
-                for lease in roots.reversed() { _Groups.unlock(lease) }
-                roots.removeAll(keepingCapacity: true)
-                groups.removeAll(keepingCapacity: true)
-                (state.spareRoots, state.spareGroups) = (roots, groups)
-            }
-            for link in work {
-                groups.append(link.node)
-                roots.append(_Groups.lock(link.node))
-            }
-            for link in work { link.isQueued = false }
-            if rounds > maximumRounds {
-                FileHandle.standardError.write(Data("HookBind: changes kept causing changes for \(maximumRounds) rounds (a subscriber writes what it observes?); the rest were dropped\n".utf8))
-                work.removeAll()
-            }
-            // A computed that deinitialized since it was queued: its core is dead, its target gone.
-            work.removeAll { !$0.isAlive }
-            if work.count > 1 { work.sort { $0.node.height < $1.node.height } }
-            for link in work where link.isAlive { link.publishIfChanged() }
-            work.removeAll(keepingCapacity: true)
-            state.spare = work
+            publishRound(state, dropping: rounds > maximumRounds)
             if rounds > maximumRounds { break }
         }
     }
+
+    /// Publishes the computeds queued now, in order of height, under their
+    /// groups' locks (held already, unless a write of another group queued
+    /// them from inside a delivery of this one).
+    private static func publishRound(_ state: _GraphState, dropping: Bool) {
+        var work = state.spare
+        swap(&work, &state.pending)
+        var roots = state.spareRoots
+        state.spareRoots = []
+        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in
+            for link in work {
+                link._withUnsafeGuaranteedRef { link in
+                    // Most share the group of the write that queued them, held last.
+                    if !_Groups.holdsAsLast(link.node, me) {
+                        let lease = _Groups.lock(link.node)
+                        if lease.root != nil { roots.append(lease) }
+                    }
+                    link.isQueued = false
+                }
+            }
+        }
+        if dropping {
+            FileHandle.standardError.write(Data("HookBind: changes kept causing changes for \(maximumRounds) rounds (a subscriber writes what it observes?); the rest were dropped\n".utf8))
+        } else {
+            if work.count > 1 {
+                let sorted = work.withUnsafeBufferPointer { work -> Bool in
+                    for i in 1..<work.count where work[i - 1].height > work[i].height { return false }
+                    return true
+                }
+                if !sorted { work.sort { $0.height < $1.height } }
+            }
+            for link in work {
+                // A computed that deinitialized since it was queued: its core is dead, its target gone.
+                link._withUnsafeGuaranteedRef { if $0.isAlive { $0.publishIfChanged() } }
+            }
+        }
+        for lease in roots.reversed() { _Groups.unlock(lease) }
+        roots.removeAll(keepingCapacity: true)
+        state.spareRoots = roots
+        for link in work { link.release() }
+        work.removeAll(keepingCapacity: true)
+        state.spare = work
+    }
+}
+
+extension Unmanaged where Instance == _ComputedCore {
+    /// The computed's height, without reference counting.
+    fileprivate var height: Int { _withUnsafeGuaranteedRef { $0.node.height } }
 }
 
 /// Groups the writes of `body` into one change: observables written in it
