@@ -53,6 +53,7 @@ final class _ComputedCore {
     /// While it evaluates: a read differed from the last evaluation's, and
     /// `fresh` holds what it read.
     @exclusivity(unchecked) var diverged = false
+    /// (Empty between evaluations: its storage is the thread's.)
     @exclusivity(unchecked) var fresh: [_Dependency] = []
     /// How many times the closure ran.
     @exclusivity(unchecked) var evaluations = 0
@@ -113,7 +114,8 @@ final class _ComputedCore {
                 i += 1
             }
             diverged = true
-            fresh.removeAll(keepingCapacity: true)
+            // Storage from the thread's spare (no allocation once warm; none kept per computed).
+            _Graph.withState { swap(&fresh, &$0.spareFresh) }
             for i in 0..<matched { fresh.append(dependencies.base.unsafelyUnwrapped[i]) }
         } else {
             let known = fresh.withUnsafeBufferPointer { fresh -> Bool in
@@ -152,6 +154,11 @@ final class _ComputedCore {
             }
             fresh.withUnsafeBufferPointer { dependencies.replace(with: $0) }
             fresh.removeAll(keepingCapacity: true)
+            // Back to the thread's spare, the larger kept.
+            _Graph.withState { state in
+                if state.spareFresh.capacity < fresh.capacity { swap(&fresh, &state.spareFresh) }
+                fresh = []
+            }
         }
         var height = 0
         for i in 0..<dependencies.count {
@@ -261,7 +268,7 @@ struct _Dependencies {
         removeAll()
         if capacity < new.count {
             base?.deallocate()
-            capacity = max(new.count, 2)
+            capacity = new.count
             base = .allocate(capacity: capacity)
         }
         if let newBase = new.baseAddress { base.unsafelyUnwrapped.initialize(from: newBase, count: new.count) }

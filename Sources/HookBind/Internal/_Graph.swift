@@ -155,6 +155,9 @@ final class _GraphState: @unchecked Sendable {
     @exclusivity(unchecked) var pending: [Unmanaged<_ComputedCore>] = []
     @exclusivity(unchecked) var spare: [Unmanaged<_ComputedCore>] = []
     @exclusivity(unchecked) var flushing = false
+    /// Storage for the reads of an evaluation that differ from its last
+    /// one's (`_ComputedCore.fresh`), lent for the evaluation.
+    @exclusivity(unchecked) var spareFresh: [_Dependency] = []
     /// The locks a publishing round takes, reused (the groups are kept
     /// alive by the queued computeds' nodes meanwhile).
     @exclusivity(unchecked) var spareRoots: [_Lease] = []
