@@ -175,6 +175,25 @@ struct GroupLockTests {
         #expect(passedOver.load(ordering: .relaxed) == 0)
     }
 
+    /// Groups merge by rank: a chain of computeds made one after another
+    /// (each merging the chain's group into its new one) keeps every path
+    /// to the root short, instead of as long as the chain (walked by every
+    /// lock of the group and every read inside an evaluation).
+    @Test func aLongChainOfComputedsKeepsItsPathsToTheRootShort() {
+        let head = Observable(0)
+        var chain = [Computed { head.value }]
+        for _ in 1..<64 { let previous = chain[chain.count - 1]; chain.append(Computed { previous.value &+ 1 }) }
+        let paths = [head._node.pathToRoot] + chain.map { $0._node.pathToRoot }
+        // log2(65) rounded up: the bound union by rank guarantees.
+        #expect(paths.max()! <= 7, "paths to the root: \(paths)")
+        #expect(Set(chain.map { ObjectIdentifier($0._node.root) }).count == 1)
+        var heard: [Int] = []
+        let subscription = chain[63].subscribe { _, new in heard.append(new) }
+        head.value = 100
+        #expect(heard == [163])
+        withExtendedLifetime(subscription) {}
+    }
+
     @Test func eightThreadsIncrementUnderOneLockExactly() {
         final class Counter: @unchecked Sendable { var value = 0 }
         let group = _Group()

@@ -245,6 +245,31 @@ struct BindingAllocationTests {
         #expect(sum != 0)
     }
 
+    /// Updates of computeds allocate nothing once warm: a chain, a fan of
+    /// subscribed computeds (a publishing round of many), a diamond, and a
+    /// computed whose dependencies change on every update (its reads
+    /// collected in storage the thread lends it).
+    @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
+    func computedUpdatesAllocateNothingEvenWhenTheirReadsChange() throws {
+        let head = Observable(0)
+        var chain = [Computed { head.value }]
+        for _ in 1..<10 { let previous = chain[chain.count - 1]; chain.append(Computed { previous.value &+ 1 }) }
+        let fan = (0..<8).map { i in Computed { head.value &* i } }
+        let double = Computed { head.value &* 2 }, inverse = Computed { 0 &- head.value }
+        let unstable = Computed { head.value & 1 == 1 ? double.value : inverse.value &+ chain[9].value }
+        let heard = Shared(0)
+        var subscriptions = [chain[9], unstable].map { $0.subscribe { _, new in heard.mutate { $0 &+= new } } }
+        subscriptions += fan.map { $0.subscribe { _, new in heard.mutate { $0 &+= new } } }
+        for i in 0..<4 { head.value = i }
+        let count = try #require(mallocCount {
+            for i in 4..<304 { head.value = i }
+        })
+        #expect(count == 0)
+        #expect(unstable.dependencyCount == 2)   // the last write, 303, is odd: head and double
+        #expect(chain[9].value == 303 + 9)
+        withExtendedLifetime(subscriptions) {}
+    }
+
     @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
     func aStringSetWithCallbacksAllocatesNothing() throws {
         // (A @HookableMethod is left out: calling one allocates its closure in debug builds.)

@@ -521,6 +521,34 @@ struct ObservableTests {
         #expect(xHeard == [3, 21])
     }
 
+    /// A publishing round of several computeds: in order of height, each
+    /// once, and those of another group (queued by a subscriber that writes
+    /// there) under that group's lock, taken by the round.
+    @Test func aRoundPublishesEveryQueuedComputedOnceInOrderOfHeight() {
+        let a = Observable(0), b = Observable(0)
+        let low = (0..<3).map { i in Computed { a.value &+ i } }
+        let high = Computed { low.reduce(0) { $0 &+ $1.value } }
+        let other = (0..<3).map { i in Computed { b.value &* (i + 1) } }
+        var heard: [String] = []
+        var subscriptions = low.enumerated().map { i, computed in
+            computed.subscribe { _, new in heard.append("low\(i)=\(new)") }
+        }
+        // Subscribed before the lows: heard after them all the same (higher).
+        subscriptions.insert(high.subscribe { _, new in
+            heard.append("high=\(new) of \(low.map(\.value))")
+            b.value = new   // another group: its computeds are queued from here
+        }, at: 0)
+        subscriptions += other.enumerated().map { i, computed in
+            computed.subscribe { _, new in heard.append("other\(i)=\(new)") }
+        }
+        a.value = 10
+        #expect(heard == ["low0=10", "low1=11", "low2=12", "high=33 of [10, 11, 12]",
+                          "other0=33", "other1=66", "other2=99"])
+        #expect(high.evaluationCount == 2)
+        #expect(other.map(\.evaluationCount) == [2, 2, 2])
+        withExtendedLifetime(subscriptions) {}
+    }
+
     // MARK: Events
 
     @Test func eventSubscribersRunInOrderAndFiringInsideDoesNotRecurse() {

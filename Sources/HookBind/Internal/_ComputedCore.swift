@@ -144,15 +144,21 @@ final class _ComputedCore {
             }
             dependencies.removeLast(dependencies.count - matched)
         } else {
-            for dependency in fresh {
-                _Groups.mergeHeld(node, dependency.source._group)
-                dependency.source._node.addDependent(self)
+            // (Index loops over the buffer: an array's iterator allocates
+            // in unoptimized builds, and tests count allocations there.)
+            fresh.withUnsafeBufferPointer { fresh in
+                for i in fresh.indices {
+                    _Groups.mergeHeld(node, fresh[i].source._group)
+                    fresh[i].source._node.addDependent(self)
+                }
+                for i in 0..<dependencies.count {
+                    let source = dependencies.base.unsafelyUnwrapped[i].source
+                    var kept = false
+                    for j in fresh.indices where fresh[j].source === source { kept = true }
+                    if !kept { source._node.removeDependent(self) }
+                }
+                dependencies.replace(with: fresh)
             }
-            for i in 0..<dependencies.count {
-                let source = dependencies.base.unsafelyUnwrapped[i].source
-                if !fresh.contains(where: { $0.source === source }) { source._node.removeDependent(self) }
-            }
-            fresh.withUnsafeBufferPointer { dependencies.replace(with: $0) }
             fresh.removeAll(keepingCapacity: true)
             // Back to the thread's spare, the larger kept.
             _Graph.withState { state in

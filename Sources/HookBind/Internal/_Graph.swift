@@ -72,7 +72,10 @@ final class _Node: _Group, @unchecked Sendable {
 
     func removeDependent(_ link: _ComputedCore) {
         let bits = Unmanaged.passUnretained(link).toOpaque()
-        guard let dependents, let i = (0..<Int(dependentCount)).first(where: { dependents[$0].toOpaque() == bits }) else { return }
+        guard let dependents else { return }
+        var i = 0
+        while i < Int(dependentCount), dependents[i].toOpaque() != bits { i += 1 }
+        guard i < Int(dependentCount) else { return }
         let removed = dependents[i]
         // In order: the first to mark stays first.
         (dependents + i).moveInitialize(from: dependents + i + 1, count: Int(dependentCount) - i - 1)
@@ -308,9 +311,11 @@ enum _Graph {
         swap(&work, &state.pending)
         var roots = state.spareRoots
         state.spareRoots = []
+        // (Index loops: an array's iterator allocates in unoptimized builds,
+        // where tests count allocations.)
         _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in
-            for link in work {
-                link._withUnsafeGuaranteedRef { link in
+            for i in work.indices {
+                work[i]._withUnsafeGuaranteedRef { link in
                     // Most share the group of the write that queued them, held last.
                     if !_Groups.holdsAsLast(link.node, me) {
                         let lease = _Groups.lock(link.node)
@@ -328,19 +333,41 @@ enum _Graph {
                     for i in 1..<work.count where work[i - 1].height > work[i].height { return false }
                     return true
                 }
-                if !sorted { work.sort { $0.height < $1.height } }
+                if !sorted { sortByHeight(&work) }
             }
-            for link in work {
+            for i in work.indices {
                 // A computed that deinitialized since it was queued: its core is dead, its target gone.
-                link._withUnsafeGuaranteedRef { if $0.isAlive { $0.publishIfChanged() } }
+                work[i]._withUnsafeGuaranteedRef { if $0.isAlive { $0.publishIfChanged() } }
             }
         }
-        for lease in roots.reversed() { _Groups.unlock(lease) }
+        var i = roots.count
+        while i > 0 {
+            i -= 1
+            _Groups.unlock(roots[i])
+        }
         roots.removeAll(keepingCapacity: true)
         state.spareRoots = roots
-        for link in work { link.release() }
+        for i in work.indices { work[i].release() }
         work.removeAll(keepingCapacity: true)
         state.spare = work
+    }
+
+    /// Sorts `work` by height, stably: by insertion where few (the sort
+    /// of the standard library allocates in unoptimized builds, where tests
+    /// count allocations), else the standard library's.
+    private static func sortByHeight(_ work: inout [Unmanaged<_ComputedCore>]) {
+        guard work.count <= 32 else { return work.sort { $0.height < $1.height } }
+        work.withUnsafeMutableBufferPointer { work in
+            for i in 1..<work.count {
+                let link = work[i], height = link.height
+                var j = i
+                while j > 0, work[j - 1].height > height {
+                    work[j] = work[j - 1]
+                    j -= 1
+                }
+                work[j] = link
+            }
+        }
     }
 }
 

@@ -68,6 +68,19 @@ class _Group: @unchecked Sendable {
 
     final var isRoot: Bool { parentBits.load(ordering: .acquiring) == 0 }
 
+    /// How many parents lead from this group to its root (tests).
+    final var pathToRoot: Int {
+        var steps = 0
+        var bits = parentBits.load(ordering: .acquiring)
+        while bits != 0 {
+            steps += 1
+            bits = Unmanaged<_Group>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)._withUnsafeGuaranteedRef {
+                $0.parentBits.load(ordering: .acquiring)
+            }
+        }
+        return steps
+    }
+
     /// Makes `root` this root's parent. Only by a thread holding (or borrowing) both.
     fileprivate final func attach(to root: _Group) {
         parentBits.store(Int(bitPattern: Unmanaged.passRetained(root).toOpaque()), ordering: .releasing)
