@@ -151,7 +151,7 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     public var value: Value {
         get {
             // Read inside an evaluation of its group: held already.
-            if _unmanagedNode._withUnsafeGuaranteedRef({ _Graph.trackIfHeld(self, $0, version: _version) }) {
+            if _unmanagedNode._withUnsafeGuaranteedRef({ _Graph.trackIfHeld(self, $0) }) {
                 return _cell._storedValue
             }
             let lease = _lock()

@@ -99,8 +99,24 @@ final class _ComputedCore {
     }
 
     /// Records that the running evaluation read `source` at `version`,
-    /// unless it read it already (a linear scan: computeds read few values).
+    /// unless it read it already. The common cases inline: the next of the
+    /// last evaluation's reads, or the one just read again.
+    @inline(__always)
     func record(_ source: any _Source, version: UInt64) {
+        if !diverged {
+            let i = matched
+            if i < dependencies.count, dependencies.base.unsafelyUnwrapped[i].source === source {
+                dependencies.base.unsafelyUnwrapped[i].version = version
+                matched = i + 1
+                return
+            }
+            if i > 0, dependencies.base.unsafelyUnwrapped[i - 1].source === source { return }
+        }
+        recordRead(source, version: version)
+    }
+
+    /// `record` in general (a linear scan: computeds read few values).
+    private func recordRead(_ source: any _Source, version: UInt64) {
         if !diverged {
             let count = dependencies.count
             if matched < count, dependencies.base.unsafelyUnwrapped[matched].source === source {

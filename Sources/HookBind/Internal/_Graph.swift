@@ -200,11 +200,12 @@ enum _Graph {
     /// `_Groups.holdsAsLast(group)`, and if so `track(source, version:)`,
     /// with one look-up of the thread: an observable's read inside an
     /// evaluation of its group.
+    /// (The version is read once the lock is known to be held.)
     @usableFromInline @inline(never)
-    static func trackIfHeld(_ source: any _Source, _ group: _Group, version: UInt64) -> Bool {
+    static func trackIfHeld(_ source: any _Source, _ node: _Node) -> Bool {
         _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me -> Bool in
-            guard _Groups.holdsAsLast(group, me) else { return false }
-            me.graph.record(source, version: version)
+            guard _Groups.holdsAsLast(node, me) else { return false }
+            me.graph.record(source, version: node.version)
             return true
         }
     }
