@@ -321,14 +321,17 @@ enum _Groups {
     @inline(__always)
     static func lock(_ group: _Group, _ me: _LockThread) -> Unmanaged<_Group>? {
         // The common case first, inlined: a thread that holds no lock takes
-        // the free lock of a group that is its own root (no scan of what it
-        // holds, no loop, and the group is at hand: no reference to follow).
-        if me.held.count == 0, me.pins.isEmpty, group.isRoot, group.word.tryAcquire(by: me.bits) {
-            let root = Unmanaged.passUnretained(group)
-            me.held.append(_Held(lockRef: root, kind: .real))
-            if group.isRoot { return root }
-            // Merged into another group meanwhile: the loop locks its root.
-            close(me, at: me.held.count - 1)
+        // the free lock of the group's root (no scan of what it holds, no
+        // loop; a group merged into another, as an observable a computed
+        // reads, is usually one step from its root: see `_Group.rank`).
+        if me.held.count == 0, me.pins.isEmpty {
+            let root = group.unmanagedRoot
+            if root._withUnsafeGuaranteedRef({ $0.word.tryAcquire(by: me.bits) }) {
+                me.held.append(_Held(lockRef: root, kind: .real))
+                if root._withUnsafeGuaranteedRef({ $0.isRoot }) { return root }
+                // Merged into another group meanwhile: the loop locks its root.
+                close(me, at: me.held.count - 1)
+            }
         }
         return lockRoot(group, me)
     }
