@@ -52,12 +52,13 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
             }
             _core._withUnsafeGuaranteedRef { core in
                 core.hookPoint = Unmanaged.passUnretained(made)
-                core.publishedVersion = _node.version
+                core.publishedVersion = core.node.version
             }
             return made
         }
     }
-    @usableFromInline let _node: _Node
+    /// Its node (the core's: not stored here, a word less per computed).
+    @usableFromInline var _node: _Node { _core._withUnsafeGuaranteedRef { $0.node } }
     /// The connected group: its own (the node), merged with those of what it reads.
     @usableFromInline var _group: _Group { _node }
     /// What the graph works with (+1, released in `deinit`): state,
@@ -108,7 +109,6 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     @usableFromInline
     init(name: String, _ compute: () -> Value, specialized: @escaping (UnsafeRawPointer, _ComputedOperation) -> Bool) {
         let node = _Node()
-        _node = node
         let core = _ComputedCore(node: node, specialized: specialized)
         _core = .passRetained(core)
         self.name = name
@@ -120,7 +120,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
 
     deinit {
         _core._withUnsafeGuaranteedRef { core in
-            _Graph.locked(_node) {
+            _Graph.locked(core.node) {
                 core.isAlive = false
                 core.unregisterAll()
             }
@@ -156,7 +156,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     // MARK: The graph
 
     @usableFromInline
-    var _version: UInt64 { _node.version }
+    var _version: UInt64 { _core._withUnsafeGuaranteedRef { $0.node.version } }
 
     /// Nothing to do: a computed tells its dependents when it publishes.
     @usableFromInline
@@ -198,10 +198,10 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
         _refresh()
         let hookPoint = self.hookPoint
         _core._withUnsafeGuaranteedRef { core in
-            if !hookPoint.hasHooks, core.publishedVersion != _node.version {
+            if !hookPoint.hasHooks, core.publishedVersion != core.node.version {
                 // Nobody heard the changes made while unobserved: start from now.
                 hookPoint._storeSilently(_cache)
-                core.publishedVersion = _node.version
+                core.publishedVersion = core.node.version
             }
         }
         return hookPoint
