@@ -152,6 +152,8 @@ let cases: [String: (Int) -> Int] = [
     "broad": { n in broadWrites(n) },
     // kairo's repeated shape: one computed reading its source 30 times, one write.
     "repeated": { n in repeatedWrites(n) },
+    // kairo's unstable shape: dependencies that change with the source's parity, one write.
+    "unstable": { n in unstableWrites(n) },
 ]
 
 @inline(never) func opaqueWorker(_ worker: BenchWorker) -> BenchWorker { worker }

@@ -58,3 +58,20 @@ public func repeatedWrites(_ n: Int) -> Int {
     while i < n { a.value = i; i += 1 }
     return withExtendedLifetime((subscription, sum)) { seen.total }
 }
+
+/// kairo's unstable shape: a computed reading `double` or `inverse` 20 times by the source's parity.
+public func unstableWrites(_ n: Int) -> Int {
+    let a = Observable(0)
+    let double = Computed { a.value &* 2 }
+    let inverse = Computed { 0 &- a.value }
+    let current = Computed {
+        var result = 0
+        for _ in 0..<20 { result &+= a.value & 1 == 1 ? double.value : inverse.value }
+        return result
+    }
+    let seen = DiamondSum()
+    let subscription = current.subscribe { _, new in seen.add(new) }
+    var i = 0
+    while i < n { a.value = i; i += 1 }
+    return withExtendedLifetime((subscription, current)) { seen.total }
+}

@@ -59,7 +59,7 @@ final class _ComputedCore {
     /// What the last evaluation read, in order.
     @exclusivity(unchecked) var dependencies = _Dependencies()
     /// (Empty between evaluations: its storage is the thread's.)
-    @exclusivity(unchecked) var fresh: [_Dependency] = []
+    @exclusivity(unchecked) var fresh = _Dependencies()
     /// How many times the closure ran.
     @exclusivity(unchecked) var evaluations = 0
     /// The version subscribers last heard.
@@ -72,6 +72,7 @@ final class _ComputedCore {
 
     deinit {
         dependencies.free()
+        fresh.free()
     }
 
     // MARK: Evaluating
@@ -116,6 +117,8 @@ final class _ComputedCore {
                 return
             }
             if i > 0, dependencies.base.unsafelyUnwrapped[i - 1].source === source { return }
+        } else if fresh.contains(source) {
+            return
         }
         recordRead(source, version: version)
     }
@@ -138,12 +141,8 @@ final class _ComputedCore {
             // Storage from the thread's spare (no allocation once warm; none kept per computed).
             _Graph.withState { swap(&fresh, &$0.spareFresh) }
             for i in 0..<matched { fresh.append(dependencies.base.unsafelyUnwrapped[i]) }
-        } else {
-            let known = fresh.withUnsafeBufferPointer { fresh -> Bool in
-                for i in fresh.indices where fresh[i].source === source { return true }
-                return false
-            }
-            if known { return }
+        } else if fresh.contains(source) {
+            return
         }
         let node = source._node
         if !node.isRead {
@@ -165,26 +164,24 @@ final class _ComputedCore {
             }
             dependencies.removeLast(dependencies.count - matched)
         } else {
-            // (Index loops over the buffer: an array's iterator allocates
-            // in unoptimized builds, and tests count allocations there.)
-            fresh.withUnsafeBufferPointer { fresh in
-                for i in fresh.indices {
-                    _Groups.mergeHeld(node, fresh[i].source._group)
-                    fresh[i].source._node.addDependent(self)
-                }
-                for i in 0..<dependencies.count {
-                    let source = dependencies.base.unsafelyUnwrapped[i].source
-                    var kept = false
-                    for j in fresh.indices where fresh[j].source === source { kept = true }
-                    if !kept { source._node.removeDependent(self) }
-                }
-                dependencies.replace(with: fresh)
+            let root = node.unmanagedRoot.toOpaque()
+            for i in 0..<fresh.count {
+                let source = fresh.base.unsafelyUnwrapped[i].source
+                let group = source._group
+                // (Most often in this group already: no merge to ask for.)
+                if group.unmanagedRoot.toOpaque() != root { _Groups.mergeHeld(node, group) }
+                source._node.addDependent(self)
             }
-            fresh.removeAll(keepingCapacity: true)
+            for i in 0..<dependencies.count {
+                let source = dependencies.base.unsafelyUnwrapped[i].source
+                if !fresh.contains(source) { source._node.removeDependent(self) }
+            }
+            dependencies.replace(with: UnsafeBufferPointer(start: fresh.base, count: fresh.count))
+            fresh.removeAll()
             // Back to the thread's spare, the larger kept.
             _Graph.withState { state in
                 if state.spareFresh.capacity < fresh.capacity { swap(&fresh, &state.spareFresh) }
-                fresh = []
+                fresh.free()
             }
         }
         var height = 0
@@ -288,10 +285,38 @@ enum _ComputedOperation {
 struct _Dependencies {
     var base: UnsafeMutablePointer<_Dependency>?
     private var storedCount: Int32 = 0
-    private var capacity: Int32 = 0
+    private var storedCapacity: Int32 = 0
 
     var count: Int {
         @inline(__always) get { Int(storedCount) }
+    }
+
+    var capacity: Int { Int(storedCapacity) }
+
+    /// Whether `source` is among them (a linear scan, latest first).
+    @inline(__always)
+    func contains(_ source: any _Source) -> Bool {
+        var i = count - 1
+        while i >= 0 {
+            if base.unsafelyUnwrapped[i].source === source { return true }
+            i -= 1
+        }
+        return false
+    }
+
+    /// Adds `dependency` at the end (the storage doubled when full).
+    mutating func append(_ dependency: _Dependency) {
+        if storedCount == storedCapacity {
+            let grown = UnsafeMutablePointer<_Dependency>.allocate(capacity: max(4, 2 * capacity))
+            if let base {
+                grown.moveInitialize(from: base, count: count)
+                base.deallocate()
+            }
+            base = grown
+            storedCapacity = Int32(max(4, 2 * capacity))
+        }
+        (base.unsafelyUnwrapped + count).initialize(to: dependency)
+        storedCount += 1
     }
 
     /// Becomes a copy of `new` (its storage reused when large enough).
@@ -299,7 +324,7 @@ struct _Dependencies {
         removeAll()
         if capacity < new.count {
             base?.deallocate()
-            capacity = Int32(new.count)
+            storedCapacity = Int32(new.count)
             base = .allocate(capacity: new.count)
         }
         if let newBase = new.baseAddress { base.unsafelyUnwrapped.initialize(from: newBase, count: new.count) }
@@ -323,6 +348,6 @@ struct _Dependencies {
         removeAll()
         base?.deallocate()
         base = nil
-        capacity = 0
+        storedCapacity = 0
     }
 }

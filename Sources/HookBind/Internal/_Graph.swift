@@ -160,7 +160,9 @@ final class _GraphState: @unchecked Sendable {
     @exclusivity(unchecked) var flushing = false
     /// Storage for the reads of an evaluation that differ from its last
     /// one's (`_ComputedCore.fresh`), lent for the evaluation.
-    @exclusivity(unchecked) var spareFresh: [_Dependency] = []
+    @exclusivity(unchecked) var spareFresh = _Dependencies()
+
+    deinit { spareFresh.free() }
     /// The locks a publishing round takes, reused (the groups are kept
     /// alive by the queued computeds' nodes meanwhile).
     @exclusivity(unchecked) var spareRoots: [_Lease] = []
