@@ -123,27 +123,23 @@ final class _ComputedCore {
         recordRead(source, version: version)
     }
 
-    /// `record` in general (a linear scan: computeds read few values).
+    /// The rest of `record`, after its inline checks: a read not among the
+    /// last few (a linear scan: computeds read few values).
     private func recordRead(_ source: any _Source, version: UInt64) {
         if !diverged {
-            let count = dependencies.count
-            if matched < count, dependencies.base.unsafelyUnwrapped[matched].source === source {
-                dependencies.base.unsafelyUnwrapped[matched].version = version
-                matched += 1
-                return
-            }
+            // Read earlier in this evaluation (`record` checked the last one)?
             var i = 0
-            while i < matched {
+            while i < matched - 1 {
                 if dependencies.base.unsafelyUnwrapped[i].source === source { return }
                 i += 1
             }
+            // The first read that differs from the last evaluation's: collect afresh.
             diverged = true
             // Storage from the thread's spare (no allocation once warm; none kept per computed).
             _Graph.withState { swap(&fresh, &$0.spareFresh) }
             for i in 0..<matched { fresh.append(dependencies.base.unsafelyUnwrapped[i]) }
-        } else if fresh.contains(source) {
-            return
         }
+        // (Diverged: `record` found it not among the reads so far.)
         let node = source._node
         if !node.isRead {
             node.isRead = true
