@@ -571,10 +571,16 @@ enum _Groups {
     }
 
     /// A lock this thread holds that another thread borrows. Under the arbiter.
+    /// (Its own borrow does not count: a thread that borrowed a lock and
+    /// later came to hold it for real, through a merge or a hand-off, would
+    /// otherwise wait for itself.)
     private static func lentLock(of me: _LockThread) -> _Group? {
         guard !borrowers.isEmpty else { return nil }
-        for i in me.held.indices where me.held[i].kind == .real && borrowers[ObjectIdentifier(me.held[i].lock)] != nil { return me.held[i].lock }
-        for pin in me.pins where pin.kind == .real && borrowers[ObjectIdentifier(pin.lock)] != nil { return pin.lock }
+        func lentToOthers(_ lock: _Group) -> Bool {
+            borrowers[ObjectIdentifier(lock)]?.contains { $0 !== me } ?? false
+        }
+        for i in me.held.indices where me.held[i].kind == .real && lentToOthers(me.held[i].lock) { return me.held[i].lock }
+        for pin in me.pins where pin.kind == .real && lentToOthers(pin.lock) { return pin.lock }
         return nil
     }
 
@@ -624,6 +630,28 @@ enum _Groups {
     private static func pin(_ lock: _Group, _ kind: _Held.Kind, to entry: Int, _ me: _LockThread) {
         let at = me.pins.firstIndex { $0.entry > entry } ?? me.pins.count
         me.pins.insert(_Pin(entry: entry, lock: lock, kind: kind), at: at)
+    }
+
+    /// The arbiter's view (debugging): parked threads, what they hold, who holds what.
+    static func dump() -> String {
+        arbiter.lock()
+        defer { arbiter.unlock() }
+        func name(_ o: AnyObject?) -> String { o.map { String(UInt(bitPattern: ObjectIdentifier($0).hashValue) & 0xffffff, radix: 16) } ?? "nil" }
+        func lockInfo(_ g: _Group) -> String {
+            let holder = g.word.holder
+            let b = borrowers[ObjectIdentifier(g)]?.map { name($0) } ?? []
+            return "\(name(g))[root=\(g.isRoot ? "self" : name(g.root)) holder=\(holder == 0 ? "free" : name(_LockThread.of(bits: holder))) contended=\(g.word.isContended) borrowers=\(b)]"
+        }
+        var lines: [String] = []
+        for (id, threads) in arbiter.allParked() {
+            for t in threads {
+                var held: [String] = []
+                for i in t.held.indices { held.append("\(i):\(lockInfo(t.held[i].lock)) \(t.held[i].kind) closed=\(t.held[i].closed)") }
+                let pins = t.pins.map { "pin@\($0.entry):\(lockInfo($0.lock)) \($0.kind)" }
+                lines.append("thread \(name(t)) listed under \(String(UInt(bitPattern: id.hashValue) & 0xffffff, radix: 16)) parkedOn=\(t.parkedOn.map(lockInfo) ?? "nil") handedOff=\(name(t.handedOff)) retainDepth=\(t.retainDepth) mark=\(t.retainMark)\n   held: \(held)\n   pins: \(pins)")
+            }
+        }
+        return lines.joined(separator: "\n")
     }
 
     /// Merges the groups of `a` and `b`, both held (or borrowed) by this thread.

@@ -148,10 +148,19 @@ final class _Arbiter: @unchecked Sendable {
     func wake(parkedOn lock: _Group) {
         guard let list = parked[ObjectIdentifier(lock)] else { return }
         for thread in list {
+            // Running from now on, as far as chains of waits go (as in
+            // `handOff`): until it takes the arbiter again it still names
+            // the lock it slept on, and a chain followed meanwhile through
+            // that lock, free of borrowers now and held by the thread
+            // itself (one parked on a lock it lent), would loop.
+            thread.parkedOn = nil
             thread.wakeups += 1
             pthread_cond_signal(thread.wakeup)
         }
     }
+
+    /// Every parked thread and the lock it is listed under (debugging). Under the mutex.
+    func allParked() -> [(ObjectIdentifier, [_LockThread])] { parked.map { ($0.key, $0.value) } }
 
     /// The threads parked on `lock` now (tests). Under the mutex.
     func parkedCount(on lock: _Group) -> Int { parked[ObjectIdentifier(lock)]?.count ?? 0 }

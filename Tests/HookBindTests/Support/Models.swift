@@ -70,6 +70,12 @@ final class Shared<Value>: @unchecked Sendable {
 
 /// Runs `body(i)` on `count` threads at once and waits for them.
 func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    _ = onThreads(count, timeout: nil, body)
+}
+
+/// Runs `body(i)` on `count` threads at once and waits for them, at most
+/// `timeout` seconds if given: false if they had not all finished by then.
+func onThreads(_ count: Int, timeout: Double?, _ body: @escaping @Sendable (Int) -> Void) -> Bool {
     let group = DispatchGroup()
     for i in 0..<count {
         group.enter()
@@ -79,7 +85,11 @@ func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
         }
         thread.start()
     }
-    group.wait()
+    guard let timeout else {
+        group.wait()
+        return true
+    }
+    return group.wait(timeout: .now() + timeout) == .success
 }
 
 /// The mallocs `body` makes on this thread; nil where a sanitizer owns malloc.
