@@ -276,19 +276,10 @@ enum _ComputedOperation {
     case evaluate, publish
 }
 
-/// A computed's dependencies, in a buffer of its own: an array held by a
-/// class is retained to be walked and checked for uniqueness to be written.
-struct _Dependencies {
-    var base: UnsafeMutablePointer<_Dependency>?
-    private var storedCount: Int32 = 0
-    private var storedCapacity: Int32 = 0
+/// A computed's dependencies (see `_Buffer`).
+typealias _Dependencies = _Buffer<_Dependency>
 
-    var count: Int {
-        @inline(__always) get { Int(storedCount) }
-    }
-
-    var capacity: Int { Int(storedCapacity) }
-
+extension _Buffer where Element == _Dependency {
     /// Whether `source` is among them (a linear scan, latest first).
     @inline(__always)
     func contains(_ source: any _Source) -> Bool {
@@ -298,52 +289,5 @@ struct _Dependencies {
             i -= 1
         }
         return false
-    }
-
-    /// Adds `dependency` at the end (the storage doubled when full).
-    mutating func append(_ dependency: _Dependency) {
-        if storedCount == storedCapacity {
-            let grown = UnsafeMutablePointer<_Dependency>.allocate(capacity: max(4, 2 * capacity))
-            if let base {
-                grown.moveInitialize(from: base, count: count)
-                base.deallocate()
-            }
-            base = grown
-            storedCapacity = Int32(max(4, 2 * capacity))
-        }
-        (base.unsafelyUnwrapped + count).initialize(to: dependency)
-        storedCount += 1
-    }
-
-    /// Becomes a copy of `new` (its storage reused when large enough).
-    mutating func replace(with new: UnsafeBufferPointer<_Dependency>) {
-        removeAll()
-        if capacity < new.count {
-            base?.deallocate()
-            storedCapacity = Int32(new.count)
-            base = .allocate(capacity: new.count)
-        }
-        if let newBase = new.baseAddress { base.unsafelyUnwrapped.initialize(from: newBase, count: new.count) }
-        storedCount = Int32(new.count)
-    }
-
-    /// Drops the last `k`.
-    mutating func removeLast(_ k: Int) {
-        guard k > 0 else { return }
-        (base.unsafelyUnwrapped + (count - k)).deinitialize(count: k)
-        storedCount -= Int32(k)
-    }
-
-    /// Drops every one (the storage kept).
-    mutating func removeAll() {
-        removeLast(count)
-    }
-
-    /// Drops every one and frees the storage.
-    mutating func free() {
-        removeAll()
-        base?.deallocate()
-        base = nil
-        storedCapacity = 0
     }
 }

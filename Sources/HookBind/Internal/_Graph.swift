@@ -22,14 +22,12 @@ import Foundation
 /// group (a node is a group: one object for both).
 @usableFromInline
 final class _Node: _Group, @unchecked Sendable {
-    // (The small fields first, beside the group's rank: 72 bytes, not 80.)
+    // (The small fields first, beside the group's rank: 64 bytes, an 80-byte block.)
     /// Set by an observable's own hook when a call at its point stored a value.
     @exclusivity(unchecked) @usableFromInline var storedByHook = false
     /// Whether a computed has read the value (until then its changes need
     /// no bookkeeping: the node may exist only as the group's lock).
     @exclusivity(unchecked) @usableFromInline var isRead = false
-    @exclusivity(unchecked) private var dependentCount: Int32 = 0
-    @exclusivity(unchecked) private var dependentCapacity: Int32 = 0
     /// 0 for sources; 1 + the highest dependency for computeds.
     @exclusivity(unchecked) private var storedHeight: Int32 = 0
     /// Bumped on every change of the value.
@@ -37,7 +35,7 @@ final class _Node: _Group, @unchecked Sendable {
     /// Computeds that read this value in their last evaluation (their
     /// cores, +1 each, in a buffer of the node's own: walking them takes no
     /// reference, as an array's buffer would be retained for the walk).
-    @exclusivity(unchecked) private var dependents: UnsafeMutablePointer<Unmanaged<_ComputedCore>>?
+    @exclusivity(unchecked) private var dependents = _Buffer<Unmanaged<_ComputedCore>>()
 
     /// 0 for sources; 1 + the highest dependency for computeds.
     var height: Int {
@@ -49,46 +47,31 @@ final class _Node: _Group, @unchecked Sendable {
     override init() {}
 
     deinit {
-        for i in 0..<Int(dependentCount) { dependents.unsafelyUnwrapped[i].release() }
-        dependents?.deallocate()
+        for i in 0..<dependents.count { dependents.base.unsafelyUnwrapped[i].release() }
+        dependents.free()
     }
 
     func addDependent(_ link: _ComputedCore) {
         let bits = Unmanaged.passUnretained(link).toOpaque()
-        for i in 0..<Int(dependentCount) where dependents.unsafelyUnwrapped[i].toOpaque() == bits { return }
-        if dependentCount == dependentCapacity {
-            let capacity = max(2, Int(dependentCapacity) * 2)
-            let grown = UnsafeMutablePointer<Unmanaged<_ComputedCore>>.allocate(capacity: capacity)
-            if let dependents {
-                grown.moveInitialize(from: dependents, count: Int(dependentCount))
-                dependents.deallocate()
-            }
-            dependents = grown
-            dependentCapacity = Int32(capacity)
-        }
-        dependents.unsafelyUnwrapped[Int(dependentCount)] = .passRetained(link)
-        dependentCount += 1
+        for i in 0..<dependents.count where dependents.base.unsafelyUnwrapped[i].toOpaque() == bits { return }
+        dependents.append(.passRetained(link))
     }
 
     func removeDependent(_ link: _ComputedCore) {
         let bits = Unmanaged.passUnretained(link).toOpaque()
-        guard let dependents else { return }
         var i = 0
-        while i < Int(dependentCount), dependents[i].toOpaque() != bits { i += 1 }
-        guard i < Int(dependentCount) else { return }
-        let removed = dependents[i]
+        while i < dependents.count, dependents.base.unsafelyUnwrapped[i].toOpaque() != bits { i += 1 }
+        guard i < dependents.count else { return }
         // In order: the first to mark stays first.
-        (dependents + i).moveInitialize(from: dependents + i + 1, count: Int(dependentCount) - i - 1)
-        dependentCount -= 1
-        removed.release()
+        dependents.remove(at: i).release()
     }
 
     /// Calls `body` with each live dependent, without reference counting.
     @inline(__always)
     func forEachLiveDependent(_ body: (_ComputedCore) -> Void) {
         var i = 0
-        while i < Int(dependentCount) {
-            dependents.unsafelyUnwrapped[i]._withUnsafeGuaranteedRef { if $0.isAlive { body($0) } }
+        while i < dependents.count {
+            dependents.base.unsafelyUnwrapped[i]._withUnsafeGuaranteedRef { if $0.isAlive { body($0) } }
             i += 1
         }
     }
