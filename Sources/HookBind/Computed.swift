@@ -52,18 +52,21 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
             }
             _core._withUnsafeGuaranteedRef { core in
                 core.hookPoint = Unmanaged.passUnretained(made)
-                core.publishedVersion = core.node.version
+                core.publishedVersion = core.version
             }
             return made
         }
     }
-    /// Its node (the core's: not stored here, a word less per computed).
-    @usableFromInline var _node: _Node { _core._withUnsafeGuaranteedRef { $0.node } }
+    /// Its node: its core.
+    @usableFromInline var _node: _Node { _core._withUnsafeGuaranteedRef { $0 } }
     /// The connected group: its own (the node), merged with those of what it reads.
     @usableFromInline var _group: _Group { _node }
-    /// What the graph works with (+1, released in `deinit`): state,
-    /// dependencies, evaluations (see `_ComputedCore`).
+    /// What the graph works with (+1, released in `deinit`): its node,
+    /// state, dependencies, evaluations (see `_ComputedCore`).
     @usableFromInline let _core: Unmanaged<_ComputedCore>
+    /// The closure (here, not captured by the core's `specialized`: a core
+    /// may outlive its computed, and what the closure captures with it).
+    @usableFromInline let _compute: () -> Value
     /// The last result. (Last: a generic class's fields after it would be at
     /// offsets read from its type's metadata.)
     @usableFromInline @exclusivity(unchecked) var _cache: Value
@@ -72,7 +75,8 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     ///
     /// (Inlinable, as are the others: what needs the value type, running
     /// `compute` and storing or publishing its result, is one closure made
-    /// here, specialized for the value type; see `_ComputedCore`.)
+    /// here, specialized for the value type and capturing nothing; see
+    /// `_ComputedCore`.)
     @inlinable
     public convenience init(name: String = "computed", _ compute: @escaping () -> Value) {
         self.init(name: name, compute) { object, operation in
@@ -81,7 +85,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
                     computed.point.withExisting { $0._setThroughHooks(computed._cache) }
                     return false
                 }
-                computed._cache = compute()
+                computed._cache = computed._compute()
                 return true
             }
         }
@@ -96,7 +100,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
                     computed.point.withExisting { $0._setThroughHooks(computed._cache) }
                     return false
                 }
-                let value = compute()
+                let value = computed._compute()
                 if value == computed._cache { return false }
                 computed._cache = value
                 return true
@@ -107,12 +111,12 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     /// Evaluates and registers with the dependencies under the locks of its
     /// group and theirs (merged), so no change is missed in between.
     @usableFromInline
-    init(name: String, _ compute: () -> Value, specialized: @escaping (UnsafeRawPointer, _ComputedOperation) -> Bool) {
-        let node = _Node()
-        let core = _ComputedCore(node: node, specialized: specialized)
+    init(name: String, _ compute: @escaping () -> Value, specialized: @escaping (UnsafeRawPointer, _ComputedOperation) -> Bool) {
+        let core = _ComputedCore(specialized: specialized)
         _core = .passRetained(core)
+        _compute = compute
         self.name = name
-        let root = _Groups.lock(node)
+        let root = _Groups.lock(core)
         defer { _Groups.unlock(root) }
         _cache = core.evaluate(compute)
         core.target = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
@@ -120,11 +124,13 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
 
     deinit {
         _core._withUnsafeGuaranteedRef { core in
-            _Graph.locked(core.node) {
+            _Graph.locked(core) {
                 core.isAlive = false
                 core.unregisterAll()
             }
-            // What it read, released outside the lock (their own `deinit`s may lock).
+            // What it read, released outside the lock (their own `deinit`s
+            // may lock). The core may live on, as a group others were
+            // merged into: it keeps nothing else.
             core.dependencies.free()
         }
         _core.release()
@@ -156,7 +162,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     // MARK: The graph
 
     @usableFromInline
-    var _version: UInt64 { _core._withUnsafeGuaranteedRef { $0.node.version } }
+    var _version: UInt64 { _core._withUnsafeGuaranteedRef { $0.version } }
 
     /// Nothing to do: a computed tells its dependents when it publishes.
     @usableFromInline
@@ -170,7 +176,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
         Unmanaged<Computed>.fromOpaque(object)._withUnsafeGuaranteedRef { computed in
             computed._core._withUnsafeGuaranteedRef { core in
                 core.refresh()
-                return core.node.version
+                return core.version
             }
         }
     }
@@ -198,10 +204,10 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
         _refresh()
         let hookPoint = self.hookPoint
         _core._withUnsafeGuaranteedRef { core in
-            if !hookPoint.hasHooks, core.publishedVersion != core.node.version {
+            if !hookPoint.hasHooks, core.publishedVersion != core.version {
                 // Nobody heard the changes made while unobserved: start from now.
                 hookPoint._storeSilently(_cache)
-                core.publishedVersion = core.node.version
+                core.publishedVersion = core.version
             }
         }
         return hookPoint

@@ -596,6 +596,38 @@ struct ObservableTests {
         #expect(a.value == 3)
     }
 
+    /// A computed's group lock lives on in the observables whose groups were
+    /// merged into its own, after the computed is gone; nothing it captured
+    /// or read lives on with it, and the observables keep working.
+    @Test func aGoneComputedLeavesItsLockAndNothingItCaptured() {
+        final class Captured {}
+        let a = Observable(1)
+        weak var weakCaptured: Captured?
+        weak var weakComputed: Computed<Int>?
+        weak var weakSecond: Observable<Int>?
+        do {
+            let captured = Captured(), second = Observable(10)
+            weakCaptured = captured
+            weakSecond = second
+            let sum = Computed { withExtendedLifetime(captured) { a.value + second.value } }
+            weakComputed = sum
+            sum.subscribe { _, _ in }
+            a.value = 2
+            #expect(sum.value == 12)
+        }
+        #expect(weakComputed == nil)
+        #expect(weakCaptured == nil)
+        #expect(weakSecond == nil)
+        // `a` still locks the group it was merged into, and is read anew.
+        let tripled = Computed { a.value * 3 }
+        var heard: [Int] = []
+        let subscription = tripled.subscribe { _, new in heard.append(new) }
+        a.value = 5
+        #expect(heard == [15])
+        #expect(tripled.evaluationCount == 2)
+        subscription.dispose()
+    }
+
     @Test func subscriptionsDoNotKeepTheirObservableAlive() {
         weak var weakObservable: Observable<Int>?
         var subscription: Subscription?

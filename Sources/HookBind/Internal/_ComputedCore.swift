@@ -1,35 +1,37 @@
 import Hook
 
 /// What the graph knows of a `Computed`, in code that is not generic over
-/// its value: its state, its dependencies, its place in the evaluations of
-/// its thread. One object per computed, which its dependencies' nodes list
-/// among their dependents and a thread queues to publish.
+/// its value: its node (this object: its version, dependents, height and
+/// group lock), its state, its dependencies, its place in the evaluations
+/// of its thread. The object its dependencies' nodes list among their
+/// dependents and a thread queues to publish.
 ///
 /// A `Computed<Value>`'s own stored properties after its value would sit at
 /// offsets read from its type's metadata, and its methods, reached through
 /// the graph's protocols, run unspecialized; here every field is at a fixed
 /// offset and every call direct. What needs the value type (running the
 /// closure, comparing, storing, publishing) is one closure,
-/// `specialized`, made where the computed is made.
+/// `specialized`, made where the computed is made; it captures nothing
+/// (the computed's closure and value are the computed's, reached through
+/// `target`), so a core that outlives its computed keeps nothing of it.
 ///
 /// Lifetime: the computed keeps its core (+1) and so does every node that
-/// lists it as a dependent, and a thread's queue of computeds to publish.
-/// The computed's `deinit` takes its group's lock, marks the core dead and
-/// removes it from its dependencies' nodes, so under that lock a live
-/// core's `target` is valid memory, even while the computed's `deinit`
-/// waits for the lock. (Not a weak reference: one would give every computed
-/// a side table, and every retain and release of it would take Swift's slow
-/// path.)
+/// lists it as a dependent, a thread's queue of computeds to publish, and
+/// every group merged under it (a core is a group: see `_Group`). The
+/// computed's `deinit` takes its group's lock, marks the core dead, removes
+/// it from its dependencies' nodes and releases what it read, so under
+/// that lock a live core's `target` is valid memory, even while the
+/// computed's `deinit` waits for the lock, and a dead core keeps nothing
+/// but its place in the forest of groups. (Not a weak reference: one would
+/// give every computed a side table, and every retain and release of it
+/// would take Swift's slow path.)
 ///
 /// Everything here is touched only under the computed's group lock (which
 /// is why the fields skip dynamic exclusivity checks).
 @usableFromInline
-final class _ComputedCore {
+final class _ComputedCore: _Node, @unchecked Sendable {
     enum State: UInt8 { case clean, dirty, evaluating }
 
-    /// The computed's node: its version, its dependents, its height, and
-    /// its group's lock.
-    let node: _Node
     /// The computed's address (set once it exists), handed to `specialized`.
     @exclusivity(unchecked) var target: UnsafeRawPointer?
     /// The computed's code specialized for its value type: `.evaluate` runs
@@ -65,9 +67,9 @@ final class _ComputedCore {
     /// The version subscribers last heard.
     @exclusivity(unchecked) var publishedVersion: UInt64 = 0
 
-    init(node: _Node, specialized: @escaping (UnsafeRawPointer, _ComputedOperation) -> Bool) {
-        self.node = node
+    init(specialized: @escaping (UnsafeRawPointer, _ComputedOperation) -> Bool) {
         self.specialized = specialized
+        super.init()
     }
 
     deinit {
@@ -140,9 +142,9 @@ final class _ComputedCore {
             for i in 0..<matched { fresh.append(dependencies.base.unsafelyUnwrapped[i]) }
         }
         // (Diverged: `record` found it not among the reads so far.)
-        let node = source._node
-        if !node.isRead {
-            node.isRead = true
+        let read = source._node
+        if !read.isRead {
+            read.isRead = true
             source._becameRead()
         }
         fresh.append(_Dependency(source: source, version: version))
@@ -160,12 +162,12 @@ final class _ComputedCore {
             }
             dependencies.removeLast(dependencies.count - matched)
         } else {
-            let root = node.unmanagedRoot.toOpaque()
+            let root = unmanagedRoot.toOpaque()
             for i in 0..<fresh.count {
                 let source = fresh.base.unsafelyUnwrapped[i].source
                 let group = source._group
                 // (Most often in this group already: no merge to ask for.)
-                if group.unmanagedRoot.toOpaque() != root { _Groups.mergeHeld(node, group) }
+                if group.unmanagedRoot.toOpaque() != root { _Groups.mergeHeld(self, group) }
                 source._node.addDependent(self)
             }
             for i in 0..<dependencies.count {
@@ -184,7 +186,7 @@ final class _ComputedCore {
         for i in 0..<dependencies.count {
             height = max(height, dependencies.base.unsafelyUnwrapped[i].source._node.height + 1)
         }
-        node.height = height
+        self.height = height
     }
 
     /// Evaluates again if a dependency really changed (after bringing it up
@@ -201,7 +203,7 @@ final class _ComputedCore {
             if dependencies.base.unsafelyUnwrapped[i].refreshed() != dependencies.base.unsafelyUnwrapped[i].version {
                 let target = self.target.unsafelyUnwrapped
                 let changed = evaluate { specialized(target, .evaluate) }
-                if changed { node.version &+= 1 }
+                if changed { version &+= 1 }
                 return
             }
             i += 1
@@ -219,10 +221,10 @@ final class _ComputedCore {
     @usableFromInline @inline(never)
     func readIfHeld(_ source: any _Source) -> Bool {
         _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me -> Bool in
-            guard _Groups.holdsAsLast(node, me) else { return false }
+            guard _Groups.holdsAsLast(self, me) else { return false }
             if state != .evaluating {
                 refresh()
-                me.graph.record(source, version: node.version)
+                me.graph.record(source, version: version)
             }
             return true
         }
@@ -235,7 +237,7 @@ final class _ComputedCore {
     func prepareRead(_ source: any _Source) {
         if state != .evaluating {
             refresh()
-            _Graph.track(source, version: node.version)
+            _Graph.track(source, version: version)
         }
     }
 
@@ -249,15 +251,15 @@ final class _ComputedCore {
         if let hookPoint, hookPoint._withUnsafeGuaranteedRef({ $0.hasHooks }) {
             _Graph.enqueue(Unmanaged.passUnretained(self))
         }
-        _Graph.markDependents(of: node)
+        _Graph.markDependents(of: self)
     }
 
     /// Brought up to date, and its new value delivered to its hook point if
     /// it changed since subscribers last heard.
     func publishIfChanged() {
         refresh()
-        guard node.version != publishedVersion else { return }
-        publishedVersion = node.version
+        guard version != publishedVersion else { return }
+        publishedVersion = version
         _ = specialized(target.unsafelyUnwrapped, .publish)
     }
 

@@ -19,26 +19,27 @@ import Foundation
 // one lock. A thread sees either none or all of a change (or of a batch).
 
 /// One value of the graph, as its dependents know it, and the lock of its
-/// group (a node is a group: one object for both).
+/// group (a node is a group: one object for both). An observable's node is
+/// one of its own; a computed's is its core (`_ComputedCore`, a subclass).
 @usableFromInline
-final class _Node: _Group, @unchecked Sendable {
+class _Node: _Group, @unchecked Sendable {
     // (The small fields first, beside the group's rank: 64 bytes, an 80-byte block.)
     /// Set by an observable's own hook when a call at its point stored a value.
-    @exclusivity(unchecked) @usableFromInline var storedByHook = false
+    @exclusivity(unchecked) @usableFromInline final var storedByHook = false
     /// Whether a computed has read the value (until then its changes need
     /// no bookkeeping: the node may exist only as the group's lock).
-    @exclusivity(unchecked) @usableFromInline var isRead = false
+    @exclusivity(unchecked) @usableFromInline final var isRead = false
     /// 0 for sources; 1 + the highest dependency for computeds.
-    @exclusivity(unchecked) private var storedHeight: Int32 = 0
+    @exclusivity(unchecked) private final var storedHeight: Int32 = 0
     /// Bumped on every change of the value.
-    @exclusivity(unchecked) var version: UInt64 = 0
+    @exclusivity(unchecked) final var version: UInt64 = 0
     /// Computeds that read this value in their last evaluation (their
     /// cores, +1 each, in a buffer of the node's own: walking them takes no
     /// reference, as an array's buffer would be retained for the walk).
-    @exclusivity(unchecked) private var dependents = _Buffer<Unmanaged<_ComputedCore>>()
+    @exclusivity(unchecked) private final var dependents = _Buffer<Unmanaged<_ComputedCore>>()
 
     /// 0 for sources; 1 + the highest dependency for computeds.
-    var height: Int {
+    final var height: Int {
         get { Int(storedHeight) }
         set { storedHeight = Int32(truncatingIfNeeded: newValue) }
     }
@@ -51,13 +52,13 @@ final class _Node: _Group, @unchecked Sendable {
         dependents.free()
     }
 
-    func addDependent(_ link: _ComputedCore) {
+    final func addDependent(_ link: _ComputedCore) {
         let bits = Unmanaged.passUnretained(link).toOpaque()
         for i in 0..<dependents.count where dependents.base.unsafelyUnwrapped[i].toOpaque() == bits { return }
         dependents.append(.passRetained(link))
     }
 
-    func removeDependent(_ link: _ComputedCore) {
+    final func removeDependent(_ link: _ComputedCore) {
         let bits = Unmanaged.passUnretained(link).toOpaque()
         var i = 0
         while i < dependents.count, dependents.base.unsafelyUnwrapped[i].toOpaque() != bits { i += 1 }
@@ -68,7 +69,7 @@ final class _Node: _Group, @unchecked Sendable {
 
     /// Calls `body` with each live dependent, without reference counting.
     @inline(__always)
-    func forEachLiveDependent(_ body: (_ComputedCore) -> Void) {
+    final func forEachLiveDependent(_ body: (_ComputedCore) -> Void) {
         var i = 0
         while i < dependents.count {
             dependents.base.unsafelyUnwrapped[i]._withUnsafeGuaranteedRef { if $0.isAlive { body($0) } }
@@ -273,10 +274,10 @@ enum _Graph {
                     guard link.isAlive else { return }
                     // The write that queued it holds its group (the common
                     // case): no lock to take again.
-                    if _Groups.holdsAsLast(link.node) {
+                    if _Groups.holdsAsLast(link) {
                         link.publishIfChanged()
                     } else {
-                        let lease = _Groups.lock(link.node)
+                        let lease = _Groups.lock(link)
                         link.publishIfChanged()
                         _Groups.unlock(lease)
                     }
@@ -303,8 +304,8 @@ enum _Graph {
             for i in work.indices {
                 work[i]._withUnsafeGuaranteedRef { link in
                     // Most share the group of the write that queued them, held last.
-                    if !_Groups.holdsAsLast(link.node, me) {
-                        let lease = _Groups.lock(link.node)
+                    if !_Groups.holdsAsLast(link, me) {
+                        let lease = _Groups.lock(link)
                         if lease.root != nil { roots.append(lease) }
                     }
                     link.isQueued = false
@@ -359,7 +360,7 @@ enum _Graph {
 
 extension Unmanaged where Instance == _ComputedCore {
     /// The computed's height, without reference counting.
-    fileprivate var height: Int { _withUnsafeGuaranteedRef { $0.node.height } }
+    fileprivate var height: Int { _withUnsafeGuaranteedRef { $0.height } }
 }
 
 /// Groups the writes of `body` into one change: observables written in it
