@@ -171,16 +171,6 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     @usableFromInline
     func _refresh() { _core._withUnsafeGuaranteedRef { $0.refresh() } }
 
-    @usableFromInline
-    static func _refreshed(_ object: UnsafeRawPointer) -> UInt64 {
-        Unmanaged<Computed>.fromOpaque(object)._withUnsafeGuaranteedRef { computed in
-            computed._core._withUnsafeGuaranteedRef { core in
-                core.refresh()
-                return core.version
-            }
-        }
-    }
-
     // MARK: Subscribing
 
     /// Calls `block` on each change, as `options` say (see ``Subscribable``).

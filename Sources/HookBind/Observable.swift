@@ -226,11 +226,6 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     @usableFromInline
     func _refresh() {}
 
-    @usableFromInline
-    static func _refreshed(_ object: UnsafeRawPointer) -> UInt64 {
-        Unmanaged<Observable>.fromOpaque(object)._withUnsafeGuaranteedRef { $0._version }
-    }
-
     /// Calls `block` on each change, as `options` say (see ``Subscribable``).
     @discardableResult @inlinable
     public func subscribe(_ options: SubscriptionOptions, _ block: @escaping (Value?, Value) -> Void) -> Subscription {

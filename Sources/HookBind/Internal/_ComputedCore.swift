@@ -69,7 +69,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
 
     init(specialized: @escaping (UnsafeRawPointer, _ComputedOperation) -> Bool) {
         self.specialized = specialized
-        super.init()
+        super.init(isComputed: true)
     }
 
     deinit {
@@ -158,21 +158,20 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         if !diverged {
             // Fewer reads, the same up to there.
             for i in matched..<dependencies.count {
-                dependencies.base.unsafelyUnwrapped[i].source._node.removeDependent(self)
+                dependencies.base.unsafelyUnwrapped[i].sourceNode.removeDependent(self)
             }
             dependencies.removeLast(dependencies.count - matched)
         } else {
             let root = unmanagedRoot.toOpaque()
             for i in 0..<fresh.count {
-                let source = fresh.base.unsafelyUnwrapped[i].source
-                let group = source._group
+                let group = fresh.base.unsafelyUnwrapped[i].sourceNode
                 // (Most often in this group already: no merge to ask for.)
                 if group.unmanagedRoot.toOpaque() != root { _Groups.mergeHeld(self, group) }
-                source._node.addDependent(self)
+                group.addDependent(self)
             }
             for i in 0..<dependencies.count {
-                let source = dependencies.base.unsafelyUnwrapped[i].source
-                if !fresh.contains(source) { source._node.removeDependent(self) }
+                let dependency = dependencies.base.unsafelyUnwrapped[i]
+                if !fresh.contains(dependency.source) { dependency.sourceNode.removeDependent(self) }
             }
             dependencies.replace(with: UnsafeBufferPointer(start: fresh.base, count: fresh.count))
             fresh.removeAll()
@@ -184,7 +183,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         }
         var height = 0
         for i in 0..<dependencies.count {
-            height = max(height, dependencies.base.unsafelyUnwrapped[i].source._node.height + 1)
+            height = max(height, dependencies.base.unsafelyUnwrapped[i].sourceNode.height + 1)
         }
         self.height = height
     }
@@ -199,8 +198,9 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     private func refreshDirty() {
         var i = 0
         while i < dependencies.count {
-            // In place, through the source's type: no reference counting.
-            if dependencies.base.unsafelyUnwrapped[i].refreshed() != dependencies.base.unsafelyUnwrapped[i].version {
+            // In place, through its node: no reference counting.
+            let dependency = dependencies.base.unsafelyUnwrapped + i
+            if _Dependency.refreshed(dependency.pointee.node) != dependency.pointee.version {
                 let target = self.target.unsafelyUnwrapped
                 let changed = evaluate { specialized(target, .evaluate) }
                 if changed { version &+= 1 }
@@ -267,7 +267,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// lock): no longer a dependent of their nodes.
     func unregisterAll() {
         for i in 0..<dependencies.count {
-            dependencies.base.unsafelyUnwrapped[i].source._node.removeDependent(self)
+            dependencies.base.unsafelyUnwrapped[i].sourceNode.removeDependent(self)
         }
     }
 }
@@ -284,7 +284,7 @@ typealias _Dependencies = _Buffer<_Dependency>
 extension _Buffer where Element == _Dependency {
     /// Whether `source` is among them (a linear scan, latest first).
     @inline(__always)
-    func contains(_ source: any _Source) -> Bool {
+    func contains(_ source: AnyObject) -> Bool {
         var i = count - 1
         while i >= 0 {
             if base.unsafelyUnwrapped[i].source === source { return true }

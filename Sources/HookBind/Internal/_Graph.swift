@@ -29,6 +29,9 @@ class _Node: _Group, @unchecked Sendable {
     /// Whether a computed has read the value (until then its changes need
     /// no bookkeeping: the node may exist only as the group's lock).
     @exclusivity(unchecked) @usableFromInline final var isRead = false
+    /// A computed's node (its core, `_ComputedCore`), which a dependent
+    /// brings up to date before reading its version.
+    final let isComputed: Bool
     /// 0 for sources; 1 + the highest dependency for computeds.
     @exclusivity(unchecked) private final var storedHeight: Int32 = 0
     /// Bumped on every change of the value.
@@ -45,7 +48,9 @@ class _Node: _Group, @unchecked Sendable {
     }
 
     @usableFromInline
-    override init() {}
+    override init() { isComputed = false }
+
+    init(isComputed: Bool) { self.isComputed = isComputed }
 
     deinit {
         for i in 0..<dependents.count { dependents.base.unsafelyUnwrapped[i].release() }
@@ -91,29 +96,35 @@ protocol _Source: AnyObject {
     /// A computed read the value for the first time (`_node.isRead` was just
     /// set), under the value's group lock.
     func _becameRead()
-    /// `_refresh()` then `_version` of the value at `object` (one of this
-    /// type), without reference counting: the caller keeps it.
-    static func _refreshed(_ object: UnsafeRawPointer) -> UInt64
 }
 
 /// One dependency as recorded by an evaluation.
 struct _Dependency {
     /// Kept: a computed holds what it reads.
-    let source: any _Source
+    let source: AnyObject
+    /// The source's node (which the source keeps).
+    let node: Unmanaged<_Node>
     var version: UInt64
 
     init(source: any _Source, version: UInt64) {
         self.source = source
+        node = .passUnretained(source._node)
         self.version = version
     }
 
-    /// Brings the source up to date and returns its version, through its
-    /// type and address: no reference counting (calling a method of the
-    /// `any _Source` held in memory would retain it for the call; a
-    /// metatype is not counted).
+    /// The source's node.
+    var sourceNode: _Node { node.takeUnretainedValue() }
+
+    /// Brings the source whose node is `node` up to date and returns its
+    /// version: no reference counting, no call through the source's
+    /// protocol (a computed's node is its core). (Given the node, not the
+    /// dependency: a copy of a dependency would retain its source.)
     @inline(__always)
-    func refreshed() -> UInt64 {
-        Swift.type(of: source)._refreshed(UnsafeRawPointer(Unmanaged.passUnretained(source as AnyObject).toOpaque()))
+    static func refreshed(_ node: Unmanaged<_Node>) -> UInt64 {
+        if node._withUnsafeGuaranteedRef({ $0.isComputed }) {
+            Unmanaged<_ComputedCore>.fromOpaque(node.toOpaque())._withUnsafeGuaranteedRef { $0.refresh() }
+        }
+        return node._withUnsafeGuaranteedRef { $0.version }
     }
 }
 
