@@ -219,15 +219,20 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// brought up to date and recorded, with one look-up of the thread.
     /// False, and nothing done, if the thread does not hold it so.
     @usableFromInline @inline(never)
-    func readIfHeld(_ source: any _Source) -> Bool {
-        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me -> Bool in
-            guard _Groups.holdsAsLast(self, me) else { return false }
-            if state != .evaluating {
-                refresh()
-                me.graph.record(source, version: version)
-            }
-            return true
+    func readIfHeld<Source: _Source>(_ source: Source) -> Bool {
+        // (Generic, not `any _Source`: the optimizer put an existential's
+        // specialization between the caller and this. And the thread's
+        // record reached in small closures, which are inlined: one closure
+        // around all of it was not, a call with its register moves on
+        // every read. Likewise `_Graph.trackIfHeld`.)
+        let me = _LockThread.unmanagedCurrent
+        guard me._withUnsafeGuaranteedRef({ _Groups.holdsAsLast(self, $0) }) else { return false }
+        if state != .evaluating {
+            refresh()
+            let evaluating = me._withUnsafeGuaranteedRef { $0.graph.evaluating }
+            if let evaluating { evaluating._withUnsafeGuaranteedRef { $0.record(source, version: version) } }
         }
+        return true
     }
 
     /// A read of the computed (`source`) under its group's lock: brought up

@@ -199,12 +199,12 @@ enum _Graph {
     /// evaluation of its group.
     /// (The version is read once the lock is known to be held.)
     @usableFromInline @inline(never)
-    static func trackIfHeld(_ source: any _Source, _ node: _Node) -> Bool {
-        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me -> Bool in
-            guard _Groups.holdsAsLast(node, me) else { return false }
-            me.graph.record(source, version: node.version)
-            return true
-        }
+    static func trackIfHeld<Source: _Source>(_ source: Source, _ node: _Node) -> Bool {
+        let me = _LockThread.unmanagedCurrent
+        guard me._withUnsafeGuaranteedRef({ _Groups.holdsAsLast(node, $0) }) else { return false }
+        let evaluating = me._withUnsafeGuaranteedRef { $0.graph.evaluating }
+        if let evaluating { evaluating._withUnsafeGuaranteedRef { $0.record(source, version: node.version) } }
+        return true
     }
 
     @usableFromInline
