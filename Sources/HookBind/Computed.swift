@@ -81,10 +81,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     public convenience init(name: String = "computed", _ compute: @escaping () -> Value) {
         self.init(name: name, compute) { object, operation in
             Unmanaged<Computed<Value>>.fromOpaque(object)._withUnsafeGuaranteedRef { computed in
-                if operation == .publish {
-                    computed.point.withExisting { $0._setThroughHooks(computed._cache) }
-                    return false
-                }
+                if operation == .publish { return computed._publish() }
                 computed._cache = computed._compute()
                 return true
             }
@@ -96,16 +93,23 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     public convenience init(name: String = "computed", _ compute: @escaping () -> Value) where Value: Equatable {
         self.init(name: name, compute) { object, operation in
             Unmanaged<Computed<Value>>.fromOpaque(object)._withUnsafeGuaranteedRef { computed in
-                if operation == .publish {
-                    computed.point.withExisting { $0._setThroughHooks(computed._cache) }
-                    return false
-                }
+                if operation == .publish { return computed._publish() }
                 let value = computed._compute()
                 if value == computed._cache { return false }
                 computed._cache = value
                 return true
             }
         }
+    }
+
+    /// Delivers the value to the hook point; false (`specialized`'s answer
+    /// to `.publish`). (Out of line: inlined, the delivery made the
+    /// specialized closure too large for the optimizer to inline the
+    /// evaluation's part of it, a call more per evaluation.)
+    @inlinable @inline(never)
+    func _publish() -> Bool {
+        point.withExisting { $0._setThroughHooks(_cache) }
+        return false
     }
 
     /// Evaluates and registers with the dependencies under the locks of its
