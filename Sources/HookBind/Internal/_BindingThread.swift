@@ -2,6 +2,7 @@ import CHookBindThread
 
 /// HookBind's state of the calling thread: one thread-local load each
 /// (CHookBindThread), kept out of Hook's thread record.
+@usableFromInline
 enum _BindingThread {
     /// The change a binding is delivering on the calling thread: an opaque
     /// pointer owned by the outermost delivery on this thread, or nil.
@@ -12,8 +13,9 @@ enum _BindingThread {
 
     /// HookBind's record of the calling thread (`_LockThread`), or nil. Set
     /// when the record is made, cleared when it is released at the thread's exit.
+    @usableFromInline
     static var lockThread: UnsafeMutableRawPointer? {
-        @inline(__always) get { hkb_lock_thread_get() }
+        @inlinable @inline(__always) get { hkb_lock_thread_get() }
         set { hkb_lock_thread_set(newValue) }
     }
 }

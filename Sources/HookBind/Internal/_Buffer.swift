@@ -3,13 +3,15 @@
 /// retained to be walked and checked for uniqueness to be written. Not
 /// copyable in spirit: its owner frees it (`free()`), exactly once, and
 /// reads and writes it only under its group's lock.
+@usableFromInline
 struct _Buffer<Element> {
-    var base: UnsafeMutablePointer<Element>?
-    private var storedCount: Int32 = 0
+    @usableFromInline var base: UnsafeMutablePointer<Element>?
+    @usableFromInline var storedCount: Int32 = 0
     private var storedCapacity: Int32 = 0
 
+    @usableFromInline
     var count: Int {
-        @inline(__always) get { Int(storedCount) }
+        @inlinable @inline(__always) get { Int(storedCount) }
     }
 
     var capacity: Int { Int(storedCapacity) }

@@ -30,7 +30,7 @@ import Hook
 /// is why the fields skip dynamic exclusivity checks).
 @usableFromInline
 final class _ComputedCore: _Node, @unchecked Sendable {
-    enum State: UInt8 { case clean, dirty, evaluating }
+    @usableFromInline enum State: UInt8 { case clean, dirty, evaluating }
 
     /// The computed's address (set once it exists), handed to `specialized`.
     @exclusivity(unchecked) var target: UnsafeRawPointer?
@@ -42,26 +42,26 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// The computed's hook point once made (the computed keeps it), asked
     /// whether it has hooks when the computed is marked dirty.
     @exclusivity(unchecked) var hookPoint: Unmanaged<HookPoint>?
-    @exclusivity(unchecked) var state = State.clean
+    @exclusivity(unchecked) @usableFromInline var state = State.clean
     /// False once the computed began to deinitialize (see above).
     @exclusivity(unchecked) var isAlive = true
     /// In a thread's pending list (so it is there once).
     @exclusivity(unchecked) var isQueued = false
     /// While it evaluates: a read differed from the last evaluation's, and
     /// `fresh` holds what it read.
-    @exclusivity(unchecked) var diverged = false
+    @exclusivity(unchecked) @usableFromInline var diverged = false
     /// While it evaluates: how many of `dependencies` it has read again, in
     /// order (their versions brought up to date in place).
     /// (The small fields together: 104 bytes, a 112-byte block, not 144.)
-    @exclusivity(unchecked) private var matchedCount: Int32 = 0
-    var matched: Int {
-        @inline(__always) get { Int(matchedCount) }
-        @inline(__always) set { matchedCount = Int32(truncatingIfNeeded: newValue) }
+    @exclusivity(unchecked) @usableFromInline var matchedCount: Int32 = 0
+    @usableFromInline var matched: Int {
+        @inlinable @inline(__always) get { Int(matchedCount) }
+        @inlinable @inline(__always) set { matchedCount = Int32(truncatingIfNeeded: newValue) }
     }
     /// What the last evaluation read, in order.
-    @exclusivity(unchecked) var dependencies = _Dependencies()
+    @exclusivity(unchecked) @usableFromInline var dependencies = _Dependencies()
     /// (Empty between evaluations: its storage is the thread's.)
-    @exclusivity(unchecked) var fresh = _Dependencies()
+    @exclusivity(unchecked) @usableFromInline var fresh = _Dependencies()
     /// How many times the closure ran.
     @exclusivity(unchecked) var evaluations = 0
     /// The version subscribers last heard.
@@ -109,7 +109,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// Records that the running evaluation read `source` at `version`,
     /// unless it read it already. The common cases inline: the next of the
     /// last evaluation's reads, or the one just read again.
-    @inline(__always)
+    @inlinable @inline(__always)
     func record(_ source: any _Source, version: UInt64) {
         if !diverged {
             let i = matched
@@ -127,7 +127,8 @@ final class _ComputedCore: _Node, @unchecked Sendable {
 
     /// The rest of `record`, after its inline checks: a read not among the
     /// last few (a linear scan: computeds read few values).
-    private func recordRead(_ source: any _Source, version: UInt64) {
+    @usableFromInline
+    func recordRead(_ source: any _Source, version: UInt64) {
         if !diverged {
             // Read earlier in this evaluation (`record` checked the last one)?
             var i = 0
@@ -190,12 +191,13 @@ final class _ComputedCore: _Node, @unchecked Sendable {
 
     /// Evaluates again if a dependency really changed (after bringing it up
     /// to date), and bumps the version if the value changed.
-    @inline(__always)
+    @inlinable @inline(__always)
     func refresh() {
         if state == .dirty { refreshDirty() }
     }
 
-    private func refreshDirty() {
+    @usableFromInline
+    func refreshDirty() {
         var i = 0
         while i < dependencies.count {
             // In place, through its node: no reference counting.
@@ -218,13 +220,15 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// the root cannot change meanwhile, since a merge needs that lock):
     /// brought up to date and recorded, with one look-up of the thread.
     /// False, and nothing done, if the thread does not hold it so.
-    @usableFromInline @inline(never)
+    @inlinable
     func readIfHeld<Source: _Source>(_ source: Source) -> Bool {
-        // (Generic, not `any _Source`: the optimizer put an existential's
-        // specialization between the caller and this. And the thread's
-        // record reached in small closures, which are inlined: one closure
-        // around all of it was not, a call with its register moves on
-        // every read. Likewise `_Graph.trackIfHeld`.)
+        // (Inlinable, as `_Graph.trackIfHeld` and what they use: specialized
+        // for the source's type in the caller's module, where the optimizer
+        // may inline it; a call into this module per read before, behind
+        // a thunk when it took an `any _Source`. The thread's record is
+        // reached in small closures, which are inlined: one closure around
+        // all of it was not, a call with its register moves on every read.
+        // The internals this reaches are `@usableFromInline` for it.)
         let me = _LockThread.unmanagedCurrent
         guard me._withUnsafeGuaranteedRef({ _Groups.holdsAsLast(self, $0) }) else { return false }
         if state != .evaluating {
@@ -284,11 +288,11 @@ enum _ComputedOperation {
 }
 
 /// A computed's dependencies (see `_Buffer`).
-typealias _Dependencies = _Buffer<_Dependency>
+@usableFromInline typealias _Dependencies = _Buffer<_Dependency>
 
 extension _Buffer where Element == _Dependency {
     /// Whether `source` is among them (a linear scan, latest first).
-    @inline(__always)
+    @inlinable @inline(__always)
     func contains(_ source: AnyObject) -> Bool {
         var i = count - 1
         while i >= 0 {

@@ -35,7 +35,7 @@ class _Node: _Group, @unchecked Sendable {
     /// 0 for sources; 1 + the highest dependency for computeds.
     @exclusivity(unchecked) private final var storedHeight: Int32 = 0
     /// Bumped on every change of the value.
-    @exclusivity(unchecked) final var version: UInt64 = 0
+    @exclusivity(unchecked) @usableFromInline final var version: UInt64 = 0
     /// Computeds that read this value in their last evaluation (their
     /// cores, +1 each, in a buffer of the node's own: walking them takes no
     /// reference, as an array's buffer would be retained for the walk).
@@ -99,12 +99,13 @@ protocol _Source: AnyObject {
 }
 
 /// One dependency as recorded by an evaluation.
+@usableFromInline
 struct _Dependency {
     /// Kept: a computed holds what it reads.
-    let source: AnyObject
+    @usableFromInline let source: AnyObject
     /// The source's node (which the source keeps).
-    let node: Unmanaged<_Node>
-    var version: UInt64
+    @usableFromInline let node: Unmanaged<_Node>
+    @usableFromInline var version: UInt64
 
     init(source: any _Source, version: UInt64) {
         self.source = source
@@ -136,7 +137,7 @@ final class _GraphState: @unchecked Sendable {
     /// The computed evaluating innermost on this thread, or nil (the
     /// enclosing ones are kept by the evaluations themselves, on the
     /// stack: see `_ComputedCore.evaluate`). Unretained: it evaluates.
-    @exclusivity(unchecked) var evaluating: Unmanaged<_ComputedCore>?
+    @exclusivity(unchecked) @usableFromInline var evaluating: Unmanaged<_ComputedCore>?
 
     /// Records that the running evaluation, if any, read `source`.
     @inline(__always)
@@ -198,7 +199,7 @@ enum _Graph {
     /// with one look-up of the thread: an observable's read inside an
     /// evaluation of its group.
     /// (The version is read once the lock is known to be held.)
-    @usableFromInline @inline(never)
+    @inlinable
     static func trackIfHeld<Source: _Source>(_ source: Source, _ node: _Node) -> Bool {
         let me = _LockThread.unmanagedCurrent
         guard me._withUnsafeGuaranteedRef({ _Groups.holdsAsLast(node, $0) }) else { return false }

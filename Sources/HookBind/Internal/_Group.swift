@@ -30,7 +30,7 @@ import Glibc
 @usableFromInline
 class _Group: @unchecked Sendable {
     /// The group this one was merged into (+1, never cleared), or 0 for a root.
-    private let parentBits = Atomic<Int>(0)
+    @usableFromInline let parentBits = Atomic<Int>(0)
     /// The lock: free, held by a `_LockThread` (unretained), or held with
     /// threads parked on it (see _GroupLock.swift).
     let word = _LockWord()
@@ -55,7 +55,7 @@ class _Group: @unchecked Sendable {
 
     /// The root, without reference counting (valid while this group is:
     /// each group keeps its parent).
-    @inline(__always)
+    @inlinable @inline(__always)
     final var unmanagedRoot: Unmanaged<_Group> {
         var bits = parentBits.load(ordering: .acquiring)
         guard bits != 0 else { return Unmanaged.passUnretained(self) }
@@ -103,12 +103,13 @@ struct _Lease {
 /// ended (`closed`) and whether a `retaining` scope keeps it (`retained`).
 /// The common entry, taken for real, open and not retained, is the byte 0:
 /// a plain unlock tests it with one comparison (`isPlainReal`).
+@usableFromInline
 struct _Held {
     enum Kind: UInt8 { case real = 0, borrowed = 1, again = 2 }
     /// Not retained while its scope is open (the caller keeps the group);
     /// retained once kept by a `retaining` scope (`retained`). Unmanaged:
     /// an `unowned(unsafe)` reference passed on would be retained for it.
-    let lockRef: Unmanaged<_Group>
+    @usableFromInline let lockRef: Unmanaged<_Group>
     var lock: _Group { lockRef.takeUnretainedValue() }
     /// Bits 0-1 the kind, bit 2 closed, bit 3 retained.
     private var bits: UInt8
@@ -154,23 +155,28 @@ struct _Pin {
 /// its `_LockThread`, with none of an array's copy-on-write checks (taking
 /// and releasing a lock is one append and one removal of this stack).
 /// Noncopyable: one owner, which frees the buffer with it (`deinit`).
+@usableFromInline
 struct _HeldStack: ~Copyable {
-    private var base: UnsafeMutablePointer<_Held>
+    @usableFromInline var base: UnsafeMutablePointer<_Held>
     private var capacity: Int
-    private(set) var count = 0
+    @usableFromInline private(set) var count = 0
 
     init(capacity: Int) {
         self.capacity = capacity
         base = .allocate(capacity: capacity)
     }
 
-    deinit { base.deallocate() }
+    // (Inlinable: `_LockThread.held` is `@usableFromInline` for the read
+    // path's inlinable held-lock check, and Swift 6.3's optimizer crashes
+    // inlining a non-inlinable deinit into its setter.)
+    @inlinable deinit { base.deallocate() }
 
     var indices: Range<Int> { 0..<count }
     var last: _Held? { count == 0 ? nil : base[count - 1] }
 
+    @usableFromInline
     subscript(index: Int) -> _Held {
-        get {
+        @inlinable get {
             precondition(index >= 0 && index < count, "HookBind: held lock \(index) of \(count)")
             return base[index]
         }
@@ -208,7 +214,7 @@ struct _HeldStack: ~Copyable {
 @usableFromInline
 final class _LockThread: @unchecked Sendable {
     // Only touched by its own thread (unchecked exclusivity: the hot path).
-    @exclusivity(unchecked) var held = _HeldStack(capacity: _LockThread.heldCapacity)
+    @exclusivity(unchecked) @usableFromInline var held = _HeldStack(capacity: _LockThread.heldCapacity)
     /// The held-lock stack's first capacity: a delivery nests a few locks
     /// (its group, a callback's other group, a batch's), so 16 entries (256
     /// bytes) grow only in unusual nesting, and then double.
@@ -226,7 +232,7 @@ final class _LockThread: @unchecked Sendable {
     /// What the thread sleeps on while parked (with the arbiter's mutex).
     let wakeup: UnsafeMutablePointer<pthread_cond_t>
     /// Evaluations, batches and pending computeds of this thread (only its own).
-    let graph = _GraphState()
+    @usableFromInline let graph = _GraphState()
 
     init() {
         wakeup = .allocate(capacity: 1)
@@ -264,7 +270,7 @@ final class _LockThread: @unchecked Sendable {
     static var current: _LockThread { unmanagedCurrent.takeUnretainedValue() }
 
     /// The calling thread's record without reference counting (the thread keeps it).
-    @inline(__always)
+    @inlinable @inline(__always)
     static var unmanagedCurrent: Unmanaged<_LockThread> {
         if let raw = _BindingThread.lockThread { return Unmanaged<_LockThread>.fromOpaque(raw) }
         return make()
@@ -273,7 +279,8 @@ final class _LockThread: @unchecked Sendable {
     /// Makes the calling thread's record: kept in a thread-local word for
     /// the hot path, and under a pthread key whose destructor releases it.
     @inline(never)
-    private static func make() -> Unmanaged<_LockThread> {
+    @usableFromInline
+    static func make() -> Unmanaged<_LockThread> {
         let made = Unmanaged.passRetained(_LockThread())
         pthread_setspecific(key, made.toOpaque())
         _BindingThread.lockThread = made.toOpaque()
@@ -375,7 +382,7 @@ enum _Groups {
     }
 
     /// `holdsAsLast(_:)` for `me`, the calling thread's record.
-    @inline(__always)
+    @inlinable @inline(__always)
     static func holdsAsLast(_ group: _Group, _ me: _LockThread) -> Bool {
         let count = me.held.count
         return count > 0 && me.held[count - 1].lockRef.toOpaque() == group.unmanagedRoot.toOpaque()
