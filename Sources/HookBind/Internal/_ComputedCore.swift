@@ -111,18 +111,33 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// last evaluation's reads, or the one just read again.
     @inlinable @inline(__always)
     func record(_ source: any _Source, version: UInt64) {
+        if !recordedInline(source, version: version) { recordRead(source, version: version) }
+    }
+
+    /// `record(_:version:)` for the evaluation `core`, without reference
+    /// counting. (Its inline part and the rest in separate closures: one
+    /// closure around both was not inlined, a call on every read.)
+    @inlinable @inline(__always)
+    static func record(into core: Unmanaged<_ComputedCore>, _ source: any _Source, version: UInt64) {
+        if core._withUnsafeGuaranteedRef({ $0.recordedInline(source, version: version) }) { return }
+        core._withUnsafeGuaranteedRef { $0.recordRead(source, version: version) }
+    }
+
+    /// The common records: the next of the last evaluation's reads, or the
+    /// one just read again; false if neither (nothing done then).
+    @inlinable @inline(__always)
+    func recordedInline(_ source: any _Source, version: UInt64) -> Bool {
         if !diverged {
             let i = matched
             if i < dependencies.count, dependencies.base.unsafelyUnwrapped[i].source === source {
                 dependencies.base.unsafelyUnwrapped[i].version = version
                 matched = i + 1
-                return
+                return true
             }
-            if i > 0, dependencies.base.unsafelyUnwrapped[i - 1].source === source { return }
-        } else if fresh.contains(source) {
-            return
+            if i > 0, dependencies.base.unsafelyUnwrapped[i - 1].source === source { return true }
+            return false
         }
-        recordRead(source, version: version)
+        return fresh.contains(source)
     }
 
     /// The rest of `record`, after its inline checks: a read not among the
@@ -234,7 +249,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         if state != .evaluating {
             refresh()
             let evaluating = me._withUnsafeGuaranteedRef { $0.graph.evaluating }
-            if let evaluating { evaluating._withUnsafeGuaranteedRef { $0.record(source, version: version) } }
+            if let evaluating { _ComputedCore.record(into: evaluating, source, version: version) }
         }
         return true
     }

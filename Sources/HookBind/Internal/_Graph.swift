@@ -204,7 +204,7 @@ enum _Graph {
         let me = _LockThread.unmanagedCurrent
         guard me._withUnsafeGuaranteedRef({ _Groups.holdsAsLast(node, $0) }) else { return false }
         let evaluating = me._withUnsafeGuaranteedRef { $0.graph.evaluating }
-        if let evaluating { evaluating._withUnsafeGuaranteedRef { $0.record(source, version: node.version) } }
+        if let evaluating { _ComputedCore.record(into: evaluating, source, version: node.version) }
         return true
     }
 
