@@ -80,7 +80,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     // MARK: Evaluating
 
     /// Runs `body`, an evaluation, as the thread's innermost: what it reads
-    /// is recorded here (`record`) and the locks it takes are kept; then
+    /// is recorded here (`record(into:_:version:)`) and the locks it takes are kept; then
     /// the dependencies become what it read, registered with their nodes
     /// (their groups merged into this one) if they changed. A re-evaluation
     /// that reads what the last one did, in the same order (the common
@@ -106,17 +106,12 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         }
     }
 
-    /// Records that the running evaluation read `source` at `version`,
-    /// unless it read it already. The common cases inline: the next of the
-    /// last evaluation's reads, or the one just read again.
-    @inlinable @inline(__always)
-    func record(_ source: any _Source, version: UInt64) {
-        if !recordedInline(source, version: version) { recordRead(source, version: version) }
-    }
-
-    /// `record(_:version:)` for the evaluation `core`, without reference
-    /// counting. (Its inline part and the rest in separate closures: one
-    /// closure around both was not inlined, a call on every read.)
+    /// Records that the evaluation `core` read `source` at `version`,
+    /// unless it read it already, without reference counting. The common
+    /// cases inline (`recordedInline`): the next of the last evaluation's
+    /// reads, or the one just read again. (Its inline part and the rest in
+    /// separate closures: one closure around both was not inlined, a call
+    /// on every read.)
     @inlinable @inline(__always)
     static func record(into core: Unmanaged<_ComputedCore>, _ source: any _Source, version: UInt64) {
         if core._withUnsafeGuaranteedRef({ $0.recordedInline(source, version: version) }) { return }
@@ -140,7 +135,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         return fresh.contains(source)
     }
 
-    /// The rest of `record`, after its inline checks: a read not among the
+    /// The rest of `record(into:_:version:)`, after its inline checks: a read not among the
     /// last few (a linear scan: computeds read few values).
     @usableFromInline
     func recordRead(_ source: any _Source, version: UInt64) {
@@ -248,8 +243,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         guard me._withUnsafeGuaranteedRef({ _Groups.holdsAsLast(self, $0) }) else { return false }
         if state != .evaluating {
             refresh()
-            let evaluating = me._withUnsafeGuaranteedRef { $0.graph.evaluating }
-            if let evaluating { _ComputedCore.record(into: evaluating, source, version: version) }
+            _Graph.record(source, version: version, by: me)
         }
         return true
     }

@@ -139,11 +139,6 @@ final class _GraphState: @unchecked Sendable {
     /// stack: see `_ComputedCore.evaluate`). Unretained: it evaluates.
     @exclusivity(unchecked) @usableFromInline var evaluating: Unmanaged<_ComputedCore>?
 
-    /// Records that the running evaluation, if any, read `source`.
-    @inline(__always)
-    func record(_ source: any _Source, version: UInt64) {
-        if let evaluating { evaluating._withUnsafeGuaranteedRef { $0.record(source, version: version) } }
-    }
     @exclusivity(unchecked) @usableFromInline var batchDepth = 0
     /// Deferred calls of observables written in the current batch, in the order first written.
     @exclusivity(unchecked) var commits: [() -> Void] = []
@@ -192,7 +187,15 @@ enum _Graph {
     /// Records that the running evaluation, if any, read `source`.
     @usableFromInline
     static func track(_ source: any _Source, version: UInt64) {
-        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { $0.graph.record(source, version: version) }
+        record(source, version: version, by: _LockThread.unmanagedCurrent)
+    }
+
+    /// Records that `me`'s running evaluation, if any, read `source` (`me`:
+    /// the calling thread's record).
+    @inlinable @inline(__always)
+    static func record(_ source: any _Source, version: UInt64, by me: Unmanaged<_LockThread>) {
+        let evaluating = me._withUnsafeGuaranteedRef { $0.graph.evaluating }
+        if let evaluating { _ComputedCore.record(into: evaluating, source, version: version) }
     }
 
     /// `_Groups.holdsAsLast(group)`, and if so `track(source, version:)`,
@@ -203,8 +206,7 @@ enum _Graph {
     static func trackIfHeld<Source: _Source>(_ source: Source, _ node: _Node) -> Bool {
         let me = _LockThread.unmanagedCurrent
         guard me._withUnsafeGuaranteedRef({ _Groups.holdsAsLast(node, $0) }) else { return false }
-        let evaluating = me._withUnsafeGuaranteedRef { $0.graph.evaluating }
-        if let evaluating { _ComputedCore.record(into: evaluating, source, version: node.version) }
+        record(source, version: node.version, by: me)
         return true
     }
 
