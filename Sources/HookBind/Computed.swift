@@ -186,7 +186,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     public func subscribe(_ options: SubscriptionOptions, _ block: @escaping (Value?, Value) -> Void) -> Subscription {
         _Graph.locked(_group) {
             let hookPoint = _pointForSubscribing()
-            let subscription = Subscription(hookPoint._subscribe(options, Value.self, block))
+            let subscription = Subscription(hookPoint._subscribe(options, block))
             if options.notifyOnSubscription { block(nil, _currentValue) }
             return subscription
         }

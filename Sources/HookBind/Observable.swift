@@ -230,7 +230,7 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     @discardableResult @inlinable
     public func subscribe(_ options: SubscriptionOptions, _ block: @escaping (Value?, Value) -> Void) -> Subscription {
         _Graph.locked(_group) {
-            let subscription = Subscription(hookPoint._subscribe(options, Value.self, block))
+            let subscription = Subscription(hookPoint._subscribe(options, block))
             if options.notifyOnSubscription { block(nil, _cell._storedValue) }
             return subscription
         }

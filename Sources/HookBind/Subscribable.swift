@@ -79,14 +79,19 @@ public final class Subscription: Sendable {
     }
 }
 
-extension HookPoint {
-    /// A subscriber of a value kept in this hook point (a `PropertyHook`):
-    /// a before or after hook that passes the old and new value of each
-    /// call that is not vetoed.
+extension PropertyHook {
+    /// A subscriber of the value kept in this hook point: after each set
+    /// that stores a value (not a vetoed one), or before each set that is
+    /// not vetoed, with the old and new value.
+    ///
+    /// After a change, a typed after hook (``PropertyHook/didSet(owner:_:)``):
+    /// a point whose only hook it is sets without a ``CallBack``, and among
+    /// other hooks it runs as any after hook, in the order added. Before a
+    /// change, a before hook that reads the call's values.
     @inlinable
-    func _subscribe<Value>(_ options: SubscriptionOptions, _ type: Value.Type,
-                           _ block: @escaping (Value?, Value) -> Void) -> HookToken {
-        add(options.when == .beforeChange ? .before : .after) { call in
+    func _subscribe(_ options: SubscriptionOptions, _ block: @escaping (Value?, Value) -> Void) -> HookToken {
+        if options.when == .afterChange { return didSet { old, new in block(old, new) } }
+        return add(.before) { call in
             guard !call.isVetoed else { return }
             // The hook runs inside a set of this point, which holds a `Value`.
             let values = call._unsafePropertyValues(Value.self)

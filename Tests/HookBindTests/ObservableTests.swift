@@ -96,6 +96,41 @@ struct ObservableTests {
         #expect(seen == ["before 1->2, stored 1", "after 1->2, stored 2", "computed before 2->4"])
     }
 
+    /// A set that an instead hook swallows (it stores nothing) is no change:
+    /// after-change subscribers do not hear it; the next stored set they do,
+    /// from the value that stayed.
+    @Test func aSetThatStoresNothingIsNoChangeToSubscribers() {
+        let count = Observable(1)
+        var heard: [String] = []
+        count.subscribe { old, new in heard.append("\(old!)->\(new)") }
+        let swallow = count.hookPoint.instead { _ in }
+        count.value = 2
+        #expect(count.value == 1)
+        #expect(heard.isEmpty)
+        swallow.remove()
+        count.value = 3
+        #expect(heard == ["1->3"])
+    }
+
+    /// Subscribers of a computed are typed after hooks: alone (a set without
+    /// a call record) or among others, each hears each change once, in the
+    /// order subscribed, and one disposed of hears no more.
+    @Test func computedSubscribersHearEachChangeAloneOrTogether() {
+        let count = Observable(1)
+        let doubled = Computed { count.value * 2 }
+        var heard: [String] = []
+        let first = doubled.subscribe { old, new in heard.append("first \(old!)->\(new)") }
+        count.value = 2
+        let second = doubled.subscribe { old, new in heard.append("second \(old!)->\(new)") }
+        count.value = 3
+        first.dispose()
+        count.value = 4
+        second.dispose()
+        count.value = 5
+        #expect(heard == ["first 2->4", "first 4->6", "second 4->6", "second 6->8"])
+        #expect(doubled.value == 10)
+    }
+
     /// A computed made and first read after the observable has subscribers:
     /// a subscriber that reads it during a write sees it up to date (the
     /// graph's own hook, added when the value is first read, runs before the
