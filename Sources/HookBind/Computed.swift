@@ -127,17 +127,20 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     }
 
     deinit {
-        _core._withUnsafeGuaranteedRef { core in
-            _Graph.locked(core) {
+        let handed = _core._withUnsafeGuaranteedRef { core in
+            let handed = _Graph.locked(core) {
                 core.isAlive = false
                 core.unregisterAll()
+                // Queued or being published: the queue keeps the core with this reference.
+                return core.handOver()
             }
             // What it read, released outside the lock (their own `deinit`s
             // may lock). The core may live on, as a group others were
             // merged into: it keeps nothing else.
             core.dependencies.free()
+            return handed
         }
-        _core.release()
+        if !handed { _core.release() }
     }
 
     /// The current value, brought up to date first. Reading it inside another

@@ -270,6 +270,67 @@ struct BindingAllocationTests {
         withExtendedLifetime(subscriptions) {}
     }
 
+    /// A computed that goes while its core is queued to publish or being
+    /// published (the queue takes no reference: the computed hands it its
+    /// own) is freed once the queue is done with it, and nothing runs for
+    /// it after it went: dropped by its own subscriber during its delivery;
+    /// dropped by that subscriber after a write that queues it again; and
+    /// queued in another group by a subscriber's write, then dropped before
+    /// its turn. 100 of each keep nothing (a core left behind would keep
+    /// two allocations each: its own and its dependencies' buffer).
+    @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
+    func aComputedThatGoesWhileQueuedOrPublishingIsFreedOnceThrough() throws {
+        let a = Observable(0), other = Observable(0)
+        var heardOther = 0
+        func ownSubscriberDropsIt(writingAgain: Bool) {
+            var doubled: Computed<Int>? = Computed { a.value &* 2 }
+            var heard: [Int] = []
+            doubled!.subscribe { _, new in
+                heard.append(new)
+                if writingAgain { a.value &+= 1 }   // queues it again, then it goes
+                doubled = nil
+            }
+            a.value &+= 1
+            #expect(doubled == nil)
+            #expect(heard.count == 1)
+        }
+        func droppedWhileQueuedElsewhere() {
+            var tripled: Computed<Int>? = Computed { other.value &* 3 }
+            tripled!.subscribe { _, _ in heardOther += 1 }
+            // A computed's subscriber runs while this thread publishes: a
+            // write there is published after it, in the next round.
+            let trigger = Computed { a.value }
+            let subscription = trigger.subscribe { _, _ in
+                other.value &+= 1   // another group: queued on this thread
+                tripled = nil       // gone before its turn: skipped
+            }
+            a.value &+= 1
+            subscription.dispose()
+            #expect(tripled == nil)
+        }
+        ownSubscriberDropsIt(writingAgain: false)
+        ownSubscriberDropsIt(writingAgain: true)
+        droppedWhileQueuedElsewhere()   // warm: the types, this thread's records
+        let kept = try #require(keptAllocations {
+            for _ in 0..<100 {
+                ownSubscriberDropsIt(writingAgain: false)
+                ownSubscriberDropsIt(writingAgain: true)
+                droppedWhileQueuedElsewhere()
+            }
+        })
+        #expect(kept <= 8, "\(kept) allocations kept by 300 computeds gone while queued")
+        #expect(heardOther == 0)
+        // The graph still works: a new computed over both hears each write.
+        let sum = Computed { a.value &+ other.value }
+        var sums: [Int] = []
+        let subscription = sum.subscribe { _, new in sums.append(new) }
+        let before = other.value
+        a.value = 100
+        other.value = 1
+        #expect(sums == [100 &+ before, 101])
+        subscription.dispose()
+    }
+
     @Test(.enabled(if: hk_test_malloc_counting_available(), "malloc is owned by the sanitizer"))
     func aStringSetWithCallbacksAllocatesNothing() throws {
         // (A @HookableMethod is left out: calling one allocates its closure in debug builds.)

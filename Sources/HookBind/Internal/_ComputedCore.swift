@@ -16,8 +16,10 @@ import Hook
 /// `target`), so a core that outlives its computed keeps nothing of it.
 ///
 /// Lifetime: the computed keeps its core (+1) and so does every node that
-/// lists it as a dependent, a thread's queue of computeds to publish, and
-/// every group merged under it (a core is a group: see `_Group`). The
+/// lists it as a dependent and every group merged under it (a core is a
+/// group: see `_Group`). A thread's queue of computeds to publish takes no
+/// reference: the computed's own is handed to it if the computed goes
+/// while its core is queued or being published (`handOver()`). The
 /// computed's `deinit` takes its group's lock, marks the core dead, removes
 /// it from its dependencies' nodes and releases what it read, so under
 /// that lock a live core's `target` is valid memory, even while the
@@ -45,8 +47,10 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var state = State.clean
     /// False once the computed began to deinitialize (see above).
     @exclusivity(unchecked) var isAlive = true
-    /// In a thread's pending list (so it is there once).
-    @exclusivity(unchecked) var isQueued = false
+    /// Its place in the publishing: queued in a thread's pending list (so
+    /// it is there once), being published, and whether the computed's
+    /// reference was handed to the queue (see `handOver()`).
+    @exclusivity(unchecked) var publishing = _Publishing()
     /// While it evaluates: a read differed from the last evaluation's, and
     /// `fresh` holds what it read.
     @exclusivity(unchecked) @usableFromInline var diverged = false
@@ -281,12 +285,60 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         _ = specialized(target.unsafelyUnwrapped, .publish)
     }
 
+    /// The computed deinitializes (under its group's lock): true if its
+    /// reference to this core is now the queue's, because the core is
+    /// queued or being published (the queue takes no reference of its own:
+    /// a write to a shared reference count per published computed per
+    /// write); false if the computed releases it, after the lock.
+    func handOver() -> Bool {
+        guard publishing.isQueued || publishing.isPublishing else { return false }
+        publishing.handed = true
+        return true
+    }
+
+    /// Publishes it if alive (taken off the queue; under its group's lock):
+    /// true if the caller must release it afterwards, outside the lock (the
+    /// computed was gone and had handed its reference to the queue, and it
+    /// is not queued again).
+    func dequeueAndPublish(dropping: Bool = false) -> Bool {
+        publishing.isQueued = false
+        publishing.isPublishing = true
+        if isAlive, !dropping { publishIfChanged() }
+        publishing.isPublishing = false
+        guard publishing.handed, !publishing.isQueued else { return false }
+        publishing.handed = false
+        return true
+    }
+
     /// Drops every dependency (the computed deinitializes; under its group's
     /// lock): no longer a dependent of their nodes.
     func unregisterAll() {
         for i in 0..<dependencies.count {
             dependencies.base.unsafelyUnwrapped[i].sourceNode.removeDependent(self)
         }
+    }
+}
+
+/// A computed core's place in the publishing of changes (see
+/// `_ComputedCore.handOver()`), in one byte.
+struct _Publishing {
+    private var bits: UInt8 = 0
+    private static let queued: UInt8 = 1, publishing: UInt8 = 2, handed: UInt8 = 4
+
+    /// In a thread's pending list.
+    var isQueued: Bool {
+        get { bits & Self.queued != 0 }
+        set { bits = newValue ? bits | Self.queued : bits & ~Self.queued }
+    }
+    /// Its delivery is running (a subscriber may drop the computed).
+    var isPublishing: Bool {
+        get { bits & Self.publishing != 0 }
+        set { bits = newValue ? bits | Self.publishing : bits & ~Self.publishing }
+    }
+    /// The computed is gone and its reference to the core is the queue's.
+    var handed: Bool {
+        get { bits & Self.handed != 0 }
+        set { bits = newValue ? bits | Self.handed : bits & ~Self.handed }
     }
 }
 

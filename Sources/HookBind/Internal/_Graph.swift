@@ -144,7 +144,7 @@ final class _GraphState: @unchecked Sendable {
     @exclusivity(unchecked) var commits: [() -> Void] = []
     @exclusivity(unchecked) var committed: Set<ObjectIdentifier> = []
     /// Computeds with subscribers that must be brought up to date and published.
-    /// (Each +1, released once published: a trivial element, so the list
+    /// (Not retained: see `_Graph.enqueue`. A trivial element, so the list
     /// is walked, sorted and emptied without reference counting.)
     @exclusivity(unchecked) var pending: [Unmanaged<_ComputedCore>] = []
     @exclusivity(unchecked) var spare: [Unmanaged<_ComputedCore>] = []
@@ -221,14 +221,20 @@ enum _Graph {
         node.forEachLiveDependent { $0.markDirty() }
     }
 
-    /// Schedules a computed with subscribers to be published.
+    /// Schedules a computed with subscribers to be published (under its
+    /// group's lock). Not retained: a core is queued only while its
+    /// computed lives (marked through its dependencies' nodes, which drop
+    /// it when the computed deinitializes), and a computed that
+    /// deinitializes while its core is queued or being published hands
+    /// its own reference to the queue (`_ComputedCore.handOver()`), which
+    /// releases it once published.
     static func enqueue(_ link: Unmanaged<_ComputedCore>) {
         let queued = link._withUnsafeGuaranteedRef { link -> Bool in
-            if link.isQueued { return true }
-            link.isQueued = true
+            if link.publishing.isQueued { return true }
+            link.publishing.isQueued = true
             return false
         }
-        if !queued { withState { $0.pending.append(link.retain()) } }
+        if !queued { withState { $0.pending.append(link) } }
     }
 
     /// Publishes what changed, unless a batch or another flush is running.
@@ -283,20 +289,16 @@ enum _Graph {
                 // One computed to publish (the common case): the same as
                 // below, without the arrays.
                 let link = state.pending.removeLast()
-                link._withUnsafeGuaranteedRef { link in
-                    link.isQueued = false
-                    guard link.isAlive else { return }
+                let release = link._withUnsafeGuaranteedRef { link in
                     // The write that queued it holds its group (the common
                     // case): no lock to take again.
-                    if _Groups.holdsAsLast(link) {
-                        link.publishIfChanged()
-                    } else {
-                        let lease = _Groups.lock(link)
-                        link.publishIfChanged()
-                        _Groups.unlock(lease)
-                    }
+                    if _Groups.holdsAsLast(link) { return link.dequeueAndPublish() }
+                    let lease = _Groups.lock(link)
+                    let release = link.dequeueAndPublish()
+                    _Groups.unlock(lease)
+                    return release
                 }
-                link.release()
+                if release { link.release() }
                 continue
             }
             publishRound(state, dropping: rounds > maximumRounds)
@@ -322,23 +324,26 @@ enum _Graph {
                         let lease = _Groups.lock(link)
                         if lease.root != nil { roots.append(lease) }
                     }
-                    link.isQueued = false
                 }
             }
         }
         if dropping {
             FileHandle.standardError.write(Data("HookBind: changes kept causing changes for \(maximumRounds) rounds (a subscriber writes what it observes?); the rest were dropped\n".utf8))
-        } else {
-            if work.count > 1 {
-                let sorted = work.withUnsafeBufferPointer { work -> Bool in
-                    for i in 1..<work.count where work[i - 1].height > work[i].height { return false }
-                    return true
-                }
-                if !sorted { sortByHeight(&work) }
+        } else if work.count > 1 {
+            let sorted = work.withUnsafeBufferPointer { work -> Bool in
+                for i in 1..<work.count where work[i - 1].height > work[i].height { return false }
+                return true
             }
-            for i in work.indices {
-                // A computed that deinitialized since it was queued: its core is dead, its target gone.
-                work[i]._withUnsafeGuaranteedRef { if $0.isAlive { $0.publishIfChanged() } }
+            if !sorted { sortByHeight(&work) }
+        }
+        // Each taken off the queue as it is published (one whose computed
+        // deinitialized is dead: skipped); those whose computed handed its
+        // reference to the queue kept at the front, released once unlocked.
+        var released = 0
+        for i in work.indices {
+            if work[i]._withUnsafeGuaranteedRef({ $0.dequeueAndPublish(dropping: dropping) }) {
+                work[released] = work[i]
+                released += 1
             }
         }
         var i = roots.count
@@ -348,7 +353,7 @@ enum _Graph {
         }
         roots.removeAll(keepingCapacity: true)
         state.spareRoots = roots
-        for i in work.indices { work[i].release() }
+        for i in 0..<released { work[i].release() }
         work.removeAll(keepingCapacity: true)
         state.spare = work
     }
