@@ -154,10 +154,7 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
             if _unmanagedNode._withUnsafeGuaranteedRef({ _Graph.trackIfHeld(self, $0) }) {
                 return _cell._storedValue
             }
-            let lease = _lock()
-            defer { _Groups.unlock(lease) }
-            _Graph.track(self, version: _version)
-            return _cell._storedValue
+            return _lockedValue()
         }
         set {
             let lease = _lock()
@@ -170,6 +167,18 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
             _store(newValue)
             _Graph.flushAndUnlock(lease)
         }
+    }
+
+    /// A read outside an evaluation of its group: under its lock, recorded
+    /// by a running evaluation (of another group) if any. (Out of line: the
+    /// getter is then small enough for the read inside an evaluation to be
+    /// inlined where it is made.)
+    @inlinable @inline(never)
+    func _lockedValue() -> Value {
+        let lease = _lock()
+        defer { _Groups.unlock(lease) }
+        _Graph.track(self, version: _version)
+        return _cell._storedValue
     }
 
     /// Writes under the group's lock: at once, or deferred to the end of the batch.

@@ -126,17 +126,55 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// one just read again; false if neither (nothing done then).
     @inlinable @inline(__always)
     func recordedInline(_ source: any _Source, version: UInt64) -> Bool {
+        switch knownRead(source) {
+        case .next:
+            recordNext(version: version)
+            return true
+        case .again: return true
+        case .unknown: return false
+        }
+    }
+
+    /// Whether this evaluation (running on the calling thread) knows a
+    /// read of `source`: the next of the last evaluation's reads, or one
+    /// it read already (the last one, or any once it diverged). Such a
+    /// source's group is held by the calling thread: the last evaluation's
+    /// sources were merged into this computed's group (groups never
+    /// split), whose lock the evaluation holds, and a source read in this
+    /// evaluation had its lock taken and kept until the evaluation ends
+    /// (`_Groups.beginRetaining`). So a read of it needs no look at the
+    /// locks the thread holds. Touches only this core's fields.
+    @inlinable @inline(__always)
+    func knownRead(_ source: AnyObject) -> _KnownRead {
         if !diverged {
             let i = matched
-            if i < dependencies.count, dependencies.base.unsafelyUnwrapped[i].source === source {
-                dependencies.base.unsafelyUnwrapped[i].version = version
-                matched = i + 1
-                return true
-            }
-            if i > 0, dependencies.base.unsafelyUnwrapped[i - 1].source === source { return true }
-            return false
+            if i < dependencies.count, dependencies.base.unsafelyUnwrapped[i].source === source { return .next }
+            if i > 0, dependencies.base.unsafelyUnwrapped[i - 1].source === source { return .again }
+            return .unknown
         }
-        return fresh.contains(source)
+        return fresh.contains(source) ? .again : .unknown
+    }
+
+    /// Records a read of `source`, whose node is `node`, if `knownRead`
+    /// knows it (its version read only then: held); false, and nothing
+    /// done, if not.
+    @inlinable @inline(__always)
+    func recordedIfKnown(_ source: AnyObject, _ node: _Node) -> Bool {
+        switch knownRead(source) {
+        case .next:
+            recordNext(version: node.version)
+            return true
+        case .again: return true
+        case .unknown: return false
+        }
+    }
+
+    /// Records the read `knownRead` found `.next`, at `version`.
+    @inlinable @inline(__always)
+    func recordNext(version: UInt64) {
+        let i = matched
+        dependencies.base.unsafelyUnwrapped[i].version = version
+        matched = i + 1
     }
 
     /// The rest of `record(into:_:version:)`, after its inline checks: a read not among the
@@ -317,6 +355,17 @@ final class _ComputedCore: _Node, @unchecked Sendable {
             dependencies.base.unsafelyUnwrapped[i].sourceNode.removeDependent(self)
         }
     }
+}
+
+/// Where a read stands in the running evaluation (`_ComputedCore.knownRead`).
+@usableFromInline
+enum _KnownRead {
+    /// Not known: the thread's locks decide whether it is held.
+    case unknown
+    /// The next of the last evaluation's reads.
+    case next
+    /// Read already in this evaluation.
+    case again
 }
 
 /// A computed core's place in the publishing of changes (see

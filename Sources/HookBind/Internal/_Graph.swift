@@ -205,6 +205,12 @@ enum _Graph {
     @inlinable
     static func trackIfHeld<Source: _Source>(_ source: Source, _ node: _Node) -> Bool {
         let me = _LockThread.unmanagedCurrent
+        // Known to the running evaluation (the common read): held (see
+        // `_ComputedCore.knownRead`), no look at the thread's locks.
+        if let evaluating = me._withUnsafeGuaranteedRef({ $0.graph.evaluating }),
+           evaluating._withUnsafeGuaranteedRef({ $0.recordedIfKnown(source, node) }) {
+            return true
+        }
         guard me._withUnsafeGuaranteedRef({ _Groups.holdsAsLast(node, $0) }) else { return false }
         record(source, version: node.version, by: me)
         return true
