@@ -330,7 +330,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// Whether calls must take the slow path: a hook is attached (a racy
     /// hint; a hook added meanwhile sees the next call).
     @inlinable @inline(__always)
-    public var hasHooks: Bool { current.load(ordering: .relaxed) != 0 }
+    public final var hasHooks: Bool { current.load(ordering: .relaxed) != 0 }
 
     /// Whether a key path probe may be pending on this point (bit 0, see
     /// `setProbing(_:)`): only then does a set or a method getter ask the
