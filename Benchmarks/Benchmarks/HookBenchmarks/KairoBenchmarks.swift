@@ -176,7 +176,7 @@ func kairoBenchmarks(_ configuration: Benchmark.Configuration) {
     shape("mux", "100 sources muxed into one computed and split into 100, an effect on each",
           computed: { accumulator in
               let heads = (0..<100).map { _ in Observable(0) }
-              let mux = Computed { heads.map(\.value) }
+              let mux = Computed { heads.map { $0.value } }
               let splits = (0..<100).map { i in Computed { mux.value[i] } }.map { split in Computed { split.value &+ 1 } }
               for split in splits { split.subscribe { _, new in accumulator.sum &+= new } }
               return { _ = splits; heads[($0 & 0x7fff_ffff) % 10].value = $0 }

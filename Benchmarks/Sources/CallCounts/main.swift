@@ -154,6 +154,10 @@ let cases: [String: (Int) -> Int] = [
     "repeated": { n in repeatedWrites(n) },
     // kairo's unstable shape: dependencies that change with the source's parity, one write.
     "unstable": { n in unstableWrites(n) },
+    // kairo's triangle shape: a chain of 10 and the sum of all ten, subscribed, one write.
+    "triangle": { n in triangleWrites(n) },
+    // kairo's mux shape: 100 sources into one computed, split into 100, each subscribed, one write.
+    "mux": { n in muxWrites(n) },
 ]
 
 @inline(never) func opaqueWorker(_ worker: BenchWorker) -> BenchWorker { worker }

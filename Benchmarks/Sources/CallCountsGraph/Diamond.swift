@@ -75,3 +75,32 @@ public func unstableWrites(_ n: Int) -> Int {
     while i < n { a.value = i; i += 1 }
     return withExtendedLifetime((subscription, current)) { seen.total }
 }
+
+/// kairo's triangle shape: a chain of 10 over `a` and a computed summing all
+/// ten, subscribed; `n` writes to a.
+public func triangleWrites(_ n: Int) -> Int {
+    let a = Observable(0)
+    var chain: [Computed<Int>] = [Computed { a.value }]
+    for _ in 1..<10 { let previous = chain[chain.count - 1]; chain.append(Computed { previous.value &+ 1 }) }
+    let sum = Computed { chain.reduce(0) { $0 &+ $1.value } }
+    let seen = DiamondSum()
+    let subscription = sum.subscribe { _, new in seen.add(new) }
+    var i = 0
+    while i < n { a.value = i; i += 1 }
+    return withExtendedLifetime((subscription, sum)) { seen.total }
+}
+
+/// kairo's mux shape: 100 sources into one computed (all their values),
+/// split into 100 computeds (one value each, then + 1), each subscribed;
+/// `n` writes to one of the first ten sources, in turn. (The mux's array is
+/// the one allocation an update makes.)
+public func muxWrites(_ n: Int) -> Int {
+    let heads = (0..<100).map { _ in Observable(0) }
+    let mux = Computed { heads.map { $0.value } }
+    let splits = (0..<100).map { i in Computed { mux.value[i] } }.map { split in Computed { split.value &+ 1 } }
+    let seen = DiamondSum()
+    let subscriptions = splits.map { $0.subscribe { _, new in seen.add(new) } }
+    var i = 0
+    while i < n { heads[i % 10].value = i; i += 1 }
+    return withExtendedLifetime((subscriptions, splits)) { seen.total }
+}
