@@ -50,7 +50,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// Its place in the publishing: queued in a thread's pending list (so
     /// it is there once), being published, and whether the computed's
     /// reference was handed to the queue (see `handOver()`).
-    @exclusivity(unchecked) var publishing = _Publishing()
+    @exclusivity(unchecked) var publishing: _Publishing = []
     /// While it evaluates: a read differed from the last evaluation's, and
     /// `fresh` holds what it read.
     @exclusivity(unchecked) @usableFromInline var diverged = false
@@ -329,8 +329,8 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// a write to a shared reference count per published computed per
     /// write); false if the computed releases it, after the lock.
     func handOver() -> Bool {
-        guard publishing.isQueued || publishing.isPublishing else { return false }
-        publishing.handed = true
+        guard !publishing.isDisjoint(with: [.queued, .publishing]) else { return false }
+        publishing.insert(.handed)
         return true
     }
 
@@ -339,12 +339,12 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// computed was gone and had handed its reference to the queue, and it
     /// is not queued again).
     func dequeueAndPublish(dropping: Bool = false) -> Bool {
-        publishing.isQueued = false
-        publishing.isPublishing = true
+        publishing.remove(.queued)
+        publishing.insert(.publishing)
         if isAlive, !dropping { publishIfChanged() }
-        publishing.isPublishing = false
-        guard publishing.handed, !publishing.isQueued else { return false }
-        publishing.handed = false
+        publishing.remove(.publishing)
+        guard publishing.contains(.handed), !publishing.contains(.queued) else { return false }
+        publishing.remove(.handed)
         return true
     }
 
@@ -370,25 +370,14 @@ enum _KnownRead {
 
 /// A computed core's place in the publishing of changes (see
 /// `_ComputedCore.handOver()`), in one byte.
-struct _Publishing {
-    private var bits: UInt8 = 0
-    private static let queued: UInt8 = 1, publishing: UInt8 = 2, handed: UInt8 = 4
-
+struct _Publishing: OptionSet {
+    let rawValue: UInt8
     /// In a thread's pending list.
-    var isQueued: Bool {
-        get { bits & Self.queued != 0 }
-        set { bits = newValue ? bits | Self.queued : bits & ~Self.queued }
-    }
+    static let queued = _Publishing(rawValue: 1)
     /// Its delivery is running (a subscriber may drop the computed).
-    var isPublishing: Bool {
-        get { bits & Self.publishing != 0 }
-        set { bits = newValue ? bits | Self.publishing : bits & ~Self.publishing }
-    }
+    static let publishing = _Publishing(rawValue: 2)
     /// The computed is gone and its reference to the core is the queue's.
-    var handed: Bool {
-        get { bits & Self.handed != 0 }
-        set { bits = newValue ? bits | Self.handed : bits & ~Self.handed }
-    }
+    static let handed = _Publishing(rawValue: 4)
 }
 
 /// What `_ComputedCore.specialized` is asked to do.

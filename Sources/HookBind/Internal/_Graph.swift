@@ -236,8 +236,8 @@ enum _Graph {
     /// releases it once published.
     static func enqueue(_ link: Unmanaged<_ComputedCore>) {
         let queued = link._withUnsafeGuaranteedRef { link -> Bool in
-            if link.publishing.isQueued { return true }
-            link.publishing.isQueued = true
+            if link.publishing.contains(.queued) { return true }
+            link.publishing.insert(.queued)
             return false
         }
         if !queued { withState { $0.pending.append(link) } }
