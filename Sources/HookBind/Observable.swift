@@ -19,10 +19,12 @@ import Synchronization
 /// veto a write, an `after` hook sees it, and a ``Computed`` that reads
 /// ``value`` recomputes when it changes.
 ///
-/// Every write counts, also one that stores an equal value. A subscriber
-/// that writes the observable it listens to stores the value without being
-/// called again (Hook's reentrancy guard), so it cannot recurse; computeds
-/// still see that write.
+/// Every write counts, also one that stores an equal value; a write that
+/// stores nothing (vetoed, or taken over by an `instead` hook that did not
+/// store) is no change, and subscribers after the change do not hear it. A
+/// subscriber that writes the observable it listens to stores the value
+/// without being called again (Hook's reentrancy guard), so it cannot
+/// recurse; computeds still see that write.
 ///
 /// ## Threads
 /// Reads, writes and subscriptions may come from any thread. Each observable
