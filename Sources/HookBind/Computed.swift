@@ -36,7 +36,11 @@ import Hook
 /// A computed lives as long as you keep it (or a computed that reads it);
 /// its dependencies hold it weakly.
 public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
-    @usableFromInline let point = _OnDemand<PropertyHook<Value>>()
+    /// How many times the closure ran (counted by `specialized`'s
+    /// `.evaluate`, here rather than in the core: the core is a 144-byte
+    /// block with no word to spare, and the hook point this word held
+    /// before is the core's `hookPoint`, which the core needs anyway).
+    @usableFromInline @exclusivity(unchecked) var _evaluations = 0
     /// The selector of the calls at ``hookPoint``.
     public let name: String
 
@@ -44,17 +48,15 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     /// hooks on it. Made the first time it is needed (with the current value).
     public var hookPoint: PropertyHook<Value> {
         _Graph.locked(_group) {
-            if let made = point.withExisting({ $0 }) { return made }
-            let made = point.get {
+            _core._withUnsafeGuaranteedRef { core in
+                if let made = core.hookPoint { return unsafeDowncast(made.takeUnretainedValue(), to: PropertyHook<Value>.self) }
                 let made = PropertyHook._standalone(_cache, name: name)
                 made._adopt(by: self)
+                // Kept by the core (+1) until this computed goes.
+                core.hookPoint = .passRetained(made)
+                core.publishing.remove(.unheard)
                 return made
             }
-            _core._withUnsafeGuaranteedRef { core in
-                core.hookPoint = Unmanaged.passUnretained(made)
-                core.publishedVersion = core.version
-            }
-            return made
         }
     }
     /// Its node: its core.
@@ -82,6 +84,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
         self.init(name: name, compute) { object, operation in
             Unmanaged<Computed<Value>>.fromOpaque(object)._withUnsafeGuaranteedRef { computed in
                 if operation == .publish { return computed._publish() }
+                computed._evaluations += 1
                 computed._cache = computed._compute()
                 return true
             }
@@ -94,6 +97,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
         self.init(name: name, compute) { object, operation in
             Unmanaged<Computed<Value>>.fromOpaque(object)._withUnsafeGuaranteedRef { computed in
                 if operation == .publish { return computed._publish() }
+                computed._evaluations += 1
                 let value = computed._compute()
                 if value == computed._cache { return false }
                 computed._cache = value
@@ -108,7 +112,9 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     /// evaluation's part of it, a call more per evaluation.)
     @inlinable @inline(never)
     func _publish() -> Bool {
-        point.withExisting { $0._setThroughHooks(_cache) }
+        if let point = _core._withUnsafeGuaranteedRef({ $0.hookPoint }) {
+            Unmanaged<PropertyHook<Value>>.fromOpaque(point.toOpaque())._withUnsafeGuaranteedRef { $0._setThroughHooks(_cache) }
+        }
         return false
     }
 
@@ -123,23 +129,27 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
         let root = _Groups.lock(core)
         defer { _Groups.unlock(root) }
         _cache = core.evaluate(compute)
+        _evaluations = 1
         core.target = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
     }
 
     deinit {
-        let handed = _core._withUnsafeGuaranteedRef { core in
-            let handed = _Graph.locked(core) {
+        let (handed, point) = _core._withUnsafeGuaranteedRef { core in
+            let (handed, point) = _Graph.locked(core) {
                 core.isAlive = false
                 core.unregisterAll()
+                let point = core.hookPoint
+                core.hookPoint = nil
                 // Queued or being published: the queue keeps the core with this reference.
-                return core.handOver()
+                return (core.handOver(), point)
             }
             // What it read, released outside the lock (their own `deinit`s
             // may lock). The core may live on, as a group others were
             // merged into: it keeps nothing else.
             core.dependencies.free()
-            return handed
+            return (handed, point)
         }
+        point?.release()
         if !handed { _core.release() }
     }
 
@@ -161,7 +171,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     }
 
     /// How many times the closure ran (for tests and tuning).
-    public var evaluationCount: Int { _Graph.locked(_group) { _core._withUnsafeGuaranteedRef { $0.evaluations } } }
+    public var evaluationCount: Int { _Graph.locked(_group) { _evaluations } }
 
     /// The values read by the last evaluation (for tests and tuning).
     public var dependencyCount: Int { _Graph.locked(_group) { _core._withUnsafeGuaranteedRef { $0.dependencies.count } } }
@@ -201,10 +211,10 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
         _refresh()
         let hookPoint = self.hookPoint
         _core._withUnsafeGuaranteedRef { core in
-            if !hookPoint.hasHooks, core.publishedVersion != core.version {
+            if !hookPoint.hasHooks, core.publishing.contains(.unheard) {
                 // Nobody heard the changes made while unobserved: start from now.
                 hookPoint._storeSilently(_cache)
-                core.publishedVersion = core.version
+                core.publishing.remove(.unheard)
             }
         }
         return hookPoint

@@ -41,22 +41,24 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// returning whether it changed; `.publish` calls the hook point with
     /// the last result.
     let specialized: (UnsafeRawPointer, _ComputedOperation) -> Bool
-    /// The computed's hook point once made (the computed keeps it), asked
-    /// whether it has hooks when the computed is marked dirty.
-    @exclusivity(unchecked) var hookPoint: Unmanaged<HookPoint>?
+    /// The computed's hook point once made (+1, released when the computed
+    /// goes: the computed's, kept here to be asked whether it has hooks
+    /// when the computed is marked dirty).
+    @exclusivity(unchecked) @usableFromInline var hookPoint: Unmanaged<HookPoint>?
     @exclusivity(unchecked) @usableFromInline var state = State.clean
     /// False once the computed began to deinitialize (see above).
     @exclusivity(unchecked) var isAlive = true
     /// Its place in the publishing: queued in a thread's pending list (so
-    /// it is there once), being published, and whether the computed's
-    /// reference was handed to the queue (see `handOver()`).
+    /// it is there once), being published, whether the computed's
+    /// reference was handed to the queue (see `handOver()`), and whether
+    /// its value changed since subscribers last heard.
     @exclusivity(unchecked) var publishing: _Publishing = []
     /// While it evaluates: a read differed from the last evaluation's, and
     /// `fresh` holds what it read.
     @exclusivity(unchecked) @usableFromInline var diverged = false
     /// While it evaluates: how many of `dependencies` it has read again, in
     /// order (their versions brought up to date in place).
-    /// (The small fields together: 104 bytes, a 112-byte block, not 144.)
+    /// (The small fields together. The core is 136 bytes, a 144-byte block.)
     @exclusivity(unchecked) @usableFromInline var matchedCount: Int32 = 0
     @usableFromInline var matched: Int {
         @inlinable @inline(__always) get { Int(matchedCount) }
@@ -66,10 +68,6 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var dependencies = _Dependencies()
     /// (Empty between evaluations: its storage is the thread's.)
     @exclusivity(unchecked) @usableFromInline var fresh = _Dependencies()
-    /// How many times the closure ran.
-    @exclusivity(unchecked) var evaluations = 0
-    /// The version subscribers last heard.
-    @exclusivity(unchecked) var publishedVersion: UInt64 = 0
 
     init(specialized: @escaping (UnsafeRawPointer, _ComputedOperation) -> Bool) {
         self.specialized = specialized
@@ -102,7 +100,6 @@ final class _ComputedCore: _Node, @unchecked Sendable {
             diverged = false
             let result = body()
             graph.evaluating = outer
-            evaluations += 1
             state = .clean
             if diverged || matched < dependencies.count { replaceDependencies() }
             _Groups.endRetaining(me)
@@ -257,7 +254,10 @@ final class _ComputedCore: _Node, @unchecked Sendable {
             if _Dependency.refreshed(dependency.pointee.node) != dependency.pointee.version {
                 let target = self.target.unsafelyUnwrapped
                 let changed = evaluate { specialized(target, .evaluate) }
-                if changed { version &+= 1 }
+                if changed {
+                    version &+= 1
+                    publishing.insert(.unheard)
+                }
                 return
             }
             i += 1
@@ -318,8 +318,8 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// it changed since subscribers last heard.
     func publishIfChanged() {
         refresh()
-        guard version != publishedVersion else { return }
-        publishedVersion = version
+        guard publishing.contains(.unheard) else { return }
+        publishing.remove(.unheard)
         _ = specialized(target.unsafelyUnwrapped, .publish)
     }
 
@@ -378,6 +378,9 @@ struct _Publishing: OptionSet {
     static let publishing = _Publishing(rawValue: 2)
     /// The computed is gone and its reference to the core is the queue's.
     static let handed = _Publishing(rawValue: 4)
+    /// Its value changed since subscribers last heard (or since the hook
+    /// point was made).
+    static let unheard = _Publishing(rawValue: 8)
 }
 
 /// What `_ComputedCore.specialized` is asked to do.

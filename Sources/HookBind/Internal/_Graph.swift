@@ -37,9 +37,10 @@ class _Node: _Group, @unchecked Sendable {
     /// Bumped on every change of the value.
     @exclusivity(unchecked) @usableFromInline final var version: UInt64 = 0
     /// Computeds that read this value in their last evaluation (their
-    /// cores, +1 each, in a buffer of the node's own: walking them takes no
-    /// reference, as an array's buffer would be retained for the walk).
-    @exclusivity(unchecked) private final var dependents = _Buffer<Unmanaged<_ComputedCore>>()
+    /// cores, +1 each, the only one in place, more in a buffer of the
+    /// node's own: walking them takes no reference, as an array's buffer
+    /// would be retained for the walk).
+    @exclusivity(unchecked) private final var dependents = _Dependents()
 
     /// 0 for sources; 1 + the highest dependency for computeds.
     final var height: Int {
@@ -53,20 +54,20 @@ class _Node: _Group, @unchecked Sendable {
     init(isComputed: Bool) { self.isComputed = isComputed }
 
     deinit {
-        for i in 0..<dependents.count { dependents.base.unsafelyUnwrapped[i].release() }
+        for i in 0..<dependents.count { dependents[i].release() }
         dependents.free()
     }
 
     final func addDependent(_ link: _ComputedCore) {
         let bits = Unmanaged.passUnretained(link).toOpaque()
-        for i in 0..<dependents.count where dependents.base.unsafelyUnwrapped[i].toOpaque() == bits { return }
+        for i in 0..<dependents.count where dependents[i].toOpaque() == bits { return }
         dependents.append(.passRetained(link))
     }
 
     final func removeDependent(_ link: _ComputedCore) {
         let bits = Unmanaged.passUnretained(link).toOpaque()
         var i = 0
-        while i < dependents.count, dependents.base.unsafelyUnwrapped[i].toOpaque() != bits { i += 1 }
+        while i < dependents.count, dependents[i].toOpaque() != bits { i += 1 }
         guard i < dependents.count else { return }
         // In order: the first to mark stays first.
         dependents.remove(at: i).release()
@@ -77,7 +78,7 @@ class _Node: _Group, @unchecked Sendable {
     final func forEachLiveDependent(_ body: (_ComputedCore) -> Void) {
         var i = 0
         while i < dependents.count {
-            dependents.base.unsafelyUnwrapped[i]._withUnsafeGuaranteedRef { if $0.isAlive { body($0) } }
+            dependents[i]._withUnsafeGuaranteedRef { if $0.isAlive { body($0) } }
             i += 1
         }
     }
