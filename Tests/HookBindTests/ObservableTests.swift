@@ -350,6 +350,48 @@ struct ObservableTests {
         #expect(sum.value == heard)
     }
 
+    /// An evaluation whose reads differ from its last one's (it diverged)
+    /// that brings up to date, in the middle, a computed whose reads
+    /// differ too: each keeps exactly its own reads (the inner one's do
+    /// not end up in the outer's, nor the outer's earlier ones lost), and
+    /// a value the outer read before the inner evaluation is known as
+    /// read again after it.
+    @Test func nestedEvaluationsThatBothChangeTheirReadsKeepTheirOwn() {
+        let flag = Observable(false)
+        let x = Observable(1), y = Observable(20), z = Observable(300)
+        // Diverges at z (x before), then reads y, which the outer read before it.
+        let inner = Computed { flag.value ? z.value &+ y.value : x.value }
+        let outer = Computed { () -> Int in
+            guard flag.value else { return x.value &+ inner.value }
+            // Diverges at y (x before), then inner evaluates, then y again and x.
+            return y.value &+ inner.value &+ y.value &+ x.value
+        }
+        let heard = Shared<[Int]>([])
+        outer.subscribe { _, new in heard.mutate { $0.append(new) } }
+        #expect(outer.value == 2)
+        #expect(outer.dependencyCount == 3 && inner.dependencyCount == 2)   // flag, x, inner; flag, x
+        for round in 0..<3 {
+            flag.value = true
+            #expect(outer.value == 361, "round \(round)")   // 20 + 320 + 20 + 1
+            #expect(outer.dependencyCount == 4, "round \(round)")   // flag, y, inner, x
+            #expect(inner.dependencyCount == 3, "round \(round)")   // flag, z, y
+            z.value += 1   // only through inner
+            #expect(heard.value.last == 362, "round \(round)")   // 20 + 321 + 20 + 1
+            #expect(inner.value == 321, "round \(round)")
+            x.value = 2    // outer's own read after the inner evaluation
+            #expect(heard.value.last == 363, "round \(round)")   // 20 + 321 + 20 + 2
+            flag.value = false
+            #expect(outer.value == 4, "round \(round)")
+            #expect(outer.dependencyCount == 3 && inner.dependencyCount == 2, "round \(round)")
+            let evaluations = inner.evaluationCount
+            z.value -= 1   // no longer read by either
+            y.value += 0
+            #expect(inner.evaluationCount == evaluations, "round \(round)")
+            x.value = 1
+        }
+        #expect(heard.value.count == 3 * 5)
+    }
+
     @Test func aComputedEvaluatesLazilyWithoutSubscribers() {
         let count = Observable(0)
         let doubled = Computed { count.value * 2 }

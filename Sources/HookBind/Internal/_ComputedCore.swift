@@ -54,11 +54,11 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// its value changed since subscribers last heard.
     @exclusivity(unchecked) var publishing: _Publishing = []
     /// While it evaluates: a read differed from the last evaluation's, and
-    /// `fresh` holds what it read.
+    /// its segment of the thread's `_GraphState.fresh` holds what it read.
     @exclusivity(unchecked) @usableFromInline var diverged = false
     /// While it evaluates: how many of `dependencies` it has read again, in
     /// order (their versions brought up to date in place).
-    /// (The small fields together. The core is 136 bytes, a 144-byte block.)
+    /// (The small fields together. The core is 120 bytes, a 128-byte block.)
     @exclusivity(unchecked) @usableFromInline var matchedCount: Int32 = 0
     @usableFromInline var matched: Int {
         @inlinable @inline(__always) get { Int(matchedCount) }
@@ -66,8 +66,6 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     }
     /// What the last evaluation read, in order.
     @exclusivity(unchecked) @usableFromInline var dependencies = _Dependencies()
-    /// (Empty between evaluations: its storage is the thread's.)
-    @exclusivity(unchecked) @usableFromInline var fresh = _Dependencies()
 
     init(specialized: @escaping (UnsafeRawPointer, _ComputedOperation) -> Bool) {
         self.specialized = specialized
@@ -76,7 +74,6 @@ final class _ComputedCore: _Node, @unchecked Sendable {
 
     deinit {
         dependencies.free()
-        fresh.free()
     }
 
     // MARK: Evaluating
@@ -101,7 +98,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
             let result = body()
             graph.evaluating = outer
             state = .clean
-            if diverged || matched < dependencies.count { replaceDependencies() }
+            if diverged || matched < dependencies.count { replaceDependencies(graph) }
             _Groups.endRetaining(me)
             return result
         }
@@ -114,16 +111,16 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// separate closures: one closure around both was not inlined, a call
     /// on every read.)
     @inlinable @inline(__always)
-    static func record(into core: Unmanaged<_ComputedCore>, _ source: any _Source, version: UInt64) {
-        if core._withUnsafeGuaranteedRef({ $0.recordedInline(source, version: version) }) { return }
-        core._withUnsafeGuaranteedRef { $0.recordRead(source, version: version) }
+    static func record(into core: Unmanaged<_ComputedCore>, _ source: any _Source, version: UInt64, _ graph: _GraphState) {
+        if core._withUnsafeGuaranteedRef({ $0.recordedInline(source, version: version, graph) }) { return }
+        core._withUnsafeGuaranteedRef { $0.recordRead(source, version: version, graph) }
     }
 
     /// The common records: the next of the last evaluation's reads, or the
     /// one just read again; false if neither (nothing done then).
     @inlinable @inline(__always)
-    func recordedInline(_ source: any _Source, version: UInt64) -> Bool {
-        switch knownRead(source) {
+    func recordedInline(_ source: any _Source, version: UInt64, _ graph: _GraphState) -> Bool {
+        switch knownRead(source, graph) {
         case .next:
             recordNext(version: version)
             return true
@@ -132,32 +129,33 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         }
     }
 
-    /// Whether this evaluation (running on the calling thread) knows a
-    /// read of `source`: the next of the last evaluation's reads, or one
-    /// it read already (the last one, or any once it diverged). Such a
+    /// Whether this evaluation (running on the calling thread, whose
+    /// state is `graph`) knows a read of `source`: the next of the last
+    /// evaluation's reads, or one it read already (the last one, or any
+    /// once it diverged: in its segment of `graph.fresh`). Such a
     /// source's group is held by the calling thread: the last evaluation's
     /// sources were merged into this computed's group (groups never
     /// split), whose lock the evaluation holds, and a source read in this
     /// evaluation had its lock taken and kept until the evaluation ends
     /// (`_Groups.beginRetaining`). So a read of it needs no look at the
-    /// locks the thread holds. Touches only this core's fields.
+    /// locks the thread holds. (The thread's state passed in: looked up
+    /// here, it made the optimizer outline the record of every read, 20
+    /// instructions a read more.)
     @inlinable @inline(__always)
-    func knownRead(_ source: AnyObject) -> _KnownRead {
-        if !diverged {
-            let i = matched
-            if i < dependencies.count, dependencies.base.unsafelyUnwrapped[i].source === source { return .next }
-            if i > 0, dependencies.base.unsafelyUnwrapped[i - 1].source === source { return .again }
-            return .unknown
-        }
-        return fresh.contains(source) ? .again : .unknown
+    func knownRead(_ source: AnyObject, _ graph: _GraphState) -> _KnownRead {
+        if diverged { return graph.freshContains(source, from: matched) ? .again : .unknown }
+        let i = matched
+        if i < dependencies.count, dependencies.base.unsafelyUnwrapped[i].source === source { return .next }
+        if i > 0, dependencies.base.unsafelyUnwrapped[i - 1].source === source { return .again }
+        return .unknown
     }
 
     /// Records a read of `source`, whose node is `node`, if `knownRead`
     /// knows it (its version read only then: held); false, and nothing
     /// done, if not.
     @inlinable @inline(__always)
-    func recordedIfKnown(_ source: AnyObject, _ node: _Node) -> Bool {
-        switch knownRead(source) {
+    func recordedIfKnown(_ source: AnyObject, _ node: _Node, _ graph: _GraphState) -> Bool {
+        switch knownRead(source, graph) {
         case .next:
             recordNext(version: node.version)
             return true
@@ -177,7 +175,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// The rest of `record(into:_:version:)`, after its inline checks: a read not among the
     /// last few (a linear scan: computeds read few values).
     @usableFromInline
-    func recordRead(_ source: any _Source, version: UInt64) {
+    func recordRead(_ source: any _Source, version: UInt64, _ graph: _GraphState) {
         if !diverged {
             // Read earlier in this evaluation (`record` checked the last one)?
             var i = 0
@@ -185,11 +183,14 @@ final class _ComputedCore: _Node, @unchecked Sendable {
                 if dependencies.base.unsafelyUnwrapped[i].source === source { return }
                 i += 1
             }
-            // The first read that differs from the last evaluation's: collect afresh.
+            // The first read that differs from the last evaluation's:
+            // collect afresh, in a segment of the thread's list (its storage
+            // kept there: no allocation once warm, and none per computed).
+            // (`matched` holds where its segment begins from now on.)
             diverged = true
-            // Storage from the thread's spare (no allocation once warm; none kept per computed).
-            _Graph.withState { swap(&fresh, &$0.spareFresh) }
-            for i in 0..<matched { fresh.append(dependencies.base.unsafelyUnwrapped[i]) }
+            let same = matched
+            matched = graph.fresh.count
+            for i in 0..<same { graph.fresh.append(dependencies.base.unsafelyUnwrapped[i]) }
         }
         // (Diverged: `record` found it not among the reads so far.)
         let read = source._node
@@ -197,14 +198,14 @@ final class _ComputedCore: _Node, @unchecked Sendable {
             read.isRead = true
             source._becameRead()
         }
-        fresh.append(_Dependency(source: source, version: version))
+        graph.fresh.append(_Dependency(source: source, version: version))
     }
 
     /// After an evaluation that read other values than the last one: makes
     /// this computed a dependent of what it read and no longer of what it
     /// stopped reading, merges the groups of what it read into its own
     /// (all held: the evaluation's locks are kept), and takes its height.
-    private func replaceDependencies() {
+    private func replaceDependencies(_ graph: _GraphState) {
         if !diverged {
             // Fewer reads, the same up to there.
             for i in matched..<dependencies.count {
@@ -212,24 +213,21 @@ final class _ComputedCore: _Node, @unchecked Sendable {
             }
             dependencies.removeLast(dependencies.count - matched)
         } else {
+            let start = matched
+            let fresh = UnsafeBufferPointer(start: graph.fresh.base.unsafelyUnwrapped + start, count: graph.fresh.count - start)
             let root = unmanagedRoot.toOpaque()
-            for i in 0..<fresh.count {
-                let group = fresh.base.unsafelyUnwrapped[i].sourceNode
+            for dependency in fresh {
+                let group = dependency.sourceNode
                 // (Most often in this group already: no merge to ask for.)
                 if group.unmanagedRoot.toOpaque() != root { _Groups.mergeHeld(self, group) }
                 group.addDependent(self)
             }
             for i in 0..<dependencies.count {
                 let dependency = dependencies.base.unsafelyUnwrapped[i]
-                if !fresh.contains(dependency.source) { dependency.sourceNode.removeDependent(self) }
+                if !graph.freshContains(dependency.source, from: start) { dependency.sourceNode.removeDependent(self) }
             }
-            dependencies.replace(with: UnsafeBufferPointer(start: fresh.base, count: fresh.count))
-            fresh.removeAll()
-            // Back to the thread's spare, the larger kept.
-            _Graph.withState { state in
-                if state.spareFresh.capacity < fresh.capacity { swap(&fresh, &state.spareFresh) }
-                fresh.free()
-            }
+            dependencies.replace(with: fresh)
+            graph.fresh.removeLast(fresh.count)
         }
         var height = 0
         for i in 0..<dependencies.count {
