@@ -236,7 +236,8 @@ struct BindingAllocationTests {
     }
 
     /// A `Computed<Int>` over an `Observable<Int>` (whose node, its lock,
-    /// exists: the observable's first read or write makes it) keeps four
+    /// exists: the observable's first read or write makes it, a 64-byte
+    /// block) keeps four
     /// allocations: the computed (an 80-byte block), its core (128), the
     /// dependency buffer (32) and, in this unoptimized build, the closure's
     /// context (48; an optimized build uses the one object it captures as
@@ -253,7 +254,12 @@ struct BindingAllocationTests {
         #expect(warmed.value == 1)
         let n = 100_000
         let sources = (0..<n).map { Observable($0) }
-        for source in sources { _ = source.value }   // the observables' nodes made (the first read or write makes one)
+        // The observables' nodes made (the first read or write makes one): a
+        // 64-byte block each (80 before its list of dependents was one word).
+        let beforeNodes = hk_test_thread_heap_bytes()
+        for source in sources { _ = source.value }
+        let perNode = Double(hk_test_thread_heap_bytes() - beforeNodes) / Double(n)
+        #expect(perNode < 64.5, "\(perNode) bytes an observable's node")
         var computeds: [Computed<Int>] = []
         computeds.reserveCapacity(n)
         let before = hk_test_thread_heap_bytes()

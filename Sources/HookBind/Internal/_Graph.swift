@@ -23,7 +23,7 @@ import Foundation
 /// one of its own; a computed's is its core (`_ComputedCore`, a subclass).
 @usableFromInline
 class _Node: _Group, @unchecked Sendable {
-    // (The small fields first, beside the group's rank: 64 bytes, an 80-byte block.)
+    // (The small fields first, beside the group's rank: 56 bytes, a 64-byte block.)
     /// Set by an observable's own hook when a call at its point stored a value.
     @exclusivity(unchecked) @usableFromInline final var storedByHook = false
     /// Whether a computed has read the value (until then its changes need
@@ -73,14 +73,15 @@ class _Node: _Group, @unchecked Sendable {
         dependents.remove(at: i).release()
     }
 
+    /// Whether a computed read this value in its last evaluation.
+    final var hasDependents: Bool {
+        @inline(__always) get { !dependents.isEmpty }
+    }
+
     /// Calls `body` with each live dependent, without reference counting.
     @inline(__always)
     final func forEachLiveDependent(_ body: (_ComputedCore) -> Void) {
-        var i = 0
-        while i < dependents.count {
-            dependents[i]._withUnsafeGuaranteedRef { if $0.isAlive { body($0) } }
-            i += 1
-        }
+        dependents.forEach { link in link._withUnsafeGuaranteedRef { if $0.isAlive { body($0) } } }
     }
 }
 
@@ -242,7 +243,16 @@ enum _Graph {
         markDependents(of: node)
     }
 
+    /// Marks the computeds that read `node` dirty, and theirs. (Whether
+    /// there are any asked inline: most marks end at a computed nothing
+    /// reads, and the walk's prologue came before its test.)
+    @inline(__always)
     static func markDependents(of node: _Node) {
+        if node.hasDependents { markEachDependent(of: node) }
+    }
+
+    @inline(never)
+    private static func markEachDependent(of node: _Node) {
         // Borrowed in place (iterating would retain each link).
         node.forEachLiveDependent { $0.markDirty() }
     }
