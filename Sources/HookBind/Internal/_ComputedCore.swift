@@ -58,7 +58,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     @exclusivity(unchecked) @usableFromInline var diverged = false
     /// While it evaluates: how many of `dependencies` it has read again, in
     /// order (their versions brought up to date in place).
-    /// (The small fields together. The core is 120 bytes, a 128-byte block.)
+    /// (The small fields together. The core is 112 bytes, a 128-byte block.)
     @exclusivity(unchecked) @usableFromInline var matchedCount: Int32 = 0
     @usableFromInline var matched: Int {
         @inlinable @inline(__always) get { Int(matchedCount) }
