@@ -37,9 +37,9 @@ import Hook
 /// its dependencies hold it weakly.
 public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     /// How many times the closure ran (counted by `specialized`'s
-    /// `.evaluate`, here rather than in the core: the core is a 144-byte
-    /// block with no word to spare, and the hook point this word held
-    /// before is the core's `hookPoint`, which the core needs anyway).
+    /// `.evaluate`, here rather than in the core, which is a 128-byte block
+    /// with no word to spare; the hook point this word held before is the
+    /// core's `hookPoint`, which the core needs anyway).
     @usableFromInline @exclusivity(unchecked) var _evaluations = 0
     /// The selector of the calls at ``hookPoint``.
     public let name: String

@@ -57,7 +57,8 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// its segment of the thread's `_GraphState.fresh` holds what it read.
     @exclusivity(unchecked) @usableFromInline var diverged = false
     /// While it evaluates: how many of `dependencies` it has read again, in
-    /// order (their versions brought up to date in place).
+    /// order (their versions brought up to date in place); once it
+    /// diverged, where its segment of the thread's list begins.
     /// (The small fields together. The core is 112 bytes, a 128-byte block.)
     @exclusivity(unchecked) @usableFromInline var matchedCount: Int32 = 0
     @usableFromInline var matched: Int {
