@@ -26,7 +26,7 @@ swift build -c release --product call-counts > "$work/build.log" 2>&1 || { tail 
 strip --strip-debug -o "$work/call-counts" .build/release/call-counts
 cases=("$@")
 all=$([ ${#cases[@]} -eq 0 ] && echo yes || echo no)
-[ ${#cases[@]} -eq 0 ] && cases=(closure-plain closure-floor closure-none closure-after closure-typed property-idle property-after property-read property-typed c-direct c-none c-typed c-both binding observable diamond deep broad repeated unstable triangle mux swift-entry-plain swift-entry-none swift-entry-typed swift-entry-other)
+[ ${#cases[@]} -eq 0 ] && cases=(closure-plain closure-floor closure-none closure-after closure-typed property-idle property-after property-read property-typed c-direct c-none c-typed c-both binding observable observable-read diamond deep broad repeated unstable triangle mux swift-entry-plain swift-entry-none swift-entry-typed swift-entry-other)
 # Swift entry cases patch code: valgrind must see the patch (--smc-check=all).
 count() { valgrind --tool=callgrind $([[ "$1" == swift-entry-* ]] && echo --smc-check=all) --callgrind-out-file="$work/$1.$2.out" "$work/call-counts" "$1" "$2" 2>&1 | awk '/Collected/ {print $4}'; }
 : > "$work/measured"

@@ -126,6 +126,15 @@ let cases: [String: (Int) -> Int] = [
         while i < n { observable.value = i; i += 1 }
         return withExtendedLifetime(subscription) { seen.total }
     },
+    // A read of an observable outside any evaluation (its node made: a computed reads it).
+    "observable-read": { n in
+        let observable = Observable(1)
+        let doubled = Computed { observable.value &* 2 }
+        var total = 0
+        var i = 0
+        while i < n { total &+= observable.value; i += 1 }
+        return withExtendedLifetime(doubled) { total &+ doubled.value }
+    },
     // A Swift method of another module hooked by name (SwiftEntryHook), called through its vtable.
     "swift-entry-plain": { n in swiftLoop(opaqueWorker(BenchWorker()), n) },
     "swift-entry-none": { n in

@@ -214,8 +214,11 @@ enum _Graph {
     /// the calling thread's record).
     @inlinable @inline(__always)
     static func record(_ source: any _Source, version: UInt64, by me: Unmanaged<_LockThread>) {
-        let graph = me._withUnsafeGuaranteedRef { $0.graph }
-        if let evaluating = graph.evaluating { _ComputedCore.record(into: evaluating, source, version: version, graph) }
+        // (The state unmanaged, as the thread: a strong copy of it is a
+        // retain and a release of the thread's state.)
+        let graph = me._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.graph) }
+        guard let evaluating = graph._withUnsafeGuaranteedRef({ $0.evaluating }) else { return }
+        graph._withUnsafeGuaranteedRef { _ComputedCore.record(into: evaluating, source, version: version, $0) }
     }
 
     /// `_Groups.holdsAsLast(group)`, and if so `track(source, version:)`,
@@ -227,9 +230,11 @@ enum _Graph {
         let me = _LockThread.unmanagedCurrent
         // Known to the running evaluation (the common read): held (see
         // `_ComputedCore.knownRead`), no look at the thread's locks.
-        let graph = me._withUnsafeGuaranteedRef { $0.graph }
-        if let evaluating = graph.evaluating,
-           evaluating._withUnsafeGuaranteedRef({ $0.recordedIfKnown(source, node, graph) }) {
+        // (The state unmanaged: a strong copy of it was a retain and a
+        // release of the thread's state on every read outside an evaluation.)
+        let graph = me._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.graph) }
+        if let evaluating = graph._withUnsafeGuaranteedRef({ $0.evaluating }),
+           graph._withUnsafeGuaranteedRef({ graph in evaluating._withUnsafeGuaranteedRef { $0.recordedIfKnown(source, node, graph) } }) {
             return true
         }
         guard me._withUnsafeGuaranteedRef({ _Groups.holdsAsLast(node, $0) }) else { return false }
