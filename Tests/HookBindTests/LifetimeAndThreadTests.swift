@@ -237,11 +237,11 @@ struct BindingAllocationTests {
 
     /// A `Computed<Int>` over an `Observable<Int>` (whose node, its lock,
     /// exists: the observable's first read or write makes it, a 64-byte
-    /// block) keeps four
-    /// allocations: the computed (an 80-byte block), its core (128), the
-    /// dependency buffer (32) and, in this unoptimized build, the closure's
-    /// context (48; an optimized build uses the one object it captures as
-    /// the context). 288 bytes, counted per thread in glibc's chunks. The
+    /// block) keeps four allocations: the computed (an 80-byte block), its
+    /// core (128), the dependency buffer (32) and, in this unoptimized
+    /// build, the closure's context (48; an optimized build uses the one
+    /// object it captures as the context). 288 bytes, counted per thread in
+    /// glibc's chunks. The
     /// observable's list of dependents holds its only one in place (a
     /// 32-byte block before), and the core no longer keeps the published
     /// version, the evaluation count and the list of an evaluation's reads
