@@ -1,8 +1,10 @@
-/// A list in a buffer of its owner's own, for the graph's lists (a node's
-/// dependents, a computed's dependencies): an array held by a class is
-/// retained to be walked and checked for uniqueness to be written. Not
+/// A list in a buffer of its owner's own, for the graph's lists (a
+/// computed's dependencies, a thread's reads of its diverged evaluations; a
+/// node's dependents are a `_Dependents`, below): an array held by a class
+/// is retained to be walked and checked for uniqueness to be written. Not
 /// copyable in spirit: its owner frees it (`free()`), exactly once, and
-/// reads and writes it only under its group's lock.
+/// reads and writes it only under its group's lock (a thread's list: only
+/// on that thread).
 @usableFromInline
 struct _Buffer<Element> {
     @usableFromInline var base: UnsafeMutablePointer<Element>?
