@@ -392,11 +392,12 @@ enum _ComputedOperation {
 @usableFromInline typealias _Dependencies = _Buffer<_Dependency>
 
 extension _Buffer where Element == _Dependency {
-    /// Whether `source` is among them (a linear scan, latest first).
+    /// Whether `source` is among them from `start` on (a linear scan,
+    /// latest first).
     @inlinable @inline(__always)
-    func contains(_ source: AnyObject) -> Bool {
+    func contains(_ source: AnyObject, from start: Int) -> Bool {
         var i = count - 1
-        while i >= 0 {
+        while i >= start {
             if base.unsafelyUnwrapped[i].source === source { return true }
             i -= 1
         }

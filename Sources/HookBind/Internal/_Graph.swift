@@ -167,13 +167,9 @@ final class _GraphState: @unchecked Sendable {
     /// `source`: a linear scan, latest first.
     @inlinable @inline(__always)
     func freshContains(_ source: AnyObject, from start: Int) -> Bool {
-        var i = fresh.count - 1
-        while i >= start {
-            if fresh.base.unsafelyUnwrapped[i].source === source { return true }
-            i -= 1
-        }
-        return false
+        fresh.contains(source, from: start)
     }
+
     /// The locks a publishing round takes, reused (the groups are kept
     /// alive by the queued computeds' nodes meanwhile).
     @exclusivity(unchecked) var spareRoots: [_Lease] = []
