@@ -157,14 +157,26 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     /// ``Computed`` makes this one a dependency.
     @inlinable
     public var value: Value {
-        // The common read, a computed reading another of its group while it
-        // evaluates: the thread's last lock is this group's root, held (a
-        // merge of this group needs that lock, so the root cannot change
-        // meanwhile): no lock to take. (Here and not in `_Groups.lock`, whose
-        // inlined fast path every observable write and binding set runs.)
-        // Inlinable: the value is copied in code specialized for its type.
-        if _core._withUnsafeGuaranteedRef({ $0.readIfHeld(self) }) { return _cache }
-        return _Graph.locked(_group) {
+        @inline(__always) get {
+            // The common read, a computed reading another of its group while it
+            // evaluates: the thread's last lock is this group's root, held (a
+            // merge of this group needs that lock, so the root cannot change
+            // meanwhile): no lock to take. (Here and not in `_Groups.lock`, whose
+            // inlined fast path every observable write and binding set runs.)
+            // Inlinable: the value is copied in code specialized for its type.
+            // (Always inlined, with the rest out of line, as `Observable`'s:
+            // in a loop of reads the optimizer outlined the read's closure.)
+            if _core._withUnsafeGuaranteedRef({ $0.readIfHeld(self) }) { return _cache }
+            return _lockedValue()
+        }
+    }
+
+    /// A read outside an evaluation of its group: under its lock, brought
+    /// up to date and recorded by a running evaluation (of another group)
+    /// if any.
+    @inlinable @inline(never)
+    func _lockedValue() -> Value {
+        _Graph.locked(_group) {
             _core._withUnsafeGuaranteedRef { $0.prepareRead(self) }
             return _cache
         }

@@ -151,9 +151,9 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     /// writing it notifies subscribers and updates computeds.
     @inlinable
     public var value: Value {
-        get {
+        @inline(__always) get {
             // Read inside an evaluation of its group: held already.
-            if _unmanagedNode._withUnsafeGuaranteedRef({ _Graph.trackIfHeld(self, $0) }) {
+            if _Graph.trackIfHeld(self, _unmanagedNode) {
                 return _cell._storedValue
             }
             return _lockedValue()

@@ -151,18 +151,32 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         return .unknown
     }
 
-    /// Records a read of `source`, whose node is `node`, if `knownRead`
-    /// knows it (its version read only then: held); false, and nothing
-    /// done, if not.
+    /// Records a read of `source`, whose node is `node`, if it is known
+    /// before the evaluation diverged: the next of the last evaluation's
+    /// reads (its version read only then: held) or the one just read again;
+    /// false, and nothing done, if not. No look at the thread's state (inlined where an
+    /// observable is read; the rest is out of line, see
+    /// `_Graph.trackIfHeld`).
     @inlinable @inline(__always)
-    func recordedIfKnown(_ source: AnyObject, _ node: _Node, _ graph: _GraphState) -> Bool {
-        switch knownRead(source, graph) {
+    func knownInOrder(_ source: AnyObject, _ node: Unmanaged<_Node>) -> Bool {
+        switch knownInOrder(source) {
         case .next:
-            recordNext(version: node.version)
+            recordNext(version: node._withUnsafeGuaranteedRef { $0.version })
             return true
         case .again: return true
         case .unknown: return false
         }
+    }
+
+    /// `knownRead` before the evaluation diverged (`.unknown` after),
+    /// with no look at the thread's state.
+    @inlinable @inline(__always)
+    func knownInOrder(_ source: AnyObject) -> _KnownRead {
+        if diverged { return .unknown }
+        let i = matched
+        if i < dependencies.count, dependencies.base.unsafelyUnwrapped[i].source === source { return .next }
+        if i > 0, dependencies.base.unsafelyUnwrapped[i - 1].source === source { return .again }
+        return .unknown
     }
 
     /// Records the read `knownRead` found `.next`, at `version`.
@@ -271,16 +285,36 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// the root cannot change meanwhile, since a merge needs that lock):
     /// brought up to date and recorded, with one look-up of the thread.
     /// False, and nothing done, if the thread does not hold it so.
-    @inlinable
+    ///
+    /// Inline, where the value is read, is only the common read: a clean
+    /// computed that the running evaluation knows in order (the next of its
+    /// last reads, or the one just read again: held, see `knownRead`);
+    /// anything else is `readIfHeldElsewhere`, out of line. (As
+    /// `_Graph.trackIfHeld`: the whole of it was not inlined, and half of
+    /// it was the prologue and epilogue its rarer paths need.)
+    @inlinable @inline(__always)
     func readIfHeld<Source: _Source>(_ source: Source) -> Bool {
-        // (Inlinable, as `_Graph.trackIfHeld` and what they use: specialized
-        // for the source's type in the caller's module, where the optimizer
-        // may inline it; a call into this module per read before, behind
-        // a thunk when it took an `any _Source`. The thread's record is
-        // reached in small closures, which are inlined: one closure around
-        // all of it was not, a call with its register moves on every read.
-        // The internals this reaches are `@usableFromInline` for it.)
         let me = _LockThread.unmanagedCurrent
+        let graph = me._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.graph) }
+        if let evaluating = graph._withUnsafeGuaranteedRef({ $0.evaluating }) {
+            // (Known: held, so its state may be read.)
+            switch evaluating._withUnsafeGuaranteedRef({ $0.knownInOrder(source) }) {
+            case .next where state == .clean:
+                evaluating._withUnsafeGuaranteedRef { $0.recordNext(version: version) }
+                return true
+            case .again where state == .clean:
+                return true
+            default: break
+            }
+        }
+        return readIfHeldElsewhere(source, me)
+    }
+
+    /// The rest of `readIfHeld`: held as the thread's last lock, brought up
+    /// to date and recorded (not while this computed evaluates: a read of
+    /// itself gets the previous value), or false.
+    @inlinable @inline(never)
+    func readIfHeldElsewhere<Source: _Source>(_ source: Source, _ me: Unmanaged<_LockThread>) -> Bool {
         guard me._withUnsafeGuaranteedRef({ _Groups.holdsAsLast(self, $0) }) else { return false }
         if state != .evaluating {
             refresh()

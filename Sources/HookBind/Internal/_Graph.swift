@@ -221,8 +221,16 @@ enum _Graph {
     /// with one look-up of the thread: an observable's read inside an
     /// evaluation of its group.
     /// (The version is read once the lock is known to be held.)
-    @inlinable
-    static func trackIfHeld<Source: _Source>(_ source: Source, _ node: _Node) -> Bool {
+    ///
+    /// Inline, where the value is read, is only the common read: the next
+    /// of the running evaluation's last reads, or the one just read again,
+    /// before it diverged (`_ComputedCore.knownInOrder`); anything else is
+    /// `trackIfHeldElsewhere`, out of line. (The whole of it in one
+    /// function was not inlined, and its prologue and epilogue, saving the
+    /// registers its rarer paths need, were half of its 34 instructions a
+    /// read, beside a closure of 15 the optimizer outlined.)
+    @inlinable @inline(__always)
+    static func trackIfHeld<Source: _Source>(_ source: Source, _ node: Unmanaged<_Node>) -> Bool {
         let me = _LockThread.unmanagedCurrent
         // Known to the running evaluation (the common read): held (see
         // `_ComputedCore.knownRead`), no look at the thread's locks.
@@ -230,7 +238,24 @@ enum _Graph {
         // release of the thread's state on every read outside an evaluation.)
         let graph = me._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.graph) }
         if let evaluating = graph._withUnsafeGuaranteedRef({ $0.evaluating }),
-           graph._withUnsafeGuaranteedRef({ graph in evaluating._withUnsafeGuaranteedRef { $0.recordedIfKnown(source, node, graph) } }) {
+           evaluating._withUnsafeGuaranteedRef({ $0.knownInOrder(source, node) }) {
+            return true
+        }
+        return node._withUnsafeGuaranteedRef { trackIfHeldElsewhere(source, $0, me) }
+    }
+
+    /// The rest of `trackIfHeld`: a read the running evaluation knows from
+    /// its segment of reads once it diverged, or one of a group the thread
+    /// holds last (recorded then), or false.
+    /// (Generic, specialized for the source's type in the caller's module:
+    /// with an `any _Source` every call went through a thunk opening it.)
+    @inlinable @inline(never)
+    static func trackIfHeldElsewhere<Source: _Source>(_ source: Source, _ node: _Node, _ me: Unmanaged<_LockThread>) -> Bool {
+        let graph = me._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.graph) }
+        // (`trackIfHeld` asked the reads in order already: what is left to
+        // know is a diverged evaluation's segment.)
+        if let evaluating = graph._withUnsafeGuaranteedRef({ $0.evaluating }),
+           evaluating._withUnsafeGuaranteedRef({ core in core.diverged && graph._withUnsafeGuaranteedRef { $0.freshContains(source, from: core.matched) } }) {
             return true
         }
         guard me._withUnsafeGuaranteedRef({ _Groups.holdsAsLast(node, $0) }) else { return false }
