@@ -28,15 +28,23 @@ cases=("$@")
 all=$([ ${#cases[@]} -eq 0 ] && echo yes || echo no)
 [ ${#cases[@]} -eq 0 ] && cases=(closure-plain closure-floor closure-none closure-after closure-typed property-idle property-after property-read property-typed c-direct c-none c-typed c-both binding observable observable-read diamond deep broad repeated unstable triangle mux swift-entry-plain swift-entry-none swift-entry-typed swift-entry-other)
 # Swift entry cases patch code: valgrind must see the patch (--smc-check=all).
-count() { valgrind --tool=callgrind $([[ "$1" == swift-entry-* ]] && echo --smc-check=all) --callgrind-out-file="$work/$1.$2.out" "$work/call-counts" "$1" "$2" 2>&1 | awk '/Collected/ {print $4}'; }
+count() { valgrind --tool=callgrind $([[ "$1" == swift-entry-* ]] && echo --smc-check=all) --callgrind-out-file="$work/$1.$2.out" "$work/call-counts" "$1" "$2" 2>&1 | awk '/Collected/ {print $4}' > "$work/$1.$2.count"; }
+export -f count
+export work
 : > "$work/measured"
 # The graph's larger shapes (over 10,000 instructions a call) are counted over
 # 10,000 calls (1,000 and 11,000), the rest over 100,000: the same figure, in a
 # tenth of the time under callgrind.
+base() { case "$1" in deep|broad|mux) echo 1000 ;; *) echo 10000 ;; esac; }
+# Each run is one process under valgrind, which uses one core: as many at once
+# as there are cores (CALL_COUNTS_JOBS to choose). Counts do not depend on it.
+for c in "${cases[@]}"; do b=$(base "$c"); echo "$c $b"; echo "$c $((b * 11))"; done |
+  xargs -P "${CALL_COUNTS_JOBS:-$(nproc)}" -n 2 bash -c 'count "$0" "$1"'
 for c in "${cases[@]}"; do
-  case "$c" in deep|broad|mux) base=1000 ;; *) base=10000 ;; esac
-  small=$(count "$c" $base); large=$(count "$c" $((base * 11)))
-  per=$(( (large - small) / (base * 10) ))
+  b=$(base "$c")
+  small=$(cat "$work/$c.$b.count"); large=$(cat "$work/$c.$((b * 11)).count")
+  [ -n "$small" ] && [ -n "$large" ] || { echo "call-counts: $c did not run under valgrind"; exit 1; }
+  per=$(( (large - small) / (b * 10) ))
   echo "$c $per" >> "$work/measured"
   [ "$mode" = print ] && echo "$c: $per instructions per call"
 done
