@@ -82,7 +82,10 @@ public func triangleWrites(_ n: Int) -> Int {
     let a = Observable(0)
     var chain: [Computed<Int>] = [Computed { a.value }]
     for _ in 1..<10 { let previous = chain[chain.count - 1]; chain.append(Computed { previous.value &+ 1 }) }
-    let sum = Computed { chain.reduce(0) { $0 &+ $1.value } }
+    // (A constant captured: the captured `var` was a box retained, released
+    // and checked for exclusive access on every evaluation.)
+    let nodes = chain
+    let sum = Computed { nodes.reduce(0) { $0 &+ $1.value } }
     let seen = DiamondSum()
     let subscription = sum.subscribe { _, new in seen.add(new) }
     var i = 0
