@@ -113,6 +113,14 @@ struct _Dependents {
         }
     }
 
+    /// The only one when it is in place (nil when there are none or a buffer).
+    var onlyInPlace: Unmanaged<_ComputedCore>? {
+        @inline(__always) get {
+            if bits & 1 != 0 { return nil }
+            return UnsafeRawPointer(bitPattern: bits).map { .fromOpaque($0) }
+        }
+    }
+
     /// The `i`th (below `count`).
     subscript(i: Int) -> Unmanaged<_ComputedCore> {
         @inline(__always) get {

@@ -78,6 +78,11 @@ class _Node: _Group, @unchecked Sendable {
         @inline(__always) get { !dependents.isEmpty }
     }
 
+    /// The only dependent, if it is the only one and kept in place.
+    final var onlyDependentInPlace: Unmanaged<_ComputedCore>? {
+        @inline(__always) get { dependents.onlyInPlace }
+    }
+
     /// Calls `body` with each live dependent, without reference counting.
     @inline(__always)
     final func forEachLiveDependent(_ body: (_ComputedCore) -> Void) {
