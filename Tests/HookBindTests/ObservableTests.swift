@@ -563,6 +563,30 @@ struct ObservableTests {
         #expect(total.value == 13)
     }
 
+    /// A computed read again in one evaluation after a write made it stale
+    /// gives its new value: a read the evaluation knows (the one just read
+    /// again, or the next of its last reads) is taken from the cache only
+    /// while that computed is clean.
+    @Test func aComputedReadAgainAfterAWriteInTheSameEvaluationIsFresh() {
+        let a = Observable(1)
+        let tens = Computed { a.value * 10 }
+        let step = Observable(false)
+        let pairs = Computed { () -> [Int] in
+            let writes = step.value
+            let first = tens.value
+            // (A write that reads nothing: `+=` would make `a` a read too.)
+            if writes { a.value = 2 }  // tens is stale from here
+            return [first, tens.value]  // the read just made, again
+        }
+        #expect(pairs.value == [10, 10])
+        step.value = true
+        #expect(pairs.value == [10, 20])
+        // The same evaluation again, its reads known in order now.
+        a.value = 5
+        #expect(pairs.value == [50, 20])
+        #expect(tens.value == 20)
+    }
+
     @Test func aSubscriberThatAlwaysWritesIsStoppedNotLooping() {
         let a = Observable(0)
         let b = Computed { a.value + 1 }
