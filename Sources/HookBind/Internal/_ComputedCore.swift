@@ -153,10 +153,10 @@ final class _ComputedCore: _Node, @unchecked Sendable {
 
     /// Records a read of `source`, whose node is `node`, if it is known
     /// before the evaluation diverged: the next of the last evaluation's
-    /// reads (its version read only then: held) or the one just read again;
-    /// false, and nothing done, if not. No look at the thread's state (inlined where an
-    /// observable is read; the rest is out of line, see
-    /// `_Graph.trackIfHeld`).
+    /// reads (its version read only then: held) or the one just read
+    /// again; false, and nothing done, if not. No look at the thread's
+    /// state (inlined where an observable is read; the rest is out of
+    /// line, see `_Graph.trackIfHeld`).
     @inlinable @inline(__always)
     func knownInOrder(_ source: AnyObject, _ node: Unmanaged<_Node>) -> Bool {
         switch knownInOrder(source) {
