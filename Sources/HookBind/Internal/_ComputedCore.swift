@@ -145,10 +145,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     @inlinable @inline(__always)
     func knownRead(_ source: AnyObject, _ graph: _GraphState) -> _KnownRead {
         if diverged { return graph.freshContains(source, from: matched) ? .again : .unknown }
-        let i = matched
-        if i < dependencies.count, dependencies.base.unsafelyUnwrapped[i].source === source { return .next }
-        if i > 0, dependencies.base.unsafelyUnwrapped[i - 1].source === source { return .again }
-        return .unknown
+        return knownInOrder(source)
     }
 
     /// Records a read of `source`, whose node is `node`, if it is known
@@ -187,12 +184,14 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         matched = i + 1
     }
 
-    /// The rest of `record(into:_:version:)`, after its inline checks: a read not among the
-    /// last few (a linear scan: computeds read few values).
+    /// A read the evaluation does not know (`knownRead` said `.unknown`:
+    /// `record(into:_:version:_:)`'s inline checks, or
+    /// `_Graph.trackIfHeldElsewhere`'s): found among the earlier reads
+    /// (a linear scan: computeds read few values) or recorded as new.
     @usableFromInline
     func recordRead(_ source: any _Source, version: UInt64, _ graph: _GraphState) {
         if !diverged {
-            // Read earlier in this evaluation (`record` checked the last one)?
+            // Read earlier in this evaluation (the last one was asked)?
             var i = 0
             while i < matched - 1 {
                 if dependencies.base.unsafelyUnwrapped[i].source === source { return }

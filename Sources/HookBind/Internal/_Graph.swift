@@ -259,12 +259,16 @@ enum _Graph {
         let graph = me._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.graph) }
         // (`trackIfHeld` asked the reads in order already: what is left to
         // know is a diverged evaluation's segment.)
-        if let evaluating = graph._withUnsafeGuaranteedRef({ $0.evaluating }),
-           evaluating._withUnsafeGuaranteedRef({ core in core.diverged && graph._withUnsafeGuaranteedRef { $0.freshContains(source, from: core.matched) } }) {
+        let evaluating = graph._withUnsafeGuaranteedRef { $0.evaluating }
+        if let evaluating, evaluating._withUnsafeGuaranteedRef({ core in core.diverged && graph._withUnsafeGuaranteedRef { $0.freshContains(source, from: core.matched) } }) {
             return true
         }
         guard me._withUnsafeGuaranteedRef({ _Groups.holdsAsLast(node, $0) }) else { return false }
-        record(source, version: node.version, by: me)
+        // Unknown to the running evaluation, if any (asked above, in order
+        // and in its segment): recorded as a new read, with no second ask.
+        if let evaluating {
+            graph._withUnsafeGuaranteedRef { graph in evaluating._withUnsafeGuaranteedRef { $0.recordRead(source, version: node.version, graph) } }
+        }
         return true
     }
 
