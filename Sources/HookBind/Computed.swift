@@ -159,13 +159,14 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     public var value: Value {
         @inline(__always) get {
             // The common read, a computed reading another of its group while it
-            // evaluates: the thread's last lock is this group's root, held (a
-            // merge of this group needs that lock, so the root cannot change
-            // meanwhile): no lock to take. (Here and not in `_Groups.lock`, whose
-            // inlined fast path every observable write and binding set runs.)
-            // Inlinable: the value is copied in code specialized for its type.
-            // (Always inlined, with the rest out of line, as `Observable`'s:
-            // in a loop of reads the optimizer outlined the read's closure.)
+            // evaluates: held (known to the evaluation, or the thread's last
+            // lock is this group's root, which a merge cannot change
+            // meanwhile): no lock to take (see `_ComputedCore.readIfHeld`).
+            // (Here and not in `_Groups.lock`, whose inlined fast path every
+            // observable write and binding set runs.) Inlinable: the value is
+            // copied in code specialized for its type. (Always inlined, with
+            // the rest out of line, as `Observable`'s: in a loop of reads the
+            // optimizer outlined the read's closure.)
             if _core._withUnsafeGuaranteedRef({ $0.readIfHeld(self) }) { return _cache }
             return _lockedValue()
         }
