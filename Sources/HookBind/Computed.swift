@@ -128,7 +128,10 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
         self.name = name
         let root = _Groups.lock(core)
         defer { _Groups.unlock(root) }
-        _cache = core.evaluate(compute)
+        let me = _LockThread.unmanagedCurrent
+        me._withUnsafeGuaranteedRef { _Groups.beginRetaining($0) }
+        _cache = core.evaluate(me, compute)
+        me._withUnsafeGuaranteedRef { _Groups.endRetaining($0) }
         _evaluations = 1
         core.target = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
     }

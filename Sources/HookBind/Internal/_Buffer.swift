@@ -55,6 +55,17 @@ struct _Buffer<Element> {
         storedCount = Int32(new.count)
     }
 
+    /// Removes and returns the last one (there is one).
+    mutating func removeLast() -> Element {
+        storedCount -= 1
+        return (base.unsafelyUnwrapped + count).move()
+    }
+
+    /// Its elements, in place (empty, with no address, when there is no storage).
+    var elements: UnsafeMutableBufferPointer<Element> {
+        @inline(__always) get { UnsafeMutableBufferPointer(start: base, count: count) }
+    }
+
     /// Drops the last `k`.
     mutating func removeLast(_ k: Int) {
         guard k > 0 else { return }

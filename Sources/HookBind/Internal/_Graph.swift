@@ -126,11 +126,14 @@ struct _Dependency {
     /// Brings the source whose node is `node` up to date and returns its
     /// version: no reference counting, no call through the source's
     /// protocol (a computed's node is its core). (Given the node, not the
-    /// dependency: a copy of a dependency would retain its source.)
+    /// dependency: a copy of a dependency would retain its source.) In the
+    /// `retaining` scope of the refresh that asks (`me`: the calling thread's record).
     @inline(__always)
-    static func refreshed(_ node: Unmanaged<_Node>) -> UInt64 {
+    static func refreshed(_ node: Unmanaged<_Node>, _ me: Unmanaged<_LockThread>) -> UInt64 {
         if node._withUnsafeGuaranteedRef({ $0.isComputed }) {
-            Unmanaged<_ComputedCore>.fromOpaque(node.toOpaque())._withUnsafeGuaranteedRef { $0.refresh() }
+            Unmanaged<_ComputedCore>.fromOpaque(node.toOpaque())._withUnsafeGuaranteedRef { core in
+                if core.state == .dirty { core.refreshDirty(me) }
+            }
         }
         return node._withUnsafeGuaranteedRef { $0.version }
     }
@@ -151,10 +154,12 @@ final class _GraphState: @unchecked Sendable {
     @exclusivity(unchecked) var commits: [() -> Void] = []
     @exclusivity(unchecked) var committed: Set<ObjectIdentifier> = []
     /// Computeds with subscribers that must be brought up to date and published.
-    /// (Not retained: see `_Graph.enqueue`. A trivial element, so the list
-    /// is walked, sorted and emptied without reference counting.)
-    @exclusivity(unchecked) var pending: [Unmanaged<_ComputedCore>] = []
-    @exclusivity(unchecked) var spare: [Unmanaged<_ComputedCore>] = []
+    /// (Not retained: see `_Graph.enqueue`. In a buffer of the thread's own,
+    /// not an array: an append and a removal of an array held by a class
+    /// each asked whether its storage was shared, 15 instructions a queued
+    /// computed. `spare` is the other buffer a publishing round swaps in.)
+    @exclusivity(unchecked) var pending = _Buffer<Unmanaged<_ComputedCore>>()
+    @exclusivity(unchecked) var spare = _Buffer<Unmanaged<_ComputedCore>>()
     @exclusivity(unchecked) var flushing = false
     /// The reads of the evaluations running on this thread whose reads
     /// differ from their last one's (`_ComputedCore.diverged`), each in a
@@ -166,7 +171,11 @@ final class _GraphState: @unchecked Sendable {
     /// computed).
     @exclusivity(unchecked) @usableFromInline var fresh = _Dependencies()
 
-    deinit { fresh.free() }
+    deinit {
+        fresh.free()
+        pending.free()
+        spare.free()
+    }
 
     /// Whether the innermost evaluation's segment, from `start`, has
     /// `source`: a linear scan, latest first.
@@ -332,7 +341,7 @@ enum _Graph {
     /// Whether there is nothing to publish, or a batch or a flush will.
     @inline(__always)
     private static func isIdle(_ state: _GraphState) -> Bool {
-        state.flushing || state.batchDepth != 0 || (state.commits.isEmpty && state.pending.isEmpty)
+        state.flushing || state.batchDepth != 0 || (state.commits.isEmpty && state.pending.count == 0)
     }
 
     /// The work of `flush`: the calling thread has something to publish.
@@ -346,7 +355,7 @@ enum _Graph {
         state.flushing = true
         defer { state.flushing = false }
         var rounds = 0
-        while !state.commits.isEmpty || !state.pending.isEmpty {
+        while !state.commits.isEmpty || state.pending.count != 0 {
             if !state.commits.isEmpty {
                 // Observables written in a batch (also one a subscriber ran): one call each.
                 let commits = state.commits
@@ -381,15 +390,18 @@ enum _Graph {
     /// groups' locks (held already, unless a write of another group queued
     /// them from inside a delivery of this one).
     private static func publishRound(_ state: _GraphState, dropping: Bool) {
-        var work = state.spare
-        swap(&work, &state.pending)
+        // The queue taken; what a delivery queues goes to the spare buffer,
+        // for the next round. (Buffers, not values: each is held in one
+        // place at a time. No round runs inside another: `flushing`.)
+        var work = state.pending
+        state.pending = state.spare
+        state.spare = _Buffer()
         var roots = state.spareRoots
         state.spareRoots = []
-        // (Index loops: an array's iterator allocates in unoptimized builds,
-        // where tests count allocations.)
+        let links = work.elements
         _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in
-            for i in work.indices {
-                work[i]._withUnsafeGuaranteedRef { link in
+            for link in links {
+                link._withUnsafeGuaranteedRef { link in
                     // Most share the group of the write that queued them, held last.
                     if !_Groups.holdsAsLast(link, me) {
                         let lease = _Groups.lock(link)
@@ -400,20 +412,21 @@ enum _Graph {
         }
         if dropping {
             FileHandle.standardError.write(Data("HookBind: changes kept causing changes for \(maximumRounds) rounds (a subscriber writes what it observes?); the rest were dropped\n".utf8))
-        } else if work.count > 1 {
-            let sorted = work.withUnsafeBufferPointer { work -> Bool in
-                for i in 1..<work.count where work[i - 1].height > work[i].height { return false }
-                return true
+        } else if links.count > 1 {
+            var sorted = true
+            for i in 1..<links.count where links[i - 1].height > links[i].height {
+                sorted = false
+                break
             }
-            if !sorted { sortByHeight(&work) }
+            if !sorted { sortByHeight(links) }
         }
         // Each taken off the queue as it is published (one whose computed
         // deinitialized is dead: skipped); those whose computed handed its
         // reference to the queue kept at the front, released once unlocked.
         var released = 0
-        for i in work.indices {
-            if work[i]._withUnsafeGuaranteedRef({ $0.dequeueAndPublish(dropping: dropping) }) {
-                work[released] = work[i]
+        for i in 0..<links.count {
+            if links[i]._withUnsafeGuaranteedRef({ $0.dequeueAndPublish(dropping: dropping) }) {
+                links[released] = links[i]
                 released += 1
             }
         }
@@ -424,26 +437,27 @@ enum _Graph {
         }
         roots.removeAll(keepingCapacity: true)
         state.spareRoots = roots
-        for i in 0..<released { work[i].release() }
-        work.removeAll(keepingCapacity: true)
+        for i in 0..<released { links[i].release() }
+        work.removeAll()
         state.spare = work
     }
 
     /// Sorts `work` by height, stably: by insertion where few (the sort
     /// of the standard library allocates in unoptimized builds, where tests
     /// count allocations), else the standard library's.
-    private static func sortByHeight(_ work: inout [Unmanaged<_ComputedCore>]) {
-        guard work.count <= 32 else { return work.sort { $0.height < $1.height } }
-        work.withUnsafeMutableBufferPointer { work in
-            for i in 1..<work.count {
-                let link = work[i], height = link.height
-                var j = i
-                while j > 0, work[j - 1].height > height {
-                    work[j] = work[j - 1]
-                    j -= 1
-                }
-                work[j] = link
+    private static func sortByHeight(_ work: UnsafeMutableBufferPointer<Unmanaged<_ComputedCore>>) {
+        guard work.count <= 32 else {
+            var work = work
+            return work.sort { $0.height < $1.height }
+        }
+        for i in 1..<work.count {
+            let link = work[i], height = link.height
+            var j = i
+            while j > 0, work[j - 1].height > height {
+                work[j] = work[j - 1]
+                j -= 1
             }
+            work[j] = link
         }
     }
 }

@@ -435,16 +435,19 @@ enum _Groups {
     @inline(__always)
     static func beginRetaining(_ me: _LockThread) {
         if me.retainDepth == 0 { me.retainMark = me.held.count }
-        me.retainDepth += 1
+        me.retainDepth &+= 1
     }
 
     @inline(__always)
     static func endRetaining(_ me: _LockThread) {
-        me.retainDepth -= 1
+        me.retainDepth &-= 1
         if me.retainDepth == 0, me.held.count > me.retainMark { releaseRetained(me) }
     }
 
-    /// The end of the outermost `retaining` scope that kept locks: releases them.
+    /// The end of the outermost `retaining` scope that kept locks: releases
+    /// them. (Out of line: inlined, its loop made the optimizer outline the
+    /// scope's end where it is used, a call more a refresh.)
+    @inline(never)
     private static func releaseRetained(_ me: _LockThread) {
         while me.held.count > me.retainMark {
             assert(me.held[me.held.count - 1].closed)
