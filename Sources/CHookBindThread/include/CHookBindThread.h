@@ -19,6 +19,13 @@ extern _Thread_local void *hkb_lock_thread __attribute__((tls_model("initial-exe
 static inline void *hkb_lock_thread_get(void) { return hkb_lock_thread; }
 static inline void hkb_lock_thread_set(void *record) { hkb_lock_thread = record; }
 
+// The computed evaluating innermost on this thread (its core), or NULL: set
+// and restored by the evaluation's stack frame. A word of its own, not a field
+// of the thread's record: a read inside an evaluation finds it in one load.
+extern _Thread_local void *hkb_evaluating __attribute__((tls_model("initial-exec")));
+static inline void *hkb_evaluating_get(void) { return hkb_evaluating; }
+static inline void hkb_evaluating_set(void *core) { hkb_evaluating = core; }
+
 #ifdef __cplusplus
 }
 #endif

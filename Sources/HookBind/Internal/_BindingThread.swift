@@ -18,4 +18,16 @@ enum _BindingThread {
         @inlinable @inline(__always) get { hkb_lock_thread_get() }
         set { hkb_lock_thread_set(newValue) }
     }
+
+    /// The computed evaluating innermost on the calling thread (its core,
+    /// unretained: it evaluates), or nil. The enclosing ones are kept by
+    /// the evaluations themselves, on the stack (see
+    /// `_ComputedCore.evaluate`). (A thread-local word of its own: a read
+    /// inside an evaluation asks it first, in one load, where the thread's
+    /// record and its graph state were two more.)
+    @usableFromInline
+    static var evaluating: Unmanaged<_ComputedCore>? {
+        @inlinable @inline(__always) get { hkb_evaluating_get().map { Unmanaged.fromOpaque($0) } }
+        @inline(__always) set { hkb_evaluating_set(newValue?.toOpaque()) }
+    }
 }

@@ -94,16 +94,17 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// (`me`: the calling thread's record.)
     @inline(__always)
     func evaluate<R>(_ me: Unmanaged<_LockThread>, _ body: () -> R) -> R {
-        let graph = me._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.graph) }
-        let outer = graph._withUnsafeGuaranteedRef { $0.evaluating }
-        graph._withUnsafeGuaranteedRef { $0.evaluating = Unmanaged.passUnretained(self) }
+        let outer = _BindingThread.evaluating
+        _BindingThread.evaluating = Unmanaged.passUnretained(self)
         state = .evaluating
         matched = 0
         diverged = false
         let result = body()
-        graph._withUnsafeGuaranteedRef { $0.evaluating = outer }
+        _BindingThread.evaluating = outer
         state = .clean
-        if diverged || matched < dependencies.count { graph._withUnsafeGuaranteedRef { replaceDependencies($0) } }
+        if diverged || matched < dependencies.count {
+            me._withUnsafeGuaranteedRef { replaceDependencies($0.graph) }
+        }
         return result
     }
 
@@ -320,27 +321,27 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// it was the prologue and epilogue its rarer paths need.)
     @inlinable @inline(__always)
     func readIfHeld<Source: _Source>(_ source: Source) -> Bool {
-        let me = _LockThread.unmanagedCurrent
-        let graph = me._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.graph) }
-        if let evaluating = graph._withUnsafeGuaranteedRef({ $0.evaluating }) {
-            // (Known: held, so its state may be read.)
-            switch evaluating._withUnsafeGuaranteedRef({ $0.knownInOrder(source) }) {
-            case .next where state == .clean:
-                evaluating._withUnsafeGuaranteedRef { $0.recordNext(version: version) }
-                return true
-            case .again where state == .clean:
-                return true
-            default: break
-            }
+        // Outside an evaluation: the read under the lock (`_lockedValue`,
+        // reentrant where the thread holds it already).
+        guard let evaluating = _BindingThread.evaluating else { return false }
+        // (Known: held, so its state may be read.)
+        switch evaluating._withUnsafeGuaranteedRef({ $0.knownInOrder(source) }) {
+        case .next where state == .clean:
+            evaluating._withUnsafeGuaranteedRef { $0.recordNext(version: version) }
+            return true
+        case .again where state == .clean:
+            return true
+        default:
+            return readIfHeldElsewhere(source)
         }
-        return readIfHeldElsewhere(source, me)
     }
 
-    /// The rest of `readIfHeld`: held as the thread's last lock, brought up
-    /// to date and recorded (not while this computed evaluates: a read of
-    /// itself gets the previous value), or false.
+    /// The rest of `readIfHeld`, inside an evaluation: held as the thread's
+    /// last lock, brought up to date and recorded (not while this computed
+    /// evaluates: a read of itself gets the previous value), or false.
     @inlinable @inline(never)
-    func readIfHeldElsewhere<Source: _Source>(_ source: Source, _ me: Unmanaged<_LockThread>) -> Bool {
+    func readIfHeldElsewhere<Source: _Source>(_ source: Source) -> Bool {
+        let me = _LockThread.unmanagedCurrent
         guard me._withUnsafeGuaranteedRef({ _Groups.holdsAsLast(self, $0) }) else { return false }
         if state != .evaluating {
             refresh(me)

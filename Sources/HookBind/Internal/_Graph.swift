@@ -144,11 +144,6 @@ struct _Dependency {
 /// lock (which is why their properties skip dynamic exclusivity checks).
 @usableFromInline
 final class _GraphState: @unchecked Sendable {
-    /// The computed evaluating innermost on this thread, or nil (the
-    /// enclosing ones are kept by the evaluations themselves, on the
-    /// stack: see `_ComputedCore.evaluate`). Unretained: it evaluates.
-    @exclusivity(unchecked) @usableFromInline var evaluating: Unmanaged<_ComputedCore>?
-
     @exclusivity(unchecked) @usableFromInline var batchDepth = 0
     /// Deferred calls of observables written in the current batch, in the order first written.
     @exclusivity(unchecked) var commits: [() -> Void] = []
@@ -226,8 +221,8 @@ enum _Graph {
     static func record(_ source: any _Source, version: UInt64, by me: Unmanaged<_LockThread>) {
         // (The state unmanaged, as the thread: a strong copy of it is a
         // retain and a release of the thread's state.)
+        guard let evaluating = _BindingThread.evaluating else { return }
         let graph = me._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.graph) }
-        guard let evaluating = graph._withUnsafeGuaranteedRef({ $0.evaluating }) else { return }
         graph._withUnsafeGuaranteedRef { _ComputedCore.record(into: evaluating, source, version: version, $0) }
     }
 
@@ -245,17 +240,13 @@ enum _Graph {
     /// read, beside a closure of 15 the optimizer outlined.)
     @inlinable @inline(__always)
     static func trackIfHeld<Source: _Source>(_ source: Source, _ node: Unmanaged<_Node>) -> Bool {
-        let me = _LockThread.unmanagedCurrent
         // Known to the running evaluation (the common read): held (see
         // `_ComputedCore.knownRead`), no look at the thread's locks.
-        // (The state unmanaged: a strong copy of it was a retain and a
-        // release of the thread's state on every read outside an evaluation.)
-        let graph = me._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.graph) }
-        if let evaluating = graph._withUnsafeGuaranteedRef({ $0.evaluating }),
-           evaluating._withUnsafeGuaranteedRef({ $0.knownInOrder(source, node) }) {
-            return true
-        }
-        return node._withUnsafeGuaranteedRef { trackIfHeldElsewhere(source, $0, me) }
+        // Outside an evaluation: the read under the lock (`_lockedValue`,
+        // reentrant where the thread holds it already).
+        guard let evaluating = _BindingThread.evaluating else { return false }
+        if evaluating._withUnsafeGuaranteedRef({ $0.knownInOrder(source, node) }) { return true }
+        return node._withUnsafeGuaranteedRef { trackIfHeldElsewhere(source, $0, evaluating) }
     }
 
     /// The rest of `trackIfHeld`: a read the running evaluation knows from
@@ -264,20 +255,20 @@ enum _Graph {
     /// (Generic, specialized for the source's type in the caller's module:
     /// with an `any _Source` every call went through a thunk opening it.)
     @inlinable @inline(never)
-    static func trackIfHeldElsewhere<Source: _Source>(_ source: Source, _ node: _Node, _ me: Unmanaged<_LockThread>) -> Bool {
+    static func trackIfHeldElsewhere<Source: _Source>(_ source: Source, _ node: _Node, _ evaluating: Unmanaged<_ComputedCore>) -> Bool {
+        // (The state unmanaged: a strong copy of it is a retain and a
+        // release of the thread's state.)
+        let me = _LockThread.unmanagedCurrent
         let graph = me._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.graph) }
         // (`trackIfHeld` asked the reads in order already: what is left to
         // know is a diverged evaluation's segment.)
-        let evaluating = graph._withUnsafeGuaranteedRef { $0.evaluating }
-        if let evaluating, evaluating._withUnsafeGuaranteedRef({ core in core.diverged && graph._withUnsafeGuaranteedRef { $0.freshContains(source, from: core.matched) } }) {
+        if evaluating._withUnsafeGuaranteedRef({ core in core.diverged && graph._withUnsafeGuaranteedRef { $0.freshContains(source, from: core.matched) } }) {
             return true
         }
         guard me._withUnsafeGuaranteedRef({ _Groups.holdsAsLast(node, $0) }) else { return false }
-        // Unknown to the running evaluation, if any (asked above, in order
-        // and in its segment): recorded as a new read, with no second ask.
-        if let evaluating {
-            graph._withUnsafeGuaranteedRef { graph in evaluating._withUnsafeGuaranteedRef { $0.recordRead(source, version: node.version, graph) } }
-        }
+        // Unknown to the running evaluation (asked above, in order and in
+        // its segment): recorded as a new read, with no second ask.
+        graph._withUnsafeGuaranteedRef { graph in evaluating._withUnsafeGuaranteedRef { $0.recordRead(source, version: node.version, graph) } }
         return true
     }
 
