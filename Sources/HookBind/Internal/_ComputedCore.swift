@@ -260,12 +260,6 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         if state == .dirty { refreshDirtyRetaining(_LockThread.unmanagedCurrent) }
     }
 
-    /// `refresh()` by `me`, the calling thread's record.
-    @inlinable @inline(__always)
-    func refresh(_ me: Unmanaged<_LockThread>) {
-        if state == .dirty { refreshDirtyRetaining(me) }
-    }
-
     /// The work of `refresh` for a dirty computed, in a `retaining` scope
     /// (see `evaluate`): its dirty dependencies brought up to date in the
     /// same scope (`refreshDirty(_:)`).
@@ -278,9 +272,12 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         me._withUnsafeGuaranteedRef { _Groups.endRetaining($0) }
     }
 
-    /// A dirty dependency's refresh, inside the scope of the refresh that
-    /// reached it (the recursion of `refreshDirtyInScope`).
-    @inline(never)
+    /// A dirty computed's refresh inside a `retaining` scope: a dirty
+    /// dependency's, in the scope of the refresh that reached it (the
+    /// recursion of `refreshDirtyInScope`), or one read inside an
+    /// evaluation, in the evaluation's (every evaluation runs in one: see
+    /// `evaluate`).
+    @usableFromInline @inline(never)
     func refreshDirty(_ me: Unmanaged<_LockThread>) {
         refreshDirtyInScope(me)
     }
@@ -331,9 +328,26 @@ final class _ComputedCore: _Node, @unchecked Sendable {
             return true
         case .again where state == .clean:
             return true
-        default:
+        case .next:
+            readKnownUnclean(evaluating, next: true)
+            return true
+        case .again:
+            readKnownUnclean(evaluating, next: false)
+            return true
+        case .unknown:
             return readIfHeldElsewhere(source)
         }
+    }
+
+    /// A read `evaluating` knows (held: no look at the thread's locks) of
+    /// this computed while it is dirty (brought up to date, then recorded
+    /// if `next`) or evaluating (a read of itself: the previous value).
+    @inlinable @inline(never)
+    func readKnownUnclean(_ evaluating: Unmanaged<_ComputedCore>, next: Bool) {
+        guard state == .dirty else { return }
+        // (In the evaluation's `retaining` scope: see `evaluate`.)
+        refreshDirty(_LockThread.unmanagedCurrent)
+        if next { evaluating._withUnsafeGuaranteedRef { $0.recordNext(version: version) } }
     }
 
     /// The rest of `readIfHeld`, inside an evaluation: held as the thread's
@@ -344,7 +358,8 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         let me = _LockThread.unmanagedCurrent
         guard me._withUnsafeGuaranteedRef({ _Groups.holdsAsLast(self, $0) }) else { return false }
         if state != .evaluating {
-            refresh(me)
+            // (In the evaluation's `retaining` scope: see `evaluate`.)
+            if state == .dirty { refreshDirty(me) }
             _Graph.record(source, version: version, by: me)
         }
         return true
