@@ -406,9 +406,10 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     }
 
     /// Brought up to date, and its new value delivered to its hook point if
-    /// it changed since subscribers last heard.
-    func publishIfChanged() {
-        refresh()
+    /// it changed since subscribers last heard (`me`: the calling thread's
+    /// record).
+    func publishIfChanged(_ me: Unmanaged<_LockThread>) {
+        if state == .dirty { refreshDirtyRetaining(me) }
         guard publishing.contains(.unheard) else { return }
         publishing.remove(.unheard)
         _ = specialized(target.unsafelyUnwrapped, .publish)
@@ -429,10 +430,10 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// true if the caller must release it afterwards, outside the lock (the
     /// computed was gone and had handed its reference to the queue, and it
     /// is not queued again).
-    func dequeueAndPublish(dropping: Bool = false) -> Bool {
+    func dequeueAndPublish(_ me: Unmanaged<_LockThread>, dropping: Bool = false) -> Bool {
         publishing.remove(.queued)
         publishing.insert(.publishing)
-        if isAlive, !dropping { publishIfChanged() }
+        if isAlive, !dropping { publishIfChanged(me) }
         publishing.remove(.publishing)
         guard publishing.contains(.handed), !publishing.contains(.queued) else { return false }
         publishing.remove(.handed)

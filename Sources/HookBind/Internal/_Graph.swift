@@ -338,10 +338,12 @@ enum _Graph {
     /// The work of `flush`: the calling thread has something to publish.
     @inline(never)
     private static func publish() {
-        withState { publish($0) }
+        let me = _LockThread.unmanagedCurrent
+        me._withUnsafeGuaranteedRef { publish($0.graph, me) }
     }
 
-    private static func publish(_ state: _GraphState) {
+    /// (`me`: the calling thread's record, whose graph state `state` is.)
+    private static func publish(_ state: _GraphState, _ me: Unmanaged<_LockThread>) {
         guard !state.flushing, state.batchDepth == 0 else { return }
         state.flushing = true
         defer { state.flushing = false }
@@ -363,16 +365,16 @@ enum _Graph {
                 let release = link._withUnsafeGuaranteedRef { link in
                     // The write that queued it holds its group (the common
                     // case): no lock to take again.
-                    if _Groups.holdsAsLast(link) { return link.dequeueAndPublish() }
+                    if me._withUnsafeGuaranteedRef({ _Groups.holdsAsLast(link, $0) }) { return link.dequeueAndPublish(me) }
                     let lease = _Groups.lock(link)
-                    let release = link.dequeueAndPublish()
+                    let release = link.dequeueAndPublish(me)
                     _Groups.unlock(lease)
                     return release
                 }
                 if release { link.release() }
                 continue
             }
-            publishRound(state, dropping: rounds > maximumRounds)
+            publishRound(state, me, dropping: rounds > maximumRounds)
             if rounds > maximumRounds { break }
         }
     }
@@ -380,7 +382,7 @@ enum _Graph {
     /// Publishes the computeds queued now, in order of height, under their
     /// groups' locks (held already, unless a write of another group queued
     /// them from inside a delivery of this one).
-    private static func publishRound(_ state: _GraphState, dropping: Bool) {
+    private static func publishRound(_ state: _GraphState, _ me: Unmanaged<_LockThread>, dropping: Bool) {
         // The queue taken; what a delivery queues goes to the spare buffer,
         // for the next round. (Buffers, not values: each is held in one
         // place at a time. No round runs inside another: `flushing`.)
@@ -390,7 +392,7 @@ enum _Graph {
         var roots = state.spareRoots
         state.spareRoots = []
         let links = work.elements
-        _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { me in
+        me._withUnsafeGuaranteedRef { me in
             for link in links {
                 link._withUnsafeGuaranteedRef { link in
                     // Most share the group of the write that queued them, held last.
@@ -416,7 +418,7 @@ enum _Graph {
         // reference to the queue kept at the front, released once unlocked.
         var released = 0
         for i in 0..<links.count {
-            if links[i]._withUnsafeGuaranteedRef({ $0.dequeueAndPublish(dropping: dropping) }) {
+            if links[i]._withUnsafeGuaranteedRef({ $0.dequeueAndPublish(me, dropping: dropping) }) {
                 links[released] = links[i]
                 released += 1
             }
