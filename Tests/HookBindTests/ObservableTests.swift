@@ -587,6 +587,68 @@ struct ObservableTests {
         #expect(tens.value == 20)
     }
 
+    /// A graph deeper than a refresh goes by recursion (it goes on without,
+    /// keeping the computeds that wait on a dirty dependency on the
+    /// thread's stack): a chain of 40 where every fifth node also reads the
+    /// head (a diamond down the chain), the 20th stops changing once it
+    /// reaches 30 (what follows it does not evaluate), the 33rd reads the
+    /// previous node or the head by the head's parity (its dependencies
+    /// change), and the subscribed top reads nodes 39 and 33 and checks
+    /// them against the head it reads: up to date, never inconsistent.
+    @Test func aGraphDeeperThanTheRecursionIsBroughtUpToDateInOrder() {
+        func model(_ head: Int) -> [Int] {
+            var values: [Int] = []
+            for i in 0..<40 {
+                let previous = values.last ?? head
+                switch i {
+                case 20: values.append(min(previous + 1, 30))
+                case 33: values.append(head % 2 == 0 ? previous + 1 : head)
+                case _ where i % 5 == 0 && i > 0: values.append(previous + head)
+                default: values.append(previous + 1)
+                }
+            }
+            return values
+        }
+        let head = Observable(0)
+        var chain: [Computed<Int>] = []
+        for i in 0..<40 {
+            let previous = chain.last
+            chain.append(Computed {
+                let base = previous?.value ?? head.value
+                switch i {
+                case 20: return min(base + 1, 30)
+                case 33: return head.value % 2 == 0 ? base + 1 : head.value
+                case _ where i % 5 == 0 && i > 0: return base + head.value
+                default: return base + 1
+                }
+            })
+        }
+        let (last, odd) = (chain[39], chain[33])
+        var inconsistent: [Int] = []
+        let top = Computed { () -> Int in
+            let (h, a, b) = (head.value, last.value, odd.value)
+            let expected = model(h)
+            if a != expected[39] || b != expected[33] { inconsistent.append(h) }
+            return a + b
+        }
+        var heard: [Int] = []
+        let subscription = top.subscribe { _, new in heard.append(new) }
+        let heads = [1, 2, 3, 4, 40, 41, 42, 43]
+        var evaluationsAfterTheCap: [Int] = []
+        for h in heads {
+            head.value = h
+            evaluationsAfterTheCap.append(chain[21].evaluationCount)
+        }
+        #expect(heard == heads.map { model($0)[39] + model($0)[33] })
+        #expect(inconsistent.isEmpty, "top saw \(inconsistent)")
+        #expect(chain.map(\.value) == model(43))
+        // Node 20 reaches 30 at the head 3 and stays: node 21 (which reads
+        // only it) evaluated at each write until then, and not after.
+        #expect(model(2)[20] == 26 && model(3)[20] == 30)
+        #expect(evaluationsAfterTheCap == [2, 3, 4, 4, 4, 4, 4, 4])
+        withExtendedLifetime(subscription) {}
+    }
+
     @Test func aSubscriberThatAlwaysWritesIsStoppedNotLooping() {
         let a = Observable(0)
         let b = Computed { a.value + 1 }

@@ -33,6 +33,17 @@ struct _Buffer<Element> {
         storedCount += 1
     }
 
+    /// `append`, with its common case inline: room left.
+    @inline(__always)
+    mutating func push(_ element: Element) {
+        if _fastPath(storedCount < storedCapacity) {
+            (base.unsafelyUnwrapped + count).initialize(to: element)
+            storedCount &+= 1
+        } else {
+            append(element)
+        }
+    }
+
     /// Removes and returns the element at `i`, keeping the order of the rest.
     mutating func remove(at i: Int) -> Element {
         let base = base.unsafelyUnwrapped
@@ -57,7 +68,7 @@ struct _Buffer<Element> {
 
     /// Removes and returns the last one (there is one).
     mutating func removeLast() -> Element {
-        storedCount -= 1
+        storedCount &-= 1
         return (base.unsafelyUnwrapped + count).move()
     }
 

@@ -268,38 +268,141 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         // (Each use of the thread a closure of its own: one closure around
         // the whole was outlined, a call more a refresh.)
         me._withUnsafeGuaranteedRef { _Groups.beginRetaining($0) }
-        refreshDirtyInScope(me)
+        refreshDirtyInScope(me, depth: 0)
         me._withUnsafeGuaranteedRef { _Groups.endRetaining($0) }
     }
 
-    /// A dirty computed's refresh inside a `retaining` scope: a dirty
-    /// dependency's, in the scope of the refresh that reached it (the
-    /// recursion of `refreshDirtyInScope`), or one read inside an
-    /// evaluation, in the evaluation's (every evaluation runs in one: see
-    /// `evaluate`).
+    /// A dirty computed's refresh inside a `retaining` scope: one read
+    /// inside an evaluation, in the evaluation's (every evaluation runs in
+    /// one: see `evaluate`).
     @usableFromInline @inline(never)
     func refreshDirty(_ me: Unmanaged<_LockThread>) {
-        refreshDirtyInScope(me)
+        refreshDirtyInScope(me, depth: 0)
     }
 
+    /// How deep a refresh goes into dirty dependencies by recursion
+    /// before it goes on without (`refreshWithoutRecursion`).
+    static let recursionDepth = 8
+
+    /// A dirty dependency's refresh, `depth` levels below the refresh that
+    /// reached it (the recursion of `refreshDirtyInScope`).
+    @inline(never)
+    private func refreshDirty(_ me: Unmanaged<_LockThread>, depth: Int) {
+        refreshDirtyInScope(me, depth: depth)
+    }
+
+    /// Brings this dirty computed up to date: its dependencies in order,
+    /// each dirty one brought up to date first, until one's version differs
+    /// from the one the last evaluation read (then it evaluates) or none
+    /// does (then it is clean). By recursion for the first
+    /// `recursionDepth` levels, then without (`refreshWithoutRecursion`):
+    /// a chain of 50 refreshed by recursion took two fifths more time than
+    /// without (1,200 ns and 845 a write in call-counts' deep case),
+    /// although it ran a tenth fewer instructions; a shallow graph is
+    /// faster by recursion (mux 3%).
     @inline(__always)
-    private func refreshDirtyInScope(_ me: Unmanaged<_LockThread>) {
+    private func refreshDirtyInScope(_ me: Unmanaged<_LockThread>, depth: Int) {
         var i = 0
         while i < dependencies.count {
             // In place, through its node: no reference counting.
             let dependency = dependencies.base.unsafelyUnwrapped + i
-            if _Dependency.refreshed(dependency.pointee.node, me) != dependency.pointee.version {
-                let target = self.target.unsafelyUnwrapped
-                let changed = evaluate(me) { specialized(target, .evaluate) }
-                if changed {
-                    version &+= 1
-                    publishing.insert(.unheard)
+            let node = dependency.pointee.node
+            if node._withUnsafeGuaranteedRef({ $0.isComputed }) {
+                let core = Unmanaged<_ComputedCore>.fromOpaque(node.toOpaque())
+                if core._withUnsafeGuaranteedRef({ $0.state == .dirty }) {
+                    if depth < Self.recursionDepth {
+                        core._withUnsafeGuaranteedRef { $0.refreshDirty(me, depth: depth &+ 1) }
+                    } else {
+                        core._withUnsafeGuaranteedRef { $0.refreshWithoutRecursion(me) }
+                    }
                 }
+            }
+            if node._withUnsafeGuaranteedRef({ $0.version }) != dependency.pointee.version {
+                reevaluate(me)
                 return
             }
             i += 1
         }
         state = .clean
+    }
+
+    /// Evaluates again; the version bumped if the value changed.
+    @inline(__always)
+    private func reevaluate(_ me: Unmanaged<_LockThread>) {
+        let target = self.target.unsafelyUnwrapped
+        let changed = evaluate(me) { specialized(target, .evaluate) }
+        if changed {
+            version &+= 1
+            publishing.insert(.unheard)
+        }
+    }
+
+    /// `refreshDirtyInScope` without recursion: a computed that waits on a
+    /// dirty dependency is kept on the thread's stack
+    /// (`_GraphState.refreshing`) with where it stopped, and resumed there
+    /// once the dependency is clean. An evaluation here may refresh others
+    /// as it reads them: they use the stack above this refresh's part, and
+    /// leave it as they found it.
+    @inline(never)
+    private func refreshWithoutRecursion(_ me: Unmanaged<_LockThread>) {
+        var i = 0
+        if let dirty = firstDirtyDependency(from: &i, resumed: false, me) {
+            refresh(waitingAt: i, on: dirty, me)
+        }
+    }
+
+    /// The rest of `refreshWithoutRecursion`: this computed waits on
+    /// `dirty`, its dependency at `index`.
+    @inline(never)
+    private func refresh(waitingAt index: Int, on dirty: Unmanaged<_ComputedCore>, _ me: Unmanaged<_LockThread>) {
+        let graph = me._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.graph) }
+        let bottom = graph._withUnsafeGuaranteedRef { $0.refreshing.count }
+        graph._withUnsafeGuaranteedRef { $0.refreshing.push(_Refreshing(core: Unmanaged.passUnretained(self), index: index)) }
+        var core = dirty
+        var i = 0
+        var resumed = false
+        while true {
+            let dirty = core._withUnsafeGuaranteedRef { $0.firstDirtyDependency(from: &i, resumed: resumed, me) }
+            if let dirty {
+                graph._withUnsafeGuaranteedRef { $0.refreshing.push(_Refreshing(core: core, index: i)) }
+                core = dirty
+                i = 0
+                resumed = false
+                continue
+            }
+            // Up to date: resume the one that waited on it, if any.
+            guard let resuming = graph._withUnsafeGuaranteedRef({ $0.refreshing.count > bottom ? $0.refreshing.removeLast() : nil }) else { return }
+            core = resuming.core
+            i = resuming.index
+            resumed = true
+        }
+    }
+
+    /// `refreshWithoutRecursion`'s walk of this computed's dependencies
+    /// from `i`: the first dirty computed among them (`i` its index), or
+    /// nil once this computed is up to date (evaluated, or clean).
+    /// `resumed`: the one at `i` was brought up to date since the walk
+    /// stopped there (no need to ask again whether it is dirty).
+    @inline(__always)
+    private func firstDirtyDependency(from i: inout Int, resumed: Bool, _ me: Unmanaged<_LockThread>) -> Unmanaged<_ComputedCore>? {
+        var resumed = resumed
+        while i < dependencies.count {
+            // In place, through its node: no reference counting.
+            let dependency = dependencies.base.unsafelyUnwrapped + i
+            let node = dependency.pointee.node
+            if !resumed, node._withUnsafeGuaranteedRef({ $0.isComputed }) {
+                let core = Unmanaged<_ComputedCore>.fromOpaque(node.toOpaque())
+                if core._withUnsafeGuaranteedRef({ $0.state == .dirty }) { return core }
+            }
+            resumed = false
+            if node._withUnsafeGuaranteedRef({ $0.version }) != dependency.pointee.version {
+                reevaluate(me)
+                return nil
+            }
+            i += 1
+        }
+        state = .clean
+        return nil
     }
 
     // MARK: Reading
@@ -447,6 +550,13 @@ final class _ComputedCore: _Node, @unchecked Sendable {
             dependencies.base.unsafelyUnwrapped[i].sourceNode.removeDependent(self)
         }
     }
+}
+
+/// A computed waiting, in a refresh, on its dirty dependency at `index`
+/// (`_ComputedCore.refreshWithoutRecursion`).
+struct _Refreshing {
+    let core: Unmanaged<_ComputedCore>
+    let index: Int
 }
 
 /// Where a read stands in the running evaluation (`_ComputedCore.knownRead`).

@@ -122,21 +122,6 @@ struct _Dependency {
 
     /// The source's node.
     var sourceNode: _Node { node.takeUnretainedValue() }
-
-    /// Brings the source whose node is `node` up to date and returns its
-    /// version: no reference counting, no call through the source's
-    /// protocol (a computed's node is its core). (Given the node, not the
-    /// dependency: a copy of a dependency would retain its source.) In the
-    /// `retaining` scope of the refresh that asks (`me`: the calling thread's record).
-    @inline(__always)
-    static func refreshed(_ node: Unmanaged<_Node>, _ me: Unmanaged<_LockThread>) -> UInt64 {
-        if node._withUnsafeGuaranteedRef({ $0.isComputed }) {
-            Unmanaged<_ComputedCore>.fromOpaque(node.toOpaque())._withUnsafeGuaranteedRef { core in
-                if core.state == .dirty { core.refreshDirty(me) }
-            }
-        }
-        return node._withUnsafeGuaranteedRef { $0.version }
-    }
 }
 
 /// A thread's part of the graph's state (each thread has its own, see
@@ -165,9 +150,14 @@ final class _GraphState: @unchecked Sendable {
     /// pays for it but those that diverge (in the core, it was 16 bytes a
     /// computed).
     @exclusivity(unchecked) @usableFromInline var fresh = _Dependencies()
+    /// The computeds this thread's refreshes keep waiting on a dirty
+    /// dependency, innermost last (see `_ComputedCore.refreshDirtyInScope`);
+    /// empty between refreshes, its storage kept.
+    @exclusivity(unchecked) var refreshing = _Buffer<_Refreshing>()
 
     deinit {
         fresh.free()
+        refreshing.free()
         pending.free()
         spare.free()
     }
