@@ -165,6 +165,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
             // evaluates: held (known to the evaluation, or the thread's last
             // lock is this group's root, which a merge cannot change
             // meanwhile): no lock to take (see `_ComputedCore.readIfHeld`).
+            // Outside any evaluation: under the lock.
             // (Here and not in `_Groups.lock`, whose inlined fast path every
             // observable write and binding set runs.) Inlinable: the value is
             // copied in code specialized for its type. (Always inlined, with

@@ -407,16 +407,18 @@ final class _ComputedCore: _Node, @unchecked Sendable {
 
     // MARK: Reading
 
-    /// A read of the computed (`source`) by a thread whose last lock is its
-    /// group's root (a read inside an evaluation of its group: held, and
-    /// the root cannot change meanwhile, since a merge needs that lock):
-    /// brought up to date and recorded, with one look-up of the thread.
-    /// False, and nothing done, if the thread does not hold it so.
+    /// A read of the computed (`source`) inside an evaluation that holds
+    /// its group: one the evaluation knows, or one by a thread whose last
+    /// lock is its group's root (held, and the root cannot change
+    /// meanwhile, since a merge needs that lock): brought up to date and
+    /// recorded. False, and nothing done, outside any evaluation or if the
+    /// thread does not hold it so (the caller then reads under the lock).
     ///
     /// Inline, where the value is read, is only the common read: a clean
     /// computed that the running evaluation knows in order (the next of its
     /// last reads, or the one just read again: held, see `knownRead`);
-    /// anything else is `readIfHeldElsewhere`, out of line. (As
+    /// a known one that is not clean is `readKnownUnclean`, anything else
+    /// `readIfHeldElsewhere`, out of line. (As
     /// `_Graph.trackIfHeld`: the whole of it was not inlined, and half of
     /// it was the prologue and epilogue its rarer paths need.)
     @inlinable @inline(__always)
