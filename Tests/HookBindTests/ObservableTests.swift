@@ -649,6 +649,41 @@ struct ObservableTests {
         withExtendedLifetime(subscription) {}
     }
 
+    /// A chain far deeper than a small stack could recurse through: 20,000
+    /// computeds brought up to date on a thread with a 256 KiB stack. (By
+    /// recursion alone, a refresh took a frame of 64 bytes a level: 1.3 MB
+    /// here, a crash.)
+    @Test func aChainOfTwentyThousandIsBroughtUpToDateOnASmallStack() {
+        final class Outcome: @unchecked Sendable { var values: [Int] = [] }
+        let outcome = Outcome()
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            let head = Observable(0)
+            var chain = [Computed { head.value }]
+            chain.reserveCapacity(20_000)
+            for _ in 1..<20_000 {
+                let previous = chain[chain.count - 1]
+                chain.append(Computed { previous.value &+ 1 })
+            }
+            var heard: [Int] = []
+            let subscription = chain[chain.count - 1].subscribe { _, new in heard.append(new) }
+            head.value = 1
+            head.value = 2
+            let last = chain[chain.count - 1].value
+            subscription.dispose()
+            // Released from the end, each while the one it read still lives
+            // (the other way, each computed's deinit would release the last
+            // reference to the one before it, down the chain).
+            while !chain.isEmpty { chain.removeLast() }
+            outcome.values = heard + [last]
+            done.signal()
+        }
+        thread.stackSize = 256 * 1024
+        thread.start()
+        #expect(done.wait(timeout: .now() + 60) == .success)
+        #expect(outcome.values == [20_000, 20_001, 20_001])
+    }
+
     @Test func aSubscriberThatAlwaysWritesIsStoppedNotLooping() {
         let a = Observable(0)
         let b = Computed { a.value + 1 }

@@ -1,5 +1,5 @@
 // CHookBindThread: HookBind's per-thread state, one initial-exec TLS load
-// each (a pthread key would cost a call). Opaque here; HookBind owns both.
+// each (a pthread key would cost a call). Opaque here; HookBind owns all three.
 #ifndef CHOOKBINDTHREAD_H
 #define CHOOKBINDTHREAD_H
 
