@@ -671,10 +671,6 @@ struct ObservableTests {
             head.value = 2
             let last = chain[chain.count - 1].value
             subscription.dispose()
-            // Released from the end, each while the one it read still lives
-            // (the other way, each computed's deinit would release the last
-            // reference to the one before it, down the chain).
-            while !chain.isEmpty { chain.removeLast() }
             outcome.values = heard + [last]
             done.signal()
         }
