@@ -151,7 +151,7 @@ final class _GraphState: @unchecked Sendable {
     /// computed).
     @exclusivity(unchecked) @usableFromInline var fresh = _Dependencies()
     /// The computeds this thread's refreshes keep waiting on a dirty
-    /// dependency, innermost last (see `_ComputedCore.refreshDirtyInScope`);
+    /// dependency, innermost last (see `_ComputedCore.refreshWithoutRecursion`);
     /// empty between refreshes, its storage kept.
     @exclusivity(unchecked) var refreshing = _Buffer<_Refreshing>()
 
