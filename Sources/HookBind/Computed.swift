@@ -68,10 +68,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     @usableFromInline let _core: Unmanaged<_ComputedCore>
     /// The closure (here, not captured by the core's `specialized`: a core
     /// may outlive its computed, and what the closure captures with it).
-    /// Taken out by `deinit` (nil from then on), so that its context goes
-    /// where what the computed read goes (`_Graph.releaseListed`), not with the
-    /// computed's fields. (An optional closure is the same two words.)
-    @usableFromInline @exclusivity(unchecked) var _compute: (() -> Value)?
+    @usableFromInline let _compute: () -> Value
     /// The last result. (Last: a generic class's fields after it would be at
     /// offsets read from its type's metadata.)
     @usableFromInline @exclusivity(unchecked) var _cache: Value
@@ -88,7 +85,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
             Unmanaged<Computed<Value>>.fromOpaque(object)._withUnsafeGuaranteedRef { computed in
                 if operation == .publish { return computed._publish() }
                 computed._evaluations += 1
-                computed._cache = computed._compute.unsafelyUnwrapped()
+                computed._cache = computed._compute()
                 return true
             }
         }
@@ -101,7 +98,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
             Unmanaged<Computed<Value>>.fromOpaque(object)._withUnsafeGuaranteedRef { computed in
                 if operation == .publish { return computed._publish() }
                 computed._evaluations += 1
-                let value = computed._compute.unsafelyUnwrapped()
+                let value = computed._compute()
                 if value == computed._cache { return false }
                 computed._cache = value
                 return true
@@ -150,15 +147,9 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
                 return (core.handOver(), point)
             }
             // What it read, released outside the lock (their own `deinit`s
-            // may lock), and its closure's context with it (see
-            // `_Graph.releaseListed`). The core may live on, as a group others
-            // were merged into: it keeps nothing else.
-            // (Listed first, then taken out of the computed: the list holds
-            // the last reference to the closure, and no local does.)
-            _Graph.listForRelease(core.dependencies, _compute as Any)
-            core.dependencies = _Dependencies()
-            _compute = nil
-            _Graph.releaseListed()
+            // may lock). The core may live on, as a group others were
+            // merged into: it keeps nothing else.
+            core.dependencies.free()
             return (handed, point)
         }
         point?.release()

@@ -150,11 +150,6 @@ final class _GraphState: @unchecked Sendable {
     /// pays for it but those that diverge (in the core, it was 16 bytes a
     /// computed).
     @exclusivity(unchecked) @usableFromInline var fresh = _Dependencies()
-    /// What gone computeds left to release, which the outermost `deinit`
-    /// on this thread releases (`_Graph.releaseListed`); `releasing` while
-    /// it does.
-    @exclusivity(unchecked) var released = _Buffer<_Released>()
-    @exclusivity(unchecked) var releasing = false
     /// The computeds this thread's refreshes keep waiting on a dirty
     /// dependency, innermost last (see `_ComputedCore.refreshWithoutRecursion`);
     /// empty between refreshes, its storage kept.
@@ -162,7 +157,6 @@ final class _GraphState: @unchecked Sendable {
 
     deinit {
         fresh.free()
-        released.free()
         refreshing.free()
         pending.free()
         spare.free()
@@ -180,13 +174,6 @@ final class _GraphState: @unchecked Sendable {
     @exclusivity(unchecked) var spareRoots: [_Lease] = []
 }
 
-/// What a gone computed releases: what it read and its closure (taken out
-/// of the computed: the last reference to the closure's context).
-struct _Released {
-    var dependencies: _Dependencies
-    let closure: Any
-}
-
 @usableFromInline
 enum _Graph {
     /// The calling thread's state.
@@ -197,32 +184,6 @@ enum _Graph {
     @inline(__always)
     static func withState<R>(_ body: (_GraphState) throws -> R) rethrows -> R {
         try _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { try body($0.graph) }
-    }
-
-    /// Lists what a computed that goes read (`dependencies`, now the
-    /// list's) and its closure, for `releaseListed()`; the computed then
-    /// lets go of its closure, so the list holds the last reference.
-    static func listForRelease(_ dependencies: _Dependencies, _ closure: Any) {
-        withState { $0.released.append(_Released(dependencies: dependencies, closure: closure)) }
-    }
-
-    /// Releases what gone computeds listed, without recursion: releasing it
-    /// may end another computed (one read or captured), whose `deinit`
-    /// lists its own and calls this again, which then returns at once: the
-    /// outermost call on this thread releases the list until it is empty.
-    /// (A chain released at once went through one nested `deinit` a
-    /// computed: 20,000 of them overflowed a 256 KiB stack.) Outside any
-    /// lock.
-    static func releaseListed() {
-        let state = _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.graph) }
-        if state._withUnsafeGuaranteedRef({ $0.releasing }) { return }
-        state._withUnsafeGuaranteedRef { $0.releasing = true }
-        while state._withUnsafeGuaranteedRef({ $0.released.count > 0 }) {
-            var next = state._withUnsafeGuaranteedRef { $0.released.removeLast() }
-            next.dependencies.free()
-            // `next`, and the closure with it, goes here: what it captured may go.
-        }
-        state._withUnsafeGuaranteedRef { $0.releasing = false }
     }
 
     /// How many rounds of publishing one change may cause (subscribers that
