@@ -69,6 +69,13 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     /// The closure (here, not captured by the core's `specialized`: a core
     /// may outlive its computed, and what the closure captures with it).
     @usableFromInline let _compute: () -> Value
+    /// Lets go of what this computed read once `_compute` has gone, in the
+    /// thread's release loop (`_Graph.releaseListed`), not by recursion.
+    /// (Declared after `_compute`: a class's fields go in the order they
+    /// are declared, so what the closure captured has gone first, and a
+    /// computed it read, still held by the list, is not ended by it either.
+    /// No bytes: a field with a `deinit`.)
+    let _release = _ReleaseListed()
     /// The last result. (Last: a generic class's fields after it would be at
     /// offsets read from its type's metadata.)
     @usableFromInline @exclusivity(unchecked) var _cache: Value
@@ -147,9 +154,11 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
                 return (core.handOver(), point)
             }
             // What it read, released outside the lock (their own `deinit`s
-            // may lock). The core may live on, as a group others were
-            // merged into: it keeps nothing else.
-            core.dependencies.free()
+            // may lock) and after the closure (`_release`). The core may
+            // live on, as a group others were merged into: it keeps
+            // nothing else.
+            _Graph.listForRelease(core.dependencies)
+            core.dependencies = _Dependencies()
             return (handed, point)
         }
         point?.release()
@@ -240,6 +249,13 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     /// The cached value (under the lock; `_pointForSubscribing` brought it up to date).
     @usableFromInline
     var _currentValue: Value { _cache }
+}
+
+/// A computed's last field to go (see `Computed._release`): lets go of
+/// what gone computeds read, unless an enclosing release on the thread
+/// already does.
+struct _ReleaseListed: ~Copyable {
+    deinit { _Graph.releaseListed() }
 }
 
 extension Computed: CustomStringConvertible {

@@ -650,11 +650,17 @@ struct ObservableTests {
     }
 
     /// A chain far deeper than a small stack could recurse through: 20,000
-    /// computeds brought up to date on a thread with a 256 KiB stack. (By
-    /// recursion alone, a refresh took a frame of 64 bytes a level: 1.3 MB
-    /// here, a crash.)
-    @Test func aChainOfTwentyThousandIsBroughtUpToDateOnASmallStack() {
-        final class Outcome: @unchecked Sendable { var values: [Int] = [] }
+    /// computeds brought up to date, then released at once, on a thread with
+    /// a 256 KiB stack; each captures and reads the one before. (By
+    /// recursion alone, a refresh took a frame of 64 bytes a level, 1.3 MB
+    /// here; released at once, the chain went through 20,000 nested
+    /// deinitializers, each computed's releasing the one it read: both a
+    /// crash, signal 11.)
+    @Test func aChainOfTwentyThousandIsBroughtUpToDateAndReleasedOnASmallStack() {
+        final class Outcome: @unchecked Sendable {
+            var values: [Int] = []
+            var firstGone = false
+        }
         let outcome = Outcome()
         let done = DispatchSemaphore(value: 0)
         let thread = Thread {
@@ -671,11 +677,9 @@ struct ObservableTests {
             head.value = 2
             let last = chain[chain.count - 1].value
             subscription.dispose()
-            // Released from the end, each while the one it read still lives:
-            // released at once, the chain goes through 20,000 nested
-            // deinitializers (each computed's releases the one it read), which
-            // this stack does not hold either (see Performance).
-            while !chain.isEmpty { chain.removeLast() }
+            weak var first = chain[0]
+            chain = []  // released at once, from its last computed
+            outcome.firstGone = first == nil
             outcome.values = heard + [last]
             done.signal()
         }
@@ -683,6 +687,7 @@ struct ObservableTests {
         thread.start()
         #expect(done.wait(timeout: .now() + 60) == .success)
         #expect(outcome.values == [20_000, 20_001, 20_001])
+        #expect(outcome.firstGone)
     }
 
     @Test func aSubscriberThatAlwaysWritesIsStoppedNotLooping() {

@@ -154,10 +154,16 @@ final class _GraphState: @unchecked Sendable {
     /// dependency, innermost last (see `_ComputedCore.refreshWithoutRecursion`);
     /// empty between refreshes, its storage kept.
     @exclusivity(unchecked) var refreshing = _Buffer<_Refreshing>()
+    /// What gone computeds read, which the outermost release on this
+    /// thread lets go (`_Graph.releaseListed`); `releasing` while it does.
+    /// Empty between releases, its storage kept.
+    @exclusivity(unchecked) var released = _Buffer<_Dependencies>()
+    @exclusivity(unchecked) var releasing = false
 
     deinit {
         fresh.free()
         refreshing.free()
+        released.free()
         pending.free()
         spare.free()
     }
@@ -184,6 +190,33 @@ enum _Graph {
     @inline(__always)
     static func withState<R>(_ body: (_GraphState) throws -> R) rethrows -> R {
         try _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { try body($0.graph) }
+    }
+
+    /// Lists what a computed that goes read (`dependencies`, now the
+    /// list's) for `releaseListed()`.
+    static func listForRelease(_ dependencies: _Dependencies) {
+        withState { $0.released.append(dependencies) }
+    }
+
+    /// Lets go of what gone computeds listed, without recursion: that may
+    /// end another computed (one they read), whose `deinit` lists what it
+    /// read and calls this again, which then returns at once: the outermost
+    /// call on this thread empties the list. (A chain released at once
+    /// went through a nested `deinit` a computed: 20,000 of them overflowed
+    /// a 256 KiB stack.) Called after the computed's closure has gone (see
+    /// `_ReleaseListed`), outside any lock.
+    static func releaseListed() {
+        let state = _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.graph) }
+        state._withUnsafeGuaranteedRef { state in
+            if state.releasing { return }
+            state.releasing = true
+            while state.released.count > 0 {
+                var next = state.released.removeLast()
+                // May list more (nested `deinit`s), behind `next`, now out of the list.
+                next.free()
+            }
+            state.releasing = false
+        }
     }
 
     /// How many rounds of publishing one change may cause (subscribers that
