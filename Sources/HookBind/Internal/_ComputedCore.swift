@@ -281,7 +281,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     }
 
     /// How deep a refresh goes into dirty dependencies by recursion
-    /// before it goes on without (`refreshWithoutRecursion`).
+    /// before it goes on without (`refresh(waitingAt:on:_:)`).
     static let recursionDepth = 8
 
     /// A dirty dependency's refresh, `depth` levels below the refresh that
@@ -295,7 +295,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// each dirty one brought up to date first, until one's version differs
     /// from the one the last evaluation read (then it evaluates) or none
     /// does (then it is clean). By recursion for the first
-    /// `recursionDepth` levels, then without (`refreshWithoutRecursion`):
+    /// `recursionDepth` levels, then without (`refresh(waitingAt:on:_:)`):
     /// a chain of 50 refreshed by recursion took two fifths more time than
     /// without (1,200 ns and 845 a write in call-counts' deep case),
     /// although it ran a tenth fewer instructions; a shallow graph is
@@ -303,27 +303,16 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     @inline(__always)
     private func refreshDirtyInScope(_ me: Unmanaged<_LockThread>, depth: Int) {
         var i = 0
-        while i < dependencies.count {
-            // In place, through its node: no reference counting.
-            let dependency = dependencies.base.unsafelyUnwrapped + i
-            let node = dependency.pointee.node
-            if node._withUnsafeGuaranteedRef({ $0.isComputed }) {
-                let core = Unmanaged<_ComputedCore>.fromOpaque(node.toOpaque())
-                if core._withUnsafeGuaranteedRef({ $0.state == .dirty }) {
-                    if depth < Self.recursionDepth {
-                        core._withUnsafeGuaranteedRef { $0.refreshDirty(me, depth: depth &+ 1) }
-                    } else {
-                        core._withUnsafeGuaranteedRef { $0.refreshWithoutRecursion(me) }
-                    }
-                }
-            }
-            if node._withUnsafeGuaranteedRef({ $0.version }) != dependency.pointee.version {
-                reevaluate(me)
+        var resumed = false
+        while let dirty = firstDirtyDependency(from: &i, resumed: resumed, me) {
+            guard depth < Self.recursionDepth else {
+                // This one, and what it waits on, without recursion.
+                refresh(waitingAt: i, on: dirty, me)
                 return
             }
-            i += 1
+            dirty._withUnsafeGuaranteedRef { $0.refreshDirty(me, depth: depth &+ 1) }
+            resumed = true
         }
-        state = .clean
     }
 
     /// Evaluates again; the version bumped if the value changed.
@@ -337,22 +326,13 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         }
     }
 
-    /// `refreshDirtyInScope` without recursion: a computed that waits on a
-    /// dirty dependency is kept on the thread's stack
+    /// `refreshDirtyInScope` without recursion, for this computed, which
+    /// waits on `dirty`, its dependency at `index`: a computed that waits
+    /// on a dirty dependency is kept on the thread's stack
     /// (`_GraphState.refreshing`) with where it stopped, and resumed there
     /// once the dependency is clean. An evaluation here may refresh others
     /// as it reads them: they use the stack above this refresh's part, and
     /// leave it as they found it.
-    @inline(never)
-    private func refreshWithoutRecursion(_ me: Unmanaged<_LockThread>) {
-        var i = 0
-        if let dirty = firstDirtyDependency(from: &i, resumed: false, me) {
-            refresh(waitingAt: i, on: dirty, me)
-        }
-    }
-
-    /// The rest of `refreshWithoutRecursion`: this computed waits on
-    /// `dirty`, its dependency at `index`.
     @inline(never)
     private func refresh(waitingAt index: Int, on dirty: Unmanaged<_ComputedCore>, _ me: Unmanaged<_LockThread>) {
         let graph = me._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.graph) }
@@ -378,8 +358,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         }
     }
 
-    /// `refreshWithoutRecursion`'s walk of this computed's dependencies
-    /// from `i`: the first dirty computed among them (`i` its index), or
+    /// A refresh's walk of this computed's dependencies from `i`: the first dirty computed among them (`i` its index), or
     /// nil once this computed is up to date (evaluated, or clean).
     /// `resumed`: the one at `i` was brought up to date since the walk
     /// stopped there (no need to ask again whether it is dirty).
@@ -555,7 +534,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
 }
 
 /// A computed waiting, in a refresh, on its dirty dependency at `index`
-/// (`_ComputedCore.refreshWithoutRecursion`).
+/// (`_ComputedCore.refresh(waitingAt:on:_:)`).
 struct _Refreshing {
     let core: Unmanaged<_ComputedCore>
     let index: Int

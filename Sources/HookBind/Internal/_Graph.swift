@@ -151,7 +151,7 @@ final class _GraphState: @unchecked Sendable {
     /// computed).
     @exclusivity(unchecked) @usableFromInline var fresh = _Dependencies()
     /// The computeds this thread's refreshes keep waiting on a dirty
-    /// dependency, innermost last (see `_ComputedCore.refreshWithoutRecursion`);
+    /// dependency, innermost last (see `_ComputedCore.refresh(waitingAt:on:_:)`);
     /// empty between refreshes, its storage kept.
     @exclusivity(unchecked) var refreshing = _Buffer<_Refreshing>()
     /// What gone computeds read, which the outermost release on this
