@@ -328,7 +328,7 @@ enum _Graph {
             link.publishing.insert(.queued)
             return false
         }
-        if !queued { withState { $0.pending.append(link) } }
+        if !queued { withState { $0.pending.push(link) } }
     }
 
     /// Publishes what changed, unless a batch or another flush is running.
