@@ -703,6 +703,52 @@ struct ObservableTests {
         #expect(heard == [6])  // what was cut is not stuck: later changes publish
     }
 
+    /// A graph released at once from inside another computed's release
+    /// (the graph held only by what that computed's closure captured):
+    /// every computed goes (the thread's release list is emptied whichever
+    /// release begins it).
+    @Test func aGraphReleasedAtOnceLetsGoOfEveryComputed() {
+        final class Holder { var computeds: [Computed<Int>] = [] }
+        final class Box {
+            weak var object: Computed<Int>?
+            init(_ object: Computed<Int>) { self.object = object }
+        }
+        let a = Observable(1)
+        var outer: Computed<Int>?
+        var subscription: Subscription?
+        var boxes: [Box] = []
+        do {
+            var graph: [Computed<Int>] = [Computed { a.value }]
+            for i in 1..<300 {
+                let previous = graph[i - 1], half = graph[i / 2]
+                graph.append(Computed { previous.value &+ half.value })
+            }
+            boxes = graph.map(Box.init)
+            let holder = Holder()
+            holder.computeds = graph
+            let top = graph[graph.count - 1]
+            var once = true
+            // Reads the graph's top once, then only `a`; keeps the holder.
+            outer = Computed {
+                _ = holder
+                if once {
+                    once = false
+                    return top.value
+                }
+                return a.value
+            }
+            subscription = outer!.subscribe { _, _ in }
+        }
+        a.value = 2
+        #expect(outer!.dependencyCount == 1)
+        #expect(boxes.allSatisfy { $0.object != nil })  // kept by the holder
+        subscription?.dispose()
+        subscription = nil
+        outer = nil  // its closure lets go of the holder, and so of the graph
+        #expect(boxes.allSatisfy { $0.object == nil })
+        a.value = 3  // nobody left to hear it
+    }
+
     @Test func aComputedReleasedWhileQueuedIsSkipped() {
         let a = Observable(0)
         var y: Computed<Int>? = Computed { a.value + 1 }

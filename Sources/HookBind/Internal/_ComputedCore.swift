@@ -358,8 +358,9 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         }
     }
 
-    /// A refresh's walk of this computed's dependencies from `i`: the first dirty computed among them (`i` its index), or
-    /// nil once this computed is up to date (evaluated, or clean).
+    /// A refresh's walk of this computed's dependencies from `i`: the
+    /// first dirty computed among them (`i` its index), or nil once this
+    /// computed is up to date (evaluated, or clean).
     /// `resumed`: the one at `i` was brought up to date since the walk
     /// stopped there (no need to ask again whether it is dirty).
     @inline(__always)
