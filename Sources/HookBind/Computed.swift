@@ -91,7 +91,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
         self.init(name: name, compute) { object, operation in
             Unmanaged<Computed<Value>>.fromOpaque(object)._withUnsafeGuaranteedRef { computed in
                 if operation == .publish { return computed._publish() }
-                computed._evaluations += 1
+                computed._evaluations &+= 1
                 computed._cache = computed._compute()
                 return true
             }
@@ -104,7 +104,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
         self.init(name: name, compute) { object, operation in
             Unmanaged<Computed<Value>>.fromOpaque(object)._withUnsafeGuaranteedRef { computed in
                 if operation == .publish { return computed._publish() }
-                computed._evaluations += 1
+                computed._evaluations &+= 1
                 let value = computed._compute()
                 if value == computed._cache { return false }
                 computed._cache = value
