@@ -251,9 +251,9 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     var _currentValue: Value { _cache }
 }
 
-/// A computed's last field to go (see `Computed._release`): lets go of
-/// what gone computeds read, unless an enclosing release on the thread
-/// already does.
+/// A computed's field that goes after its closure (see
+/// `Computed._release`): lets go of what gone computeds read, unless an
+/// enclosing release on the thread already does.
 struct _ReleaseListed: ~Copyable {
     deinit { _Graph.releaseListed() }
 }
