@@ -204,13 +204,11 @@ enum _Graph {
     /// call on this thread empties the list. (A chain released at once
     /// went through a nested `deinit` a computed: 20,000 of them overflowed
     /// a 256 KiB stack.) Called after the computed's closure has gone (see
-    /// `_ReleaseListed`), outside the computed's lock, wherever its last
-    /// reference went (as its `deinit` released what it read before). The
-    /// list stays short: one entry a computed gone and not yet let go of
-    /// (a chain's release keeps one).
+    /// `_ReleaseListed`), outside the computed's lock, on the thread where
+    /// its last reference went. The list stays short: one entry a computed
+    /// gone and not yet let go of (a chain's release keeps one).
     static func releaseListed() {
-        let state = _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.graph) }
-        state._withUnsafeGuaranteedRef { state in
+        withState { state in
             if state.releasing { return }
             state.releasing = true
             while state.released.count > 0 {
