@@ -171,6 +171,29 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
+// HOOK_MACRO_PLUGIN=PATH takes the @Hookable plug-in from PATH, an executable
+// an earlier build made (.build/debug/HookMacrosPlugin-tool), instead of building
+// it and swift-syntax again: CI's ThreadSanitizer run, in a scratch folder of its
+// own, then runs the @Hookable tests and the demo without 90 s of swift-syntax.
+// The expansion tests, which link swift-syntax, are left out (`swift test` runs them).
+if let plugin = Context.environment["HOOK_MACRO_PLUGIN"] {
+    package.targets.removeAll { ["HookMacrosPlugin", "HookMacrosExpansionTests"].contains($0.name) }
+    package.dependencies.removeAll {
+        if case .sourceControl(_, let location, _) = $0.kind { return "\(location)".contains("swift-syntax") }
+        return false
+    }
+    for target in package.targets where target.name == "HookMacros" || target.dependencies.contains(where: {
+        if case .byNameItem(let name, _) = $0 { return name == "HookMacros" }
+        return false
+    }) {
+        target.dependencies.removeAll {
+            if case .byNameItem(let name, _) = $0 { return name == "HookMacrosPlugin" }
+            return false
+        }
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-load-plugin-executable", "\(plugin)#HookMacrosPlugin"])]
+    }
+}
+
 // HOOK_WITHOUT_MACROS=1 leaves out what needs swift-syntax (the macros, their
 // tests, and the demo, which uses them): CI's AddressSanitizer run of Hook and
 // HookBind then does not build swift-syntax a third time.

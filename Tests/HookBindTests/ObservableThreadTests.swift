@@ -53,7 +53,13 @@ struct ObservableThreadTests {
         for _ in 0..<3 {
             let sources = (0..<4).map { Observable(0, name: "source \($0)") }
             let makers = 4, chains = 40, writers = 4, writes = 300
-            let made = Shared<[(Computed<Int>, Shared<Int>, Subscription)]>([])
+            // Each chain: its last computed, what its subscriber heard, the
+            // subscription, and the value it must end with.
+            let made = Shared<[(Computed<Int>, Shared<Int>, Subscription, () -> Int)]>([])
+            let written = Shared(Array(repeating: 0, count: writers))
+            // The writers write while the makers make (at most `writes` each):
+            // writes after that find every chain made, which the test is not about.
+            let makersLeft = Shared(makers)
             let finished = onThreads(makers + writers, timeout: 30) { i in
                 if i < makers {
                     for n in 0..<chains {
@@ -64,20 +70,27 @@ struct ObservableThreadTests {
                         let subscription = last.subscribe(SubscriptionOptions(notifyOnSubscription: true)) { _, new in
                             heard.mutate { $0 = new }
                         }
-                        made.mutate { $0.append((last, heard, subscription)) }
+                        let depth = n % 5
+                        made.mutate { $0.append((last, heard, subscription, { first.value &+ second.value &+ depth })) }
                     }
+                    makersLeft.mutate { $0 -= 1 }
                 } else {
-                    for n in 1...writes { sources[i - makers].value = n }
+                    var n = 0
+                    repeat {
+                        n += 1
+                        sources[i - makers].value = n
+                    } while n < writes && makersLeft.value > 0
+                    written.mutate { $0[i - makers] = n }
                 }
             }
             // A hang: what the parked threads hold and wait for, then stop
             // (the threads cannot be freed).
             guard finished else { fatalError("threads still parked after 30 s:\n" + _Groups.dump()) }
-            #expect(sources.map(\.value) == Array(repeating: writes, count: sources.count))
+            #expect(sources.map(\.value) == written.value)
             #expect(made.value.count == makers * chains)
-            for (computed, heard, _) in made.value {
+            for (computed, heard, _, expected) in made.value {
                 #expect(heard.value == computed.value)
-                #expect(computed.value >= 2 * writes)
+                #expect(computed.value == expected())
             }
         }
     }
