@@ -3,9 +3,13 @@
 // more), the same with a hook point made and no hook, with one after hook,
 // and making an instance. A target of its own: it depends on HookMacros, so
 // it builds swift-syntax in release (3 to 4 minutes on two cores, once),
-// which the HookBenchmarks target and CI's smoke run do not. Run from
+// which the HookBenchmarks target does not, unless HOOK_MACRO_PLUGIN names
+// the plug-in a debug build of Hook made (as CI's smoke run does). Run from
 // Benchmarks/:
 //   swift package benchmark --target HookableBenchmarks
+// or, after `swift build` in the folder above, without swift-syntax's build:
+//   HOOK_MACRO_PLUGIN=$PWD/../.build/debug/HookMacrosPlugin-tool \
+//     swift package benchmark --target HookableBenchmarks
 // Cases are named "<group>/<id>: <what>" as in HookBenchmarks, for bench-report.
 import BenchSupport
 import Benchmark
