@@ -174,7 +174,8 @@ let package = Package(
 // HOOK_MACRO_PLUGIN=PATH takes the @Hookable plug-in from PATH, an executable
 // an earlier build made (.build/debug/HookMacrosPlugin-tool), instead of building
 // it and swift-syntax again: CI's ThreadSanitizer run, in a scratch folder of its
-// own, then runs the @Hookable tests and the demo without 90 s of swift-syntax.
+// own, then runs the @Hookable tests and the demo without 90 s of swift-syntax
+// (and so does its AddressSanitizer run).
 // The expansion tests, which link swift-syntax, are left out (`swift test` runs them).
 if let plugin = Context.environment["HOOK_MACRO_PLUGIN"] {
     package.targets.removeAll { ["HookMacrosPlugin", "HookMacrosExpansionTests"].contains($0.name) }
@@ -195,8 +196,8 @@ if let plugin = Context.environment["HOOK_MACRO_PLUGIN"] {
 }
 
 // HOOK_WITHOUT_MACROS=1 leaves out what needs swift-syntax (the macros, their
-// tests, and the demo, which uses them): CI's AddressSanitizer run of Hook and
-// HookBind then does not build swift-syntax a third time.
+// tests, and the demo, which uses them): the release build of the entry-hook
+// reach probe (SwiftEntryTests' ReachTests) then builds no swift-syntax.
 if Context.environment["HOOK_WITHOUT_MACROS"] != nil {
     let needsMacros: Set = ["HookMacros", "HookMacrosPlugin", "HookMacrosExpansionTests", "HookableTests", "HookDemo", "HookDemoShop"]
     package.products.removeAll { needsMacros.contains($0.name) || $0.name == "hook-demo" }

@@ -144,6 +144,8 @@ struct AsyncHookTests {
         let downloader = Downloader()
         #expect(await downloader.fetch(1) == "item 1")
         downloader.$fetch.before { call in call.arguments *= 2 }
+        // A hook that captures its object: a cycle, let go of at the end.
+        defer { downloader.$fetch.removeAllHooks() }
         downloader.$fetch.after { call in
             #expect(call.target === downloader)
             call.setResult(call.result! + "!")
@@ -198,6 +200,8 @@ struct AsyncHookTests {
             return n * 2
         }
         let hooksRan = Counter()
+        // A hook that calls its own point: a cycle, let go of at the end.
+        defer { point.removeAllHooks() }
         point.before { call in
             hooksRan.add()
             let start = threadID()
@@ -226,6 +230,8 @@ struct AsyncHookTests {
             n == 0 ? 0 : 1 + (try await box.point!(n - 1))
         }
         box.point = point
+        // The original calls the point through the box: a cycle, let go of at the end.
+        defer { box.point = nil }
         let calls = Counter()
         point.before { _ in calls.add() }
         #expect(try await point(3) == 3)

@@ -104,6 +104,9 @@ struct HookableClassTests {
         var target: AnyObject?
         var selector = ""
         var description = ""
+        // The hook keeps `target`, which keeps the account, which keeps its
+        // hooks: a cycle, let go of at the end (LeakSanitizer checks).
+        defer { account.$deposit.removeAllHooks() }
         account.$deposit.after { call in
             target = call.target
             selector = call.selector
@@ -183,6 +186,8 @@ struct HookableClassTests {
         #expect(account.countdown(3) == 3)
         #expect(calls.value == 4)                    // 3, 2, 1, 0
         let inner = Counter()
+        // A hook that captures its object: a cycle, let go of at the end.
+        defer { account.$deposit.removeAllHooks() }
         account.$deposit.before { _ in
             inner.add()
             _ = account.deposit(0)                   // from its own hook: the original only
