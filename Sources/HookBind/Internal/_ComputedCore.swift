@@ -158,10 +158,10 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// state (inlined where an observable is read; the rest is out of
     /// line, see `_Graph.trackIfHeld`).
     @inlinable @inline(__always)
-    func knownInOrder(_ source: AnyObject, _ node: Unmanaged<_Node>) -> Bool {
+    func knownInOrder(_ source: AnyObject, _ node: () -> Unmanaged<_Node>) -> Bool {
         switch knownInOrder(source) {
         case .next:
-            recordNext(version: node._withUnsafeGuaranteedRef { $0.version })
+            recordNext(version: node()._withUnsafeGuaranteedRef { $0.version })
             return true
         case .again: return true
         case .unknown: return false

@@ -263,14 +263,16 @@ enum _Graph {
     /// registers its rarer paths need, were half of its 34 instructions a
     /// read, beside a closure of 15 the optimizer outlined.)
     @inlinable @inline(__always)
-    static func trackIfHeld<Source: _Source>(_ source: Source, _ node: Unmanaged<_Node>) -> Bool {
+    static func trackIfHeld<Source: _Source>(_ source: Source, _ node: @autoclosure () -> Unmanaged<_Node>) -> Bool {
         // Known to the running evaluation (the common read): held (see
         // `_ComputedCore.knownRead`), no look at the thread's locks.
         // Outside an evaluation: the read under the lock (`_lockedValue`,
         // reentrant where the thread holds it already).
+        // (The node asked for only where it is needed: a read again
+        // needs none, 3 instructions a read less.)
         guard let evaluating = _BindingThread.evaluating else { return false }
         if evaluating._withUnsafeGuaranteedRef({ $0.knownInOrder(source, node) }) { return true }
-        return node._withUnsafeGuaranteedRef { trackIfHeldElsewhere(source, $0, evaluating) }
+        return node()._withUnsafeGuaranteedRef { trackIfHeldElsewhere(source, $0, evaluating) }
     }
 
     /// The rest of `trackIfHeld`: a read the running evaluation knows from
