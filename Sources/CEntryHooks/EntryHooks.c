@@ -592,7 +592,9 @@ static struct sigaction previous_trap, previous_profile;
 static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
 static int handler_installed;
 static int sync_core = -1;  // 1: membarrier SYNC_CORE; 0: PRIVATE_EXPEDITED; -2: neither
-static int refuse_write;
+// Tests: refuse this thread's next protection change (a thread's own, so a
+// patch another thread makes meanwhile, another test's, does not take it).
+static _Thread_local int refuse_write;
 
 // SIGTRAP: an int3 on a patch's first byte (the instruction pointer is just
 // past it) sends the thread on to the stub; any other goes to whoever

@@ -135,7 +135,9 @@ public final class EntryHook: FunctionHook, _EntryHookMaking, @unchecked Sendabl
         #endif
     }
 
-    /// Tests: the next patch is refused write access, as under a W^X policy.
+    /// Tests: the calling thread's next patch is refused write access, as
+    /// under a W^X policy (only that thread's: a test running beside it that
+    /// patches code does not take the refusal).
     static func refuseNextWrite() { hk_entry_test_refuse_write(1) }
 }
 

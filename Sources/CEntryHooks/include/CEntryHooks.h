@@ -200,7 +200,8 @@ int hk_entry_unavailable_under_sanitizer(void);
 // 1 if the bytes at the entry are the jump of an installed patch to `thunk`.
 int hk_entry_is_patched(const hk_entry_plan *plan, const void *thunk);
 
-// Tests: refuse the next protection change of code (as a W^X policy would).
+// Tests: refuse the calling thread's next protection change of code (as a
+// W^X policy would).
 void hk_entry_test_refuse_write(int refuse);
 
 #endif
