@@ -35,7 +35,8 @@ export work
 # The graph's larger shapes (over 10,000 instructions a call) are counted over
 # 2,000 calls (1,000 and 3,000), the rest over 20,000: the same figure, in a
 # tenth of the time under callgrind. (Counts are exact, so 20,000 calls give
-# the figure 100,000 did, to the instruction, in a third of CI's time.)
+# the figure 100,000 did, to within one instruction of rounding, in about a
+# third of valgrind's time.)
 base() { case "$1" in deep|broad|mux) echo 1000 ;; *) echo 10000 ;; esac; }
 # Each run is one process under valgrind, which uses one core: as many at once
 # as there are cores (CALL_COUNTS_JOBS to choose). Counts do not depend on it.
