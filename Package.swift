@@ -171,6 +171,19 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
+/// Leaves swift-syntax out of the package (both knobs below).
+@MainActor func removeSwiftSyntax() {
+    package.dependencies.removeAll {
+        if case .sourceControl(_, let location, _) = $0.kind { return "\(location)".contains("swift-syntax") }
+        return false
+    }
+}
+/// Whether `dependency` is the package's own target `name`.
+func names(_ dependency: Target.Dependency, _ name: String) -> Bool {
+    if case .byNameItem(let named, _) = dependency { return named == name }
+    return false
+}
+
 // HOOK_MACRO_PLUGIN=PATH takes the @Hookable plug-in from PATH, an executable
 // an earlier build made (.build/debug/HookMacrosPlugin-tool), instead of building
 // it and swift-syntax again: CI's ThreadSanitizer run, in a scratch folder of its
@@ -179,18 +192,9 @@ let package = Package(
 // The expansion tests, which link swift-syntax, are left out (`swift test` runs them).
 if let plugin = Context.environment["HOOK_MACRO_PLUGIN"] {
     package.targets.removeAll { ["HookMacrosPlugin", "HookMacrosExpansionTests"].contains($0.name) }
-    package.dependencies.removeAll {
-        if case .sourceControl(_, let location, _) = $0.kind { return "\(location)".contains("swift-syntax") }
-        return false
-    }
-    for target in package.targets where target.name == "HookMacros" || target.dependencies.contains(where: {
-        if case .byNameItem(let name, _) = $0 { return name == "HookMacros" }
-        return false
-    }) {
-        target.dependencies.removeAll {
-            if case .byNameItem(let name, _) = $0 { return name == "HookMacrosPlugin" }
-            return false
-        }
+    removeSwiftSyntax()
+    for target in package.targets where target.name == "HookMacros" || target.dependencies.contains(where: { names($0, "HookMacros") }) {
+        target.dependencies.removeAll { names($0, "HookMacrosPlugin") }
         target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-load-plugin-executable", "\(plugin)#HookMacrosPlugin"])]
     }
 }
@@ -202,8 +206,5 @@ if Context.environment["HOOK_WITHOUT_MACROS"] != nil {
     let needsMacros: Set = ["HookMacros", "HookMacrosPlugin", "HookMacrosExpansionTests", "HookableTests", "HookDemo", "HookDemoShop"]
     package.products.removeAll { needsMacros.contains($0.name) || $0.name == "hook-demo" }
     package.targets.removeAll { needsMacros.contains($0.name) }
-    package.dependencies.removeAll {
-        if case .sourceControl(_, let location, _) = $0.kind { return "\(location)".contains("swift-syntax") }
-        return false
-    }
+    removeSwiftSyntax()
 }
