@@ -349,6 +349,12 @@ public struct CallBack {
             // Any non-zero byte is true; never build a Bool from another bit pattern.
             return unsafeBitCast(address.load(as: UInt8.self) != 0, to: T.self)
         }
+        // Aligned (every slot libffi and the typed call path hand over is):
+        // a plain load. Unspecialized (a debug build), the generic unaligned
+        // load looks up type metadata on every call, under a runtime lock that
+        // ThreadSanitizer's threads queue on (a test of eight threads
+        // reading arguments: 47 s under TSan, 13 s with this load).
+        if UInt(bitPattern: address) & UInt(MemoryLayout<T>.alignment &- 1) == 0 { return address.load(as: T.self) }
         return address.loadUnaligned(as: T.self)
     }
 
