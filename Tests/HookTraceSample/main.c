@@ -10,7 +10,9 @@
 //   late MS      4 threads call ferror (through a pointer from dlsym: this program does
 //                not import it) in a loop; after MS ms it loads libbz2, which does import
 //                it, so that hook-trace patches ferror's entry while the threads are in
-//                it; MS ms later they stop. Prints the calls made; status 0
+//                it; MS ms later, once they made 4,000 calls since the load (a loaded
+//                machine may not run them in MS ms; at most 5 s), they stop. Prints
+//                the calls made; status 0
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -40,13 +42,22 @@ static void *thread_loop(void *n) { return (void *)loop((long)n); }
 static volatile int stop_calling;
 static int (*ferror_pointer)(FILE *);
 
-static void *call_ferror(void *unused) {
-  (void)unused;
+static long made[4];   // each thread's calls so far (`late`)
+
+static long calls_made(void) {
+  long total = 0;
+  for (int t = 0; t < 4; t++) total += __atomic_load_n(&made[t], __ATOMIC_RELAXED);
+  return total;
+}
+
+static void *call_ferror(void *slot) {
+  long *mine = slot;
   FILE *file = fopen("/dev/null", "r");
   long calls = 0, errors = 0;
   while (!stop_calling) {
     errors += ferror_pointer(file) != 0;
     calls++;
+    __atomic_store_n(mine, calls, __ATOMIC_RELAXED);
   }
   fclose(file);
   return (void *)(errors ? -1 : calls);
@@ -123,11 +134,14 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "late") == 0) {
     ferror_pointer = (int (*)(FILE *))dlsym(RTLD_DEFAULT, "ferror");
     pthread_t ids[4];
-    for (int t = 0; t < 4; t++) pthread_create(&ids[t], NULL, call_ferror, NULL);
+    for (int t = 0; t < 4; t++) pthread_create(&ids[t], NULL, call_ferror, &made[t]);
     struct timespec pause = {0, n * 1000000};
     nanosleep(&pause, NULL);
     void *bz2 = dlopen("libbz2.so.1.0", RTLD_NOW);
+    long at_load = calls_made();
     nanosleep(&pause, NULL);
+    struct timespec tick = {0, 1000000};
+    for (int waited = 0; calls_made() - at_load < 4000 && waited < 5000; waited++) nanosleep(&tick, NULL);
     stop_calling = 1;
     long total = 0, failed = 0;
     for (int t = 0; t < 4; t++) {
