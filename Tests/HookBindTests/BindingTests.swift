@@ -56,8 +56,8 @@ struct BindingTests {
     @Test func methodPosterSendsItsResult() throws {
         let wallet = Wallet(), display = Holder()
         try Binding.bind([.post(wallet, \.deposit), .observer(display, \.value)])
-        wallet.deposit(5)
-        wallet.deposit(7)
+        _ = wallet.deposit(5)
+        _ = wallet.deposit(7)
         #expect(display.value == 12)
     }
 

@@ -119,7 +119,7 @@ struct DataBindingTests {
             .bind(\.content) { _, v in heardByB.mutate { $0.append("content \(v)") } }
         onThreads(2) { i in
             for n in 1...500 {
-                if i == 0 { try? bindingA.update(\.title, "\(n)") } else { try? bindingB.update(\.content, "\(n)") }
+                if i == 0 { _ = try? bindingA.update(\.title, "\(n)") } else { _ = try? bindingB.update(\.content, "\(n)") }
             }
         }
         #expect(heardByA.value.filter { $0.hasPrefix("title") } == ["title "])  // only the value shown at bind

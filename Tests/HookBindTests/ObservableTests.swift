@@ -677,7 +677,7 @@ struct ObservableTests {
             head.value = 2
             let last = chain[chain.count - 1].value
             subscription.dispose()
-            weak var first = chain[0]
+            weak let first = chain[0]
             chain = []  // released at once, from its last computed
             outcome.firstGone = first == nil
             outcome.values = heard + [last]

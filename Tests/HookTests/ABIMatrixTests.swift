@@ -250,7 +250,7 @@ struct ABIMatrixTests {
             }
         }
         #expect(written == .int32(11))
-        #expect(String(cString: buffer) == "42 and 3.14")
+        #expect(buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) } == "42 and 3.14")
     }
 
     @Test func voidResult() throws {

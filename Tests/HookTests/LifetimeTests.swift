@@ -14,7 +14,7 @@ struct LifetimeTests {
         let point = ClosureHook { (x: Int) in x }
         var runs = 0
         var owner: Observer? = Observer()
-        weak var weakOwner = owner
+        weak let weakOwner = owner
         point.after(owner: owner) { _ in runs += 1 }
         #expect(point(1) == 1)
         #expect(runs == 1)
@@ -31,7 +31,7 @@ struct LifetimeTests {
         }
         let person = Person()
         var screen: Screen? = Screen()
-        weak var weakScreen = screen
+        weak let weakScreen = screen
         person.$name.add(.after, owner: screen!) { screen, call in
             screen.shown.append(try call.argument(0, as: String.self))
         }
@@ -72,13 +72,13 @@ struct LifetimeTests {
 
     @Test func hookPointsNeverKeepTheirTargetsAlive() throws {
         var person: Person? = Person()
-        weak var weakPerson = person
+        weak let weakPerson = person
         let point = person!.$name
         var account: Account? = Account()
-        weak var weakAccount = account
+        weak let weakAccount = account
         let method = try MethodHook.of(account!, \.deposit)
         var target: Observer? = Observer()
-        weak var weakTarget = target
+        weak let weakTarget = target
         let closure = ClosureHook(name: "c", target: target) { (x: Int) in x }
         let function = try makeAddHook("with-target", target: target)
         point.after { call in _ = call.target }
