@@ -263,15 +263,32 @@ enum _SwiftNames {
             self.text = text
             isPattern = pattern
             isExact = text.hasSuffix(")") || text.hasSuffix(".getter") || text.hasSuffix(".setter") || text.hasSuffix(".modify")
-            // The last name of the path, before the labels and an accessor:
-            // what `matches` compares the query with ends with it, and that
-            // is made of the demangled name's parts (`init` of
-            // `__allocating_init` included). None for a pattern.
+            mustContain = pattern ? Self.literalName(ofPattern: text) : Self.lastName(of: text)
+        }
+
+        /// The last name of the path, before the labels and an accessor
+        /// (`init`, `name` of `Model.Person.name.setter`): what `matches`
+        /// compares the query with ends with it, and that path is the
+        /// demangled name's, but for `init` written for `__allocating_init`
+        /// (which contains it).
+        static func lastName(of text: String) -> String? {
             var path = Substring(text)
             if let paren = path.firstIndex(of: "(") { path = path[..<paren] }
             for accessor in [".getter", ".setter", ".modify"] where path.hasSuffix(accessor) { path = path.dropLast(accessor.count) }
             let last = path.lastIndex(of: ".").map { path[path.index(after: $0)...] } ?? path
-            mustContain = pattern || last.isEmpty ? nil : String(last)
+            return last.isEmpty ? nil : String(last)
+        }
+
+        /// The longest name of a pattern's literal start after its module
+        /// (`JSONEncoder` of `Foundation.JSONEncoder.*`): `fnmatch` matches
+        /// from the start, so the path of every name it matches has it
+        /// (the module is left out: `Foundation.` matches
+        /// `FoundationEssentials.`). Nil when the start has no such name.
+        static func literalName(ofPattern text: String) -> String? {
+            let start = text.prefix { !"*?[\\(".contains($0) }
+            guard let dot = start.firstIndex(of: ".") else { return nil }
+            let names = start[start.index(after: dot)...].split(separator: ".")
+            return names.max { $0.count < $1.count }.map(String.init)
         }
 
         /// What the demangled name of every function it matches contains
