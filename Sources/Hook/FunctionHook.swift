@@ -82,6 +82,9 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
     ///   - target: An object the function acts on, reported as `CallBack.target`; held weakly.
     /// - Throws: ``HookError`` naming the hook point and the cause.
     public init(function: UnsafeRawPointer?, signature: Signature, name: String? = nil, target: AnyObject? = nil) throws(HookError) {
+        // Before any point over a C function exists (an import or entry hook
+        // patches only once it is made): see `callPathMade`.
+        if !FunctionHook.makingCallPath { FunctionHook.callPathMade }
         let name = name ?? function.map(FunctionHook.symbolName(of:)) ?? "NULL"
         guard let function else {
             throw HookError(.nullFunctionPointer, point: name, "the function pointer is NULL")
@@ -407,6 +410,30 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
 
     /// Makes the next closure allocations of this task fail, as a W^X system would.
     @TaskLocal static var closureAllocationRefused = false
+
+    /// Whether this task is making `callPathMade`'s point (whose own
+    /// initializer must not wait for it).
+    @TaskLocal static var makingCallPath = false
+
+    /// The call path of a hooked C call, run once in the process before the
+    /// first point over a C function is made. Unoptimized, that path makes
+    /// some type metadata the first time it runs, under the Swift runtime's
+    /// lock of its metadata caches; the runtime allocates while it holds that
+    /// lock, so a hooked `malloc` whose call was that first run waited for
+    /// itself (an import or entry hook on `malloc` made before any hooked
+    /// call). A point over `hk_symbol_name` (a pointer in, a pointer out, as
+    /// `malloc`'s), with a typed before and after hook, called once with
+    /// NULL (no symbol: NULL).
+    static let callPathMade: Void = {
+        $makingCallPath.withValue(true) {
+            typealias Lookup = @convention(c) (UnsafeRawPointer?) -> UnsafePointer<CChar>?
+            let signature = Signature(returning: .pointer, arguments: [.pointer])
+            guard let point = try? FunctionHook(cFunction: hk_symbol_name as Lookup, signature: signature, name: "Hook's first call") else { return }
+            point.before { call in _ = try call.argument(0, as: UnsafeRawPointer?.self) }
+            point.after { call in _ = try call.result(as: UnsafeRawPointer?.self) }
+            _ = point.entry(as: Lookup.self)(nil)
+        }
+    }()
 }
 
 /// Values of a native entry's registers as Swift types (little-endian: a

@@ -161,11 +161,8 @@ struct EntryHookTests {
     }
 
     @Test func mallocAtItsEntrySeesLibcsOwnCallsAndDoesNotRecurse() throws {
-        // A hooked call first (an open defect, see EntryHooks.md): run alone,
-        // this test hung on the runtime's metadata lock without it.
-        let warm = try FunctionHook(cFunction: entry_target as @convention(c) (Int64) -> Int64, signature: int64Unary, name: "warm-up")
-        warm.after { call in _ = try call.result(as: Int64.self) }
-        _ = warm.entry(as: (@convention(c) (Int64) -> Int64).self)(1)
+        // (Run alone, this test hung on the runtime's metadata lock until the
+        // call path was run once before any point is made: `FunctionHook.callPathMade`.)
         let signature = Signature(returning: .pointer, arguments: [.uint64])
         let hook = try EntryHook(symbol: "malloc", signature: signature, in: "libc.so.6")
         defer { try? hook.restore() }
