@@ -15,7 +15,7 @@ final class Counter: Sendable {
 /// the runtime's metadata lock, which TSan's threads then queue on: loops of
 /// hundreds of thousands of calls on eight threads take a minute. Such tests
 /// make fewer calls there; TSan needs the interleavings, not the count.
-let underThreadSanitizer = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil
+let underThreadSanitizer = dlsym(nil, "__tsan_init") != nil
 
 /// Runs `body(i)` on `count` new threads and waits for all of them.
 func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {

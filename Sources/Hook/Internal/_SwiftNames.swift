@@ -52,13 +52,9 @@ struct _SwiftFunction: @unchecked Sendable {
     /// The type it is a member of: the context when that is more than a module.
     var type: String? { context.flatMap { $0.contains(".") ? $0 : nil } }
 
-    /// The Swift function whose symbol is `mangled`, or nil for anything else (thunks, specializations, closures, metadata).
-    init?(mangled: String, object: String, address: UnsafeRawPointer, size: UInt64) {
-        guard let demangled = _SwiftNames.demangle(mangled) else { return nil }
-        self.init(mangled: mangled, demangled: demangled, object: object, address: address, size: size)
-    }
-
-    /// The Swift function whose symbol is `mangled`, demangled as `demangled`.
+    /// The Swift function whose symbol is `mangled`, demangled as
+    /// `demangled`, or nil for anything else (thunks, specializations,
+    /// closures, metadata).
     init?(mangled: String, demangled: String, object: String, address: UnsafeRawPointer, size: UInt64) {
         var text = Substring(demangled)
         var isStatic = false
@@ -155,11 +151,6 @@ enum _SwiftNames {
         let marker = "__allocating_init("
         guard let paren = written.firstIndex(of: "("), written[..<paren].hasSuffix("__allocating_init") else { return written }
         return written[..<written.index(paren, offsetBy: -(marker.count - 1))] + "init(" + written[written.index(after: paren)...]
-    }
-
-    /// The demangled form of `mangled`, or nil if it is not a Swift symbol.
-    static func demangle(_ mangled: String) -> String? {
-        mangled.withCString { demangle($0, length: strlen($0), containing: nil) }
     }
 
     /// The demangled form of the first `length` bytes of `mangled`, or nil
@@ -350,8 +341,10 @@ enum _SwiftNames {
                 let list = prefixes.map { $0 + "\0" }.joined() + "\0"
                 return hk_entry_each_object_function(list, { object, name, address, size, context in
                     let found = Unmanaged<Found>.fromOpaque(context!).takeUnretainedValue()
-                    let path = String(cString: object!)
-                    if let wanted = found.object, path != wanted, !path.hasSuffix("/" + wanted) { return 0 }
+                    if let wanted = found.object {
+                        let path = String(cString: object!)
+                        if path != wanted, !path.hasSuffix("/" + wanted) { return 0 }
+                    }
                     let name = name!
                     var length = strlen(name)
                     var address = address!, size = size
@@ -373,7 +366,7 @@ enum _SwiftNames {
                     // valgrind.)
                     guard let demangled = _SwiftNames.demangle(name, length: length, containing: found.query.mustContain) else { return 0 }
                     let mangled = String(decoding: UnsafeRawBufferPointer(start: name, count: length), as: UTF8.self)
-                    if let function = _SwiftFunction(mangled: mangled, demangled: demangled, object: path, address: address, size: size),
+                    if let function = _SwiftFunction(mangled: mangled, demangled: demangled, object: String(cString: object!), address: address, size: size),
                        found.query.matches(function) {
                         found.functions.append(function)
                     }
