@@ -37,12 +37,15 @@ import Hook
 /// its dependencies hold it weakly.
 public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     /// How many times the closure ran (counted by `specialized`'s
-    /// `.evaluate`, here rather than in the core, which is a 128-byte block
-    /// with no word to spare; the hook point this word held before is the
-    /// core's `hookPoint`, which the core needs anyway).
+    /// `.evaluate`, here rather than in the core, a 128-byte block whose
+    /// last spare word keeps the name; the hook point this word held before
+    /// is the core's `hookPoint`, which the core needs anyway).
     @usableFromInline @exclusivity(unchecked) var _evaluations = 0
     /// The selector of the calls at ``hookPoint``.
-    public let name: String
+    ///
+    /// (Kept by the core, and only if it is not the default: a `String`
+    /// here was 16 of the computed's 72 bytes, an 80-byte block; 64 without.)
+    public var name: String { _core._withUnsafeGuaranteedRef { $0.name } }
 
     /// The hook point where each new value is published; subscribers are
     /// hooks on it. Made the first time it is needed (with the current value).
@@ -129,10 +132,9 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     /// group and theirs (merged), so no change is missed in between.
     @usableFromInline
     init(name: String, _ compute: @escaping () -> Value, specialized: @escaping (UnsafeRawPointer, _ComputedOperation) -> Bool) {
-        let core = _ComputedCore(specialized: specialized)
+        let core = _ComputedCore(specialized: specialized, name: name)
         _core = .passRetained(core)
         _compute = compute
-        self.name = name
         let root = _Groups.lock(core)
         defer { _Groups.unlock(root) }
         let me = _LockThread.unmanagedCurrent

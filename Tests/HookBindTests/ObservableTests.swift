@@ -239,6 +239,20 @@ struct ObservableTests {
         #expect(seen == ["price 10.0 -> 12.0, target is price: true"])
     }
 
+    @Test func aComputedsNameIsTheSelectorOfItsCalls() throws {
+        let price = Observable(10.0)
+        let total = Computed(name: "total") { price.value * 2 }
+        let unnamed = Computed { price.value + 1 }
+        #expect(total.name == "total")
+        #expect(unnamed.name == "computed")
+        var seen: [String] = []
+        total.hookPoint.add(.after, owner: total) { _, call in seen.append("\(call.selector) \(call.args[0])") }
+        unnamed.hookPoint.add(.after, owner: unnamed) { _, call in seen.append("\(call.selector) \(call.args[0])") }
+        #expect(total.hookPoint.name == "total")
+        price.value = 12
+        #expect(seen == ["total 24.0", "computed 13.0"])
+    }
+
     @Test func aWriteWithoutHooksStillUpdatesComputeds() {
         let count = Observable(1)
         let doubled = Computed { count.value * 2 }

@@ -59,7 +59,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// While it evaluates: how many of `dependencies` it has read again, in
     /// order (their versions brought up to date in place); once it
     /// diverged, where its segment of the thread's list begins.
-    /// (The small fields together. The core is 112 bytes, a 128-byte block.)
+    /// (The small fields together. The core is 120 bytes, a 128-byte block.)
     @exclusivity(unchecked) @usableFromInline var matchedCount: Int32 = 0
     @usableFromInline var matched: Int {
         @inlinable @inline(__always) get { Int(matchedCount) }
@@ -67,11 +67,19 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     }
     /// What the last evaluation read, in order.
     @exclusivity(unchecked) @usableFromInline var dependencies = _Dependencies()
+    /// The computed's name if it is not the default (`Computed.name`): one
+    /// word here, in the 8 bytes the core's 128-byte block had left, rather
+    /// than a `String` of 16 in the computed.
+    let customName: _ComputedName?
 
-    init(specialized: @escaping (UnsafeRawPointer, _ComputedOperation) -> Bool) {
+    init(specialized: @escaping (UnsafeRawPointer, _ComputedOperation) -> Bool, name: String) {
         self.specialized = specialized
+        customName = name == _ComputedName.defaultName ? nil : _ComputedName(name)
         super.init(isComputed: true)
     }
+
+    /// The computed's name (immutable: read without the lock).
+    var name: String { customName?.value ?? _ComputedName.defaultName }
 
     deinit {
         dependencies.free()
@@ -532,6 +540,14 @@ final class _ComputedCore: _Node, @unchecked Sendable {
             dependencies.base.unsafelyUnwrapped[i].sourceNode.removeDependent(self)
         }
     }
+}
+
+/// A computed's name other than the default, kept by its core.
+final class _ComputedName: Sendable {
+    /// `Computed.init`'s default name, which no core keeps.
+    static let defaultName = "computed"
+    let value: String
+    init(_ value: String) { self.value = value }
 }
 
 /// A computed waiting, in a refresh, on its dirty dependency at `index`
