@@ -34,7 +34,9 @@ import Hook
 /// gets its previous value there instead of recursing.
 ///
 /// A computed lives as long as you keep it (or a computed that reads it);
-/// its dependencies hold it weakly.
+/// its dependencies hold it weakly. Its closure may let go of it (clear the
+/// property that holds it, say): the evaluation runs to its end, its result
+/// is dropped and nothing is published.
 public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     /// How many times the closure ran (counted by `specialized`'s
     /// `.evaluate`, here rather than in the core, a 128-byte block whose
@@ -91,11 +93,17 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     /// `_ComputedCore`.)
     @inlinable
     public convenience init(name: String = "computed", _ compute: @escaping () -> Value) {
-        self.init(name: name, compute) { object, operation in
-            Unmanaged<Computed<Value>>.fromOpaque(object)._withUnsafeGuaranteedRef { computed in
-                if operation == .publish { return computed._publish() }
+        self.init(name: name, compute) { object, core, operation in
+            let computed = Unmanaged<Computed<Value>>.fromOpaque(object)
+            if operation == .publish { return computed._withUnsafeGuaranteedRef { $0._publish() } }
+            let value = computed._withUnsafeGuaranteedRef { computed in
                 computed._evaluations &+= 1
-                computed._cache = computed._compute()
+                return computed._compute()
+            }
+            // (Gone while its closure ran: nothing of it is touched.)
+            return core._withUnsafeGuaranteedRef { core in
+                guard core.isAlive else { return false }
+                Unmanaged<Computed<Value>>.fromOpaque(core.target.unsafelyUnwrapped)._withUnsafeGuaranteedRef { $0._cache = value }
                 return true
             }
         }
@@ -104,14 +112,21 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     /// A computed value whose equal results are no change; `compute` runs at once.
     @inlinable
     public convenience init(name: String = "computed", _ compute: @escaping () -> Value) where Value: Equatable {
-        self.init(name: name, compute) { object, operation in
-            Unmanaged<Computed<Value>>.fromOpaque(object)._withUnsafeGuaranteedRef { computed in
-                if operation == .publish { return computed._publish() }
+        self.init(name: name, compute) { object, core, operation in
+            let computed = Unmanaged<Computed<Value>>.fromOpaque(object)
+            if operation == .publish { return computed._withUnsafeGuaranteedRef { $0._publish() } }
+            let value = computed._withUnsafeGuaranteedRef { computed in
                 computed._evaluations &+= 1
-                let value = computed._compute()
-                if value == computed._cache { return false }
-                computed._cache = value
-                return true
+                return computed._compute()
+            }
+            // (Gone while its closure ran: nothing of it is touched.)
+            return core._withUnsafeGuaranteedRef { core in
+                guard core.isAlive else { return false }
+                return Unmanaged<Computed<Value>>.fromOpaque(core.target.unsafelyUnwrapped)._withUnsafeGuaranteedRef { computed in
+                    if value == computed._cache { return false }
+                    computed._cache = value
+                    return true
+                }
             }
         }
     }
@@ -131,7 +146,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     /// Evaluates and registers with the dependencies under the locks of its
     /// group and theirs (merged), so no change is missed in between.
     @usableFromInline
-    init(name: String, _ compute: @escaping () -> Value, specialized: @escaping (UnsafeRawPointer, _ComputedOperation) -> Bool) {
+    init(name: String, _ compute: @escaping () -> Value, specialized: @escaping (UnsafeRawPointer, Unmanaged<_ComputedCore>, _ComputedOperation) -> Bool) {
         let core = _ComputedCore(specialized: specialized, name: name)
         _core = .passRetained(core)
         _compute = compute
@@ -147,20 +162,25 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
 
     deinit {
         let (handed, point) = _core._withUnsafeGuaranteedRef { core in
-            let (handed, point) = _Graph.locked(core) {
+            let (handed, point, evaluating) = _Graph.locked(core) {
                 core.isAlive = false
-                core.unregisterAll()
                 let point = core.hookPoint
                 core.hookPoint = nil
+                // Gone while it evaluates (its own closure let go of it): the
+                // evaluation keeps the closure and ends the rest.
+                if core.state == .evaluating { return (core.keepUntilEvaluated(_compute), point, true) }
+                core.unregisterAll()
                 // Queued or being published: the queue keeps the core with this reference.
-                return (core.handOver(), point)
+                return (core.handOver(), point, false)
             }
-            // What it read, released outside the lock (their own `deinit`s
-            // may lock) and after the closure (`_release`). The core may
-            // live on, as a group others were merged into: it keeps
-            // nothing else.
-            _Graph.listForRelease(core.dependencies)
-            core.dependencies = _Dependencies()
+            if !evaluating {
+                // What it read, released outside the lock (their own `deinit`s
+                // may lock) and after the closure (`_release`). The core may
+                // live on, as a group others were merged into: it keeps
+                // nothing else.
+                _Graph.listForRelease(core.dependencies)
+                core.dependencies = _Dependencies()
+            }
             return (handed, point)
         }
         point?.release()

@@ -35,19 +35,22 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     @usableFromInline enum State: UInt8 { case clean, dirty, evaluating }
 
     /// The computed's address (set once it exists), handed to `specialized`.
-    @exclusivity(unchecked) var target: UnsafeRawPointer?
+    @exclusivity(unchecked) @usableFromInline var target: UnsafeRawPointer?
     /// The computed's code specialized for its value type: `.evaluate` runs
     /// the closure and stores its result unless equal to the last one,
     /// returning whether it changed; `.publish` calls the hook point with
     /// the last result.
-    let specialized: (UnsafeRawPointer, _ComputedOperation) -> Bool
+    /// (Handed the computed's address and this core, which `.evaluate`
+    /// asks after the closure ran whether the computed is still there:
+    /// see `keepUntilEvaluated(_:)`.)
+    let specialized: (UnsafeRawPointer, Unmanaged<_ComputedCore>, _ComputedOperation) -> Bool
     /// The computed's hook point once made (+1, released when the computed
     /// goes: the computed's, kept here to be asked whether it has hooks
     /// when the computed is marked dirty).
     @exclusivity(unchecked) @usableFromInline var hookPoint: Unmanaged<HookPoint>?
     @exclusivity(unchecked) @usableFromInline var state = State.clean
     /// False once the computed began to deinitialize (see above).
-    @exclusivity(unchecked) var isAlive = true
+    @exclusivity(unchecked) @usableFromInline var isAlive = true
     /// Its place in the publishing: queued in a thread's pending list (so
     /// it is there once), being published, whether the computed's
     /// reference was handed to the queue (see `handOver()`), and whether
@@ -67,19 +70,22 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     }
     /// What the last evaluation read, in order.
     @exclusivity(unchecked) @usableFromInline var dependencies = _Dependencies()
-    /// The computed's name if it is not the default (`Computed.name`): one
-    /// word here, in the 8 bytes the core's 128-byte block had left, rather
-    /// than a `String` of 16 in the computed.
-    let customName: _ComputedName?
+    /// The computed's name if it is not the default (`Computed.name`); once
+    /// the computed went while it evaluated, its closure, kept until the
+    /// evaluation ends (`keepUntilEvaluated(_:)`). One word, in the 8 bytes
+    /// the core's 128-byte block had left, rather than a `String` of 16 in
+    /// the computed.
+    @exclusivity(unchecked) var extra: _CoreExtra?
 
-    init(specialized: @escaping (UnsafeRawPointer, _ComputedOperation) -> Bool, name: String) {
+    init(specialized: @escaping (UnsafeRawPointer, Unmanaged<_ComputedCore>, _ComputedOperation) -> Bool, name: String) {
         self.specialized = specialized
-        customName = name == _ComputedName.defaultName ? nil : _ComputedName(name)
+        extra = name == _ComputedName.defaultName ? nil : _ComputedName(name)
         super.init(isComputed: true)
     }
 
-    /// The computed's name (immutable: read without the lock).
-    var name: String { customName?.value ?? _ComputedName.defaultName }
+    /// The computed's name (read by the computed, which lives: its name is
+    /// not replaced then, and is read without the lock).
+    var name: String { extra?.name ?? _ComputedName.defaultName }
 
     deinit {
         dependencies.free()
@@ -114,6 +120,58 @@ final class _ComputedCore: _Node, @unchecked Sendable {
             me._withUnsafeGuaranteedRef { replaceDependencies($0.graph) }
         }
         return result
+    }
+
+    /// The computed deinitializes while this core evaluates (its closure
+    /// let go of its last reference, say a subscribed computed's closure
+    /// that clears the variable holding it, or a thread that borrowed the
+    /// group's lock from the one evaluating did): under the group's lock,
+    /// from `Computed.deinit`. The closure is still running, so it is kept
+    /// here until the evaluation ends, and with it what it captured; the
+    /// computed's object goes at once, so the evaluation touches it no more
+    /// (`specialized` asks `isAlive` before storing the result) and is not
+    /// published. Its reads from now on are not recorded (`recordRead`),
+    /// and it is marked diverged, so that its end takes the path of an
+    /// evaluation whose reads changed, which asks (`deadEvaluationEnded`):
+    /// no check on the common path. The computed's reference to this core
+    /// is handed over (returns true: the computed must not release it); the
+    /// queue that publishes it, or the evaluation's end, queues it for
+    /// `endAfterItsComputedWent()` and the release.
+    func keepUntilEvaluated(_ closure: Any) -> Bool {
+        extra = _KeptClosure(closure)
+        publishing.insert(.handed)
+        if !diverged {
+            diverged = true
+            matchedCount = Self.noSegment
+        }
+        return true
+    }
+
+    /// `matchedCount` of an evaluation whose computed went before it
+    /// diverged: it has no segment in the thread's list.
+    static let noSegment = Int32.max
+
+    /// The end of an evaluation whose computed went meanwhile
+    /// (`keepUntilEvaluated(_:)`), on the evaluating thread: its segment of
+    /// the thread's list dropped, and the core queued (unless a publishing
+    /// round up the stack has it) for `endAfterItsComputedWent()`.
+    private func deadEvaluationEnded(_ graph: _GraphState) {
+        if matchedCount != Self.noSegment { graph.fresh.removeLast(graph.fresh.count - matched) }
+        if publishing.isDisjoint(with: [.queued, .publishing]) { _Graph.enqueue(Unmanaged.passUnretained(self)) }
+    }
+
+    /// An evaluation whose computed went meanwhile, once it ended and the
+    /// core came off a queue (not on the stack any more): what
+    /// `Computed.deinit` does for a computed that goes outside its
+    /// evaluation (no longer a dependent of what it read, which is released
+    /// after the closure).
+    private func endAfterItsComputedWent() {
+        unregisterAll()
+        let read = dependencies
+        dependencies = _Dependencies()
+        extra = nil
+        _Graph.listForRelease(read)
+        _Graph.releaseListed()
     }
 
     /// Records that the evaluation `core` read `source` at `version`,
@@ -201,6 +259,8 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// (a linear scan: computeds read few values) or recorded as new.
     @usableFromInline
     func recordRead(_ source: any _Source, version: UInt64, _ graph: _GraphState) {
+        // (Its computed went: nothing more recorded. See `keepUntilEvaluated`.)
+        guard isAlive else { return }
         if !diverged {
             // Read earlier in this evaluation (the last one was asked)?
             var i = 0
@@ -231,6 +291,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// stopped reading, merges the groups of what it read into its own
     /// (all held: the evaluation's locks are kept), and takes its height.
     private func replaceDependencies(_ graph: _GraphState) {
+        guard isAlive else { return deadEvaluationEnded(graph) }
         if !diverged {
             // Fewer reads, the same up to there.
             for i in matched..<dependencies.count {
@@ -327,7 +388,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     @inline(__always)
     private func reevaluate(_ me: Unmanaged<_LockThread>) {
         let target = self.target.unsafelyUnwrapped
-        let changed = evaluate(me) { specialized(target, .evaluate) }
+        let changed = evaluate(me) { specialized(target, Unmanaged.passUnretained(self), .evaluate) }
         if changed {
             version &+= 1
             publishing.insert(.unheard)
@@ -503,9 +564,10 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// record).
     func publishIfChanged(_ me: Unmanaged<_LockThread>) {
         if state == .dirty { refreshDirtyRetaining(me) }
-        guard publishing.contains(.unheard) else { return }
+        // (Its computed may have gone in the refresh: `keepUntilEvaluated`.)
+        guard publishing.contains(.unheard), isAlive else { return }
         publishing.remove(.unheard)
-        _ = specialized(target.unsafelyUnwrapped, .publish)
+        _ = specialized(target.unsafelyUnwrapped, Unmanaged.passUnretained(self), .publish)
     }
 
     /// The computed deinitializes (under its group's lock): true if its
@@ -529,7 +591,19 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         if isAlive, !dropping { publishIfChanged(me) }
         publishing.remove(.publishing)
         guard publishing.contains(.handed), !publishing.contains(.queued) else { return false }
+        if extra is _KeptClosure, !endedAfterItsComputedWent() { return false }
         publishing.remove(.handed)
+        return true
+    }
+
+    /// A handed core taken off the queue whose computed went while it
+    /// evaluated (`keepUntilEvaluated`): `endAfterItsComputedWent()`, and
+    /// true, unless the evaluation still runs (on a thread that lent this
+    /// one the group's lock: its end queues the core again).
+    @inline(never)
+    private func endedAfterItsComputedWent() -> Bool {
+        if state == .evaluating { return false }
+        endAfterItsComputedWent()
         return true
     }
 
@@ -542,12 +616,26 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     }
 }
 
+/// What a core keeps in its `extra` word.
+class _CoreExtra {
+    /// The computed's name, if this is it.
+    var name: String? { nil }
+}
+
 /// A computed's name other than the default, kept by its core.
-final class _ComputedName: Sendable {
+final class _ComputedName: _CoreExtra {
     /// `Computed.init`'s default name, which no core keeps.
     static let defaultName = "computed"
     let value: String
     init(_ value: String) { self.value = value }
+    override var name: String? { value }
+}
+
+/// The closure of a computed that went while it evaluated, kept by its
+/// core until the evaluation ends (`_ComputedCore.keepUntilEvaluated(_:)`).
+final class _KeptClosure: _CoreExtra {
+    let closure: Any
+    init(_ closure: Any) { self.closure = closure }
 }
 
 /// A computed waiting, in a refresh, on its dirty dependency at `index`
