@@ -496,11 +496,15 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// A read `evaluating` knows (held: no look at the thread's locks) of
     /// this computed while it is dirty (brought up to date, then recorded
     /// if `next`) or evaluating (a read of itself: the previous value).
-    @inlinable @inline(never)
+    /// (Not inlinable, unlike the rest of the read: nothing in it depends
+    /// on the source's type, and here the refresh is inlined into it, one
+    /// call a dirty read less: triangle 3,443 -> 3,362 instructions a write,
+    /// the diamond 1,031 -> 1,022.)
+    @usableFromInline @inline(never)
     func readKnownUnclean(_ evaluating: Unmanaged<_ComputedCore>, next: Bool) {
         guard state == .dirty else { return }
         // (In the evaluation's `retaining` scope: see `evaluate`.)
-        refreshDirty(_LockThread.unmanagedCurrent)
+        refreshDirtyInScope(_LockThread.unmanagedCurrent, depth: 0)
         if next { evaluating._withUnsafeGuaranteedRef { $0.recordNext(version: version) } }
     }
 
