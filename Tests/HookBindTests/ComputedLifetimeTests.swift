@@ -9,6 +9,13 @@ private final class ComputedHolder<Value> { var computed: Computed<Value>? }
 /// Captured by a computed's closure: gone once that closure is.
 private final class ClosureCanary {}
 
+/// Sets its flag when it goes (captured by a closure: whether the closure went).
+private final class ReleaseFlag: @unchecked Sendable {
+    let flag: Shared<Bool>
+    init(_ flag: Shared<Bool>) { self.flag = flag }
+    deinit { flag.value = true }
+}
+
 /// A value without `==`: a computed of it publishes every evaluation.
 private struct Plain { let value: Int }
 
@@ -123,6 +130,53 @@ struct ComputedGoneWhileEvaluatingTests {
         // records its own.
         #expect(sum.value == 13)
         #expect(sum.dependencyCount == 3)
+    }
+
+    /// Its last reference goes on another thread: one that borrowed its
+    /// group's lock while the evaluating thread was parked on a lock that
+    /// thread holds (reading `y` inside the evaluation). The borrowing thread
+    /// retires nothing the evaluation still uses; the evaluating one, once it
+    /// resumes, ends as above.
+    @Test(.timeLimit(.minutes(1)))
+    func aThreadThatBorrowedItsGroupsLockLetsGoOfIt() {
+        let x = Observable(0), y = Observable(0)
+        let held = Shared<Computed<Int>?>(nil)
+        let meeting = Rendezvous(2)
+        let evaluations = Shared(0)
+        let released = Shared(false)
+        do {
+            let flag = ReleaseFlag(released)
+            held.value = Computed {
+                let value = x.value
+                evaluations.mutate { $0 += 1 }
+                withExtendedLifetime(flag) {}
+                guard value == 1 else { return value }
+                _ = meeting.arrive()
+                return value &+ y.value   // y's group is the other thread's: parks
+            }
+        }
+        let heard = Shared<[Int]>([])
+        held.value!.subscribe { _, new in heard.mutate { $0.append(new) } }
+        y.subscribe { _, new in
+            guard new == 2 else { return }
+            _ = meeting.arrive()
+            usleep(20_000)   // let the other thread park on y's group (not required)
+            var gone: Computed<Int>?
+            held.mutate { gone = $0; $0 = nil }
+            // Its `deinit` takes x's group, held by the parked thread: borrowed.
+            gone = nil
+        }
+        onThreads(2) { thread in
+            if thread == 0 { x.value = 1 } else { y.value = 2 }
+        }
+        #expect(held.value == nil)
+        // (Nothing heard when it went during the evaluation; had the other
+        // thread dropped it before this one asked for y's group, the
+        // evaluation would have borrowed that lock and published 3.)
+        #expect(heard.value.isEmpty || heard.value == [3])
+        #expect(released.value, "the closure of the gone computed is still kept")
+        x.value = 3
+        #expect(evaluations.value == 2)
     }
 
     /// Nothing of the gone computeds stays allocated.
