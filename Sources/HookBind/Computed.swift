@@ -168,7 +168,10 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
                 core.hookPoint = nil
                 // Gone while it evaluates (its own closure let go of it): the
                 // evaluation keeps the closure and ends the rest.
-                if core.state == .evaluating { return (core.keepUntilEvaluated(_compute), point, true) }
+                if core.state == .evaluating {
+                    core.keepUntilEvaluated(_compute)
+                    return (true, point, true)
+                }
                 core.unregisterAll()
                 // Queued or being published: the queue keeps the core with this reference.
                 return (core.handOver(), point, false)

@@ -17,6 +17,10 @@ final class Counter: Sendable {
 /// make fewer calls there; TSan needs the interleavings, not the count.
 let underThreadSanitizer = dlsym(nil, "__tsan_init") != nil
 
+/// Whether the tests run under AddressSanitizer, whose runtime owns `malloc`
+/// and the string functions.
+let underAddressSanitizer = dlsym(nil, "__asan_init") != nil
+
 /// Runs `body(i)` on `count` new threads and waits for all of them.
 func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
     let group = DispatchGroup()

@@ -90,7 +90,7 @@ struct EntryHookTests {
     /// slot that names it. An `ImportHook` on `strlen` scoped to libc has
     /// nothing to take over (`.notImported`); an entry hook on the
     /// implementation `strlen` resolves to (an IFUNC) sees each of those calls.
-    @Test(.enabled(if: dlsym(nil, "__tsan_init") == nil && dlsym(nil, "__asan_init") == nil,
+    @Test(.enabled(if: !underThreadSanitizer && !underAddressSanitizer,
                    "a sanitizer's runtime replaces strdup"))
     func libcsOwnCallsAreSeenByTheEntryHookNotTheImportHook() throws {
         let signature = Signature(returning: .uint64, arguments: [.pointer])

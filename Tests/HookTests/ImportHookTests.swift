@@ -429,7 +429,7 @@ struct ImportHookTests {
     }
 
     // The sanitizers' runtimes refuse RTLD_DEEPBIND (they abort the process).
-    @Test(.enabled(if: dlsym(nil, "__tsan_init") == nil && dlsym(nil, "__asan_init") == nil,
+    @Test(.enabled(if: !underThreadSanitizer && !underAddressSanitizer,
                    "RTLD_DEEPBIND is refused under ThreadSanitizer and AddressSanitizer"),
           .enabled(if: deepBindLibrary != nil, "needs a C compiler"))
     func aSlotBoundToItsOwnObjectsDefinitionIsLeftAlone() throws {
@@ -566,7 +566,7 @@ struct ImportHookTests {
     }
 
     // Under AddressSanitizer, libc's strdup allocates through the sanitizer's malloc, not libc's GOT.
-    @Test(.enabled(if: dlsym(nil, "__asan_init") == nil, "AddressSanitizer owns malloc"))
+    @Test(.enabled(if: !underAddressSanitizer, "AddressSanitizer owns malloc"))
     func nothingIsAllocatedWhileTheLoaderListIsWalked() throws {
         // glibc's own calls to malloc (strdup's) go through libc's GOT: a hook there runs on them.
         let hook = try ImportHook(symbol: "malloc", signature: mallocSignature, in: ["libc.so.6"])

@@ -134,17 +134,16 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// and it is marked diverged, so that its end takes the path of an
     /// evaluation whose reads changed, which asks (`deadEvaluationEnded`):
     /// no check on the common path. The computed's reference to this core
-    /// is handed over (returns true: the computed must not release it); the
-    /// queue that publishes it, or the evaluation's end, queues it for
+    /// is handed over (the computed must not release it); the queue that
+    /// publishes it, or the evaluation's end, queues it for
     /// `endAfterItsComputedWent()` and the release.
-    func keepUntilEvaluated(_ closure: Any) -> Bool {
+    func keepUntilEvaluated(_ closure: Any) {
         extra = _KeptClosure(closure)
         publishing.insert(.handed)
         if !diverged {
             diverged = true
             matchedCount = Self.noSegment
         }
-        return true
     }
 
     /// `matchedCount` of an evaluation whose computed went before it
