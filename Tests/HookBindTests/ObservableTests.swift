@@ -704,6 +704,46 @@ struct ObservableTests {
         #expect(outcome.firstGone)
     }
 
+    /// A write that marks a deep graph whose computeds each have two
+    /// dependents, on a thread with a 256 KiB stack: a chain of 5,000, each
+    /// link also read by a computed of its own, subscribed at the end.
+    /// (Marking walked each link's dependents by recursion, two frames a
+    /// link: 1,000 links overflowed a 512 KiB stack in the debug build,
+    /// signal 11.) Every computed of the graph is marked: the chain's end
+    /// is heard and each side computed reads the new value.
+    @Test func aDeepGraphOfNodesWithTwoDependentsIsMarkedOnASmallStack() {
+        final class Outcome: @unchecked Sendable {
+            var heard: [Int] = []
+            var sides: [Int] = []
+        }
+        let outcome = Outcome()
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            let head = Observable(0)
+            var chain = [Computed { head.value }]
+            var sides: [Computed<Int>] = []
+            for _ in 1..<5_000 {
+                let previous = chain[chain.count - 1]
+                chain.append(Computed { previous.value &+ 1 })
+                sides.append(Computed { previous.value &* 2 })
+            }
+            for side in sides { _ = side.value }  // each read once: a dependent of its link
+            var heard: [Int] = []
+            let subscription = chain[chain.count - 1].subscribe { _, new in heard.append(new) }
+            head.value = 1
+            head.value = 2
+            outcome.heard = heard
+            outcome.sides = [sides[0].value, sides[2_500].value, sides[sides.count - 1].value]
+            subscription.dispose()
+            done.signal()
+        }
+        thread.stackSize = 256 * 1024
+        thread.start()
+        #expect(done.wait(timeout: .now() + 60) == .success)
+        #expect(outcome.heard == [5_000, 5_001])
+        #expect(outcome.sides == [4, 2 * 2_502, 2 * 5_000])
+    }
+
     @Test func aSubscriberThatAlwaysWritesIsStoppedNotLooping() {
         let a = Observable(0)
         let b = Computed { a.value + 1 }

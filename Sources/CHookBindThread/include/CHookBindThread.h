@@ -1,7 +1,9 @@
 // CHookBindThread: HookBind's per-thread state, one initial-exec TLS load
-// each (a pthread key would cost a call). Opaque here; HookBind owns all three.
+// each (a pthread key would cost a call). Opaque here; HookBind owns them all.
 #ifndef CHOOKBINDTHREAD_H
 #define CHOOKBINDTHREAD_H
+
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,6 +27,18 @@ static inline void hkb_lock_thread_set(void *record) { hkb_lock_thread = record;
 extern _Thread_local void *hkb_evaluating __attribute__((tls_model("initial-exec")));
 static inline void *hkb_evaluating_get(void) { return hkb_evaluating; }
 static inline void hkb_evaluating_set(void *core) { hkb_evaluating = core; }
+
+// The address below which the calling thread's stack is too near its end for
+// HookBind's marking to recurse further (it lists what is left instead), or 0
+// where unknown. Set with the thread's record (hkb_stack_floor_set).
+extern _Thread_local uintptr_t hkb_stack_floor __attribute__((tls_model("initial-exec")));
+// Whether the caller's frame is below the floor (one thread-local load).
+static inline int hkb_stack_is_low(void) {
+    return (uintptr_t)__builtin_frame_address(0) < hkb_stack_floor;
+}
+// Sets the floor of the calling thread: the end of its stack (pthread's
+// attributes) plus a margin, a quarter of the stack up to 64 KiB.
+void hkb_stack_floor_set(void);
 
 #ifdef __cplusplus
 }

@@ -30,4 +30,16 @@ enum _BindingThread {
         @inlinable @inline(__always) get { hkb_evaluating_get().map { Unmanaged.fromOpaque($0) } }
         @inline(__always) set { hkb_evaluating_set(newValue?.toOpaque()) }
     }
+
+    /// Whether the calling thread's stack is near its end (within a
+    /// quarter of it, at most 64 KiB): one thread-local load and the frame
+    /// pointer (CHookBindThread's `hkb_stack_floor`, set with the thread's
+    /// record; never near where it is unknown).
+    static var stackIsLow: Bool {
+        @inline(__always) get { hkb_stack_is_low() != 0 }
+    }
+
+    /// Sets the calling thread's stack floor (`stackIsLow`), once, when
+    /// its record is made.
+    static func setStackFloor() { hkb_stack_floor_set() }
 }

@@ -284,6 +284,7 @@ final class _LockThread: @unchecked Sendable {
         let made = Unmanaged.passRetained(_LockThread())
         pthread_setspecific(key, made.toOpaque())
         _BindingThread.lockThread = made.toOpaque()
+        _BindingThread.setStackFloor()
         return made
     }
 
