@@ -77,6 +77,7 @@ hk_thread *hk_thread_register(void) {
   pthread_mutex_lock(&registry_lock);
   hk_thread *t = free_records;
   uint64_t next_serial = 0;
+  int kept = t != 0;
   if (t) {
     // An exited thread's record: every frame of it was left (serials 0);
     // its serials go on from where they stopped.
@@ -88,12 +89,20 @@ hk_thread *hk_thread_register(void) {
     // has a record (whose frames are what stops reentry). Page-aligned, so
     // the record has whole cache lines of its own.
     void *memory = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) abort(); // a few hundred bytes once per thread; nothing sensible to do without them
+    if (memory == MAP_FAILED) abort(); // 16 KiB once per thread (two pages touched by most); nothing sensible to do without them
     t = (hk_thread *)memory;
   }
-  memset(t, 0, size);
+  // A fresh mapping is zero; a kept record is cleared where it was used: its
+  // scalars and the frames its threads entered (every page of it touched
+  // otherwise, 16 KiB a thread where most calls nest a few frames deep).
+  if (kept) {
+    size_t used = (size_t)(t->deepest > HK_SHALLOW_DEPTH ? t->deepest + 1 : HK_SHALLOW_DEPTH);
+    memset(t, 0, offsetof(hk_thread, active));
+    memset((void *)t->active, 0, used * sizeof t->active[0]);
+    memset(t->serial, 0, used * sizeof t->serial[0]);
+  }
   t->next_serial = next_serial;
-  t->limit = HK_MAX_DEPTH;
+  t->limit = HK_SHALLOW_DEPTH;
   t->asymmetric = (uint8_t)__atomic_load_n(&hk_asymmetric_fence, __ATOMIC_RELAXED);
   t->next = registry_head;
   if (registry_head) registry_head->prev = t;
@@ -106,6 +115,60 @@ hk_thread *hk_thread_register(void) {
   return t;
 }
 
+
+// Says once, on stderr, that a call ran without its hooks for its depth.
+static void say_too_deep(int near_end) {
+  static _Atomic int said = 0;
+  if (atomic_exchange(&said, 1)) return;
+  static const char deep[] = "Hook: a call nested deeper than 1024 hook points on one thread ran without its hooks (so do all calls that deep)\n";
+  static const char low[] = "Hook: a call nested past 64 hook points, near the end of its thread's stack, ran without its hooks (so do all calls there)\n";
+  ssize_t ignored = near_end ? write(2, low, sizeof low - 1) : write(2, deep, sizeof deep - 1);
+  (void)ignored;
+}
+
+// Whether the caller's stack is within a quarter of its size (at most 256
+// KiB) of its end. The bounds are asked once per thread, the first time a
+// call nests past HK_SHALLOW_DEPTH (pthread_getattr_np may allocate: calls
+// it makes meanwhile take the stack as far from its end). A frame outside
+// the thread's stack (a signal's alternate stack, a fiber) compares as
+// anywhere else: below the floor, its deep calls run without hooks.
+static int stack_near_end(hk_thread *t) {
+  if (t->floor_state == 0) {
+    t->floor_state = 1;
+    pthread_attr_t attributes;
+    if (pthread_getattr_np(pthread_self(), &attributes) == 0) {
+      void *low = 0;
+      size_t size = 0;
+      if (pthread_attr_getstack(&attributes, &low, &size) == 0 && low) {
+        size_t margin = size / 4 < 256 * 1024 ? size / 4 : 256 * 1024;
+        t->stack_floor = (uintptr_t)low + margin;
+      }
+      pthread_attr_destroy(&attributes);
+    }
+    t->floor_state = 2;
+  }
+  return (uintptr_t)__builtin_frame_address(0) < t->stack_floor;
+}
+
+void hk_thread_too_deep(void) { say_too_deep(0); }
+
+// Where every level of a recursion is a hook's (subscribers that each write
+// the next observable: about 2 KiB a level in a debug build; a chain of
+// bindings about 10), refusing the call ends the recursion: the calls past
+// the floor run their originals only, where they would otherwise overflow
+// the stack. (An entry-hooked function recursing takes about as much stack a
+// level with its hooks refused as with them running, about 540 bytes in a
+// release build, the hook's call path: there the floor keeps the hooks'
+// own frames off the stack's last quarter, no more.)
+int hk_thread_may_go_deeper(hk_thread *t, unsigned depth) {
+  if (t->limit == 0) return 0;  // suppressed, or the record of a thread registering
+  if (stack_near_end(t)) {
+    say_too_deep(1);
+    return 0;
+  }
+  if ((int)depth > t->deepest) t->deepest = (int)depth;
+  return 1;
+}
 
 int hk_points_active(const uintptr_t *points, int count, unsigned char *active) {
   int found = 0;

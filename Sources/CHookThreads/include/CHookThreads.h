@@ -18,27 +18,37 @@ extern "C" {
 
 // MARK: - Per-thread hook state
 
-// How many hook points may be active at once on one thread (nested hooks).
-// A call that would go deeper runs the original only.
-#define HK_MAX_DEPTH 64
+// How many hook points may be active at once on one thread (nested hooks;
+// a recursive function's calls each count). A call that would go deeper runs
+// the original only, and so does a call nested past HK_SHALLOW_DEPTH where
+// the thread's stack is near its end (see hk_thread_may_go_deeper); the first
+// such call in the process says so on stderr.
+#define HK_MAX_DEPTH 1024
+// The depth up to which a frame is entered inline, with one test; deeper
+// ones ask hk_thread_may_go_deeper first. (Each costs a typed closure
+// call 3 instructions, call-counts' closure-typed: a path of the deep
+// frames' own, or a call returning the frame, cost 4 to 8.)
+#define HK_SHALLOW_DEPTH 64
 
 typedef struct hk_thread {
-  // Hook points whose hooks are running on this thread, innermost last.
-  // Written only by the owning thread; read by writers of other threads that
-  // want to know whether an old snapshot of hooks may still be in use.
-  _Atomic(uintptr_t) active[HK_MAX_DEPTH];
-  // A serial number for each active frame, so a CallBack can tell whether the
-  // call it describes is still running.
-  uint64_t serial[HK_MAX_DEPTH];
   _Atomic(int) depth;
   // > 0 inside withoutHooks { }: every hook point runs its original only.
   int suppressed;
-  // The depth below which a frame may be entered: HK_MAX_DEPTH, or 0 while
-  // suppressed (one test in hk_thread_enter for both).
+  // The depth below which a frame is entered inline: HK_SHALLOW_DEPTH, or 0
+  // while suppressed (one test in hk_thread_enter for both).
   uint8_t limit;
   // hk_asymmetric_fence, copied at registration (made before any thread
   // registers, never changed): read where the thread's record is at hand.
   uint8_t asymmetric;
+  // 0: the stack's floor is not known yet; 1: being found; 2: found
+  // (stack_floor, 0 where the stack's bounds could not be had).
+  uint8_t floor_state;
+  // The deepest frame this record entered past HK_SHALLOW_DEPTH (what a
+  // later thread that takes the record must clear).
+  int deepest;
+  // Below this address the thread's stack is near its end: calls nested
+  // past HK_SHALLOW_DEPTH run their originals only (hk_thread_may_go_deeper).
+  uintptr_t stack_floor;
   uint64_t next_serial;
   // While a key path is resolved to its hook point on this thread, where the
   // hooked setter or getter that the access reaches records its hook point
@@ -46,7 +56,24 @@ typedef struct hk_thread {
   void *probe;
   struct hk_thread *next;
   struct hk_thread *prev;
+  // Hook points whose hooks are running on this thread, innermost last.
+  // Written only by the owning thread; read by writers of other threads that
+  // want to know whether an old snapshot of hooks may still be in use.
+  // (After the scalars, which the call path reads: a record is mmap'd, and
+  // the pages of frames no call went deep enough to use are never touched.)
+  _Atomic(uintptr_t) active[HK_MAX_DEPTH];
+  // A serial number for each active frame, so a CallBack can tell whether the
+  // call it describes is still running.
+  uint64_t serial[HK_MAX_DEPTH];
 } hk_thread;
+
+// Whether a frame may be entered at depth `depth` (below HK_MAX_DEPTH), past
+// HK_SHALLOW_DEPTH (or while suppressed): not suppressed, and the stack not
+// within a quarter of its size, at most 256 KiB, of its end.
+__attribute__((cold)) int hk_thread_may_go_deeper(hk_thread *t, unsigned depth);
+// A call refused for HK_MAX_DEPTH: says so on stderr, the first time in the
+// process.
+__attribute__((cold)) void hk_thread_too_deep(void);
 
 extern _Thread_local hk_thread *hk_current_thread
     __attribute__((tls_model("initial-exec")));
@@ -92,7 +119,15 @@ static inline int hk_thread_enter(hk_thread *t, uintptr_t point) {
   // knows the frame index is not negative, and callers' `frame >= 0` tests
   // fold away.
   unsigned d = (unsigned)atomic_load_explicit(&t->depth, memory_order_relaxed);
-  if (d >= t->limit) return -1;
+  if (__builtin_expect(d >= t->limit, 0)) {
+    // Past HK_SHALLOW_DEPTH (or suppressed): asked out of line.
+    if (d >= HK_MAX_DEPTH) {
+      hk_thread_too_deep();
+      return -1;
+    }
+    if (!hk_thread_may_go_deeper(t, d)) return -1;
+  }
+  __builtin_assume(d < HK_MAX_DEPTH);
   if (__builtin_expect(d != 0, 0)) {  // (none at depth 0: the common case)
     for (unsigned i = d; i > 0; i--) {
       // Exact match only: a frame tagged with bit 0 is running its original, not a hook.
@@ -111,7 +146,15 @@ static inline int hk_thread_enter(hk_thread *t, uintptr_t point) {
 // a shared helper returning the depth made a typed call longer: call-counts.sh.)
 static inline int hk_thread_enter_unrecorded(hk_thread *t, uintptr_t point) {
   unsigned d = (unsigned)atomic_load_explicit(&t->depth, memory_order_relaxed);
-  if (d >= t->limit) return -1;
+  if (__builtin_expect(d >= t->limit, 0)) {
+    // Past HK_SHALLOW_DEPTH (or suppressed): asked out of line.
+    if (d >= HK_MAX_DEPTH) {
+      hk_thread_too_deep();
+      return -1;
+    }
+    if (!hk_thread_may_go_deeper(t, d)) return -1;
+  }
+  __builtin_assume(d < HK_MAX_DEPTH);
   if (__builtin_expect(d != 0, 0)) {
     for (unsigned i = d; i > 0; i--) {
       if (atomic_load_explicit(&t->active[i - 1], memory_order_relaxed) == point) return -1;
@@ -128,6 +171,7 @@ static inline int hk_thread_enter_unrecorded(hk_thread *t, uintptr_t point) {
 static inline int hk_thread_push(hk_thread *t, uintptr_t point) {
   int d = atomic_load_explicit(&t->depth, memory_order_relaxed);
   if (d >= HK_MAX_DEPTH) return -1;
+  if (d > t->deepest) t->deepest = d;
   atomic_store_explicit(&t->active[d], point, memory_order_relaxed);
   t->serial[d] = ++t->next_serial;
   hk_thread_publish_depth(t, d + 1);
@@ -177,7 +221,7 @@ static inline void hk_thread_suppress(hk_thread *t) {
 }
 static inline void hk_thread_unsuppress(hk_thread *t) {
   t->suppressed--;
-  if (t->suppressed == 0) t->limit = HK_MAX_DEPTH;
+  if (t->suppressed == 0) t->limit = HK_SHALLOW_DEPTH;
 }
 
 // The pending key-path probe of the calling thread, or NULL.
