@@ -360,6 +360,12 @@ static int ends_flow(const ZydisDecodedInstruction *in) {
 
 static void put_absolute(uint8_t *out, uint64_t value) { memcpy(out, &value, 8); }
 
+void hk_entry_keep_loaded(const void *address) {
+  Dl_info info;
+  if (!dladdr(address, &info) || !info.dli_fname) return;
+  (void)dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
 int hk_entry_plan_make(const void *function, uint64_t size, const void *stub_address,
                        hk_entry_plan *plan, char *why, size_t why_size) {
   static const uint8_t endbr64[4] = {0xF3, 0x0F, 0x1E, 0xFA};
@@ -921,6 +927,7 @@ int hk_entry_find_address(const void *address, char *name, size_t name_size, hk_
 int hk_entry_each_function(const char *object, int (*visit)(const char *, const void *, uint64_t, void *), void *context) {
   (void)object; (void)visit; (void)context; return -1;
 }
+void hk_entry_keep_loaded(const void *address) { (void)address; }
 int hk_entry_each_object_function(const char *prefixes, int (*visit)(const char *, const char *, const void *, uint64_t, void *), void *context) {
   (void)prefixes; (void)visit; (void)context; return -1;
 }

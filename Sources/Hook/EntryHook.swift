@@ -42,6 +42,12 @@ import Synchronization
 /// original bytes back the same way. Trampolines are never freed: a thread
 /// may still be inside one.
 ///
+/// ## The object stays loaded
+/// The object that defines a hooked function is kept loaded for the life of
+/// the process: a `dlclose` of a library with an entry hook no longer
+/// unloads it (its code is patched, and a thread may still be in its
+/// trampoline).
+///
 /// ## One hook point per function, for the life of the process
 /// A second `EntryHook` for the same function returns the same object (a
 /// different signature is `.signatureMismatch`); after ``restore()``, asking
@@ -385,10 +391,24 @@ final class _EntryRegistry: @unchecked Sendable {
             throw HookError(.patchingFailed, point: symbol, _text(why))
         }
         let entry = Entry(point: point, key: key, plan: plan, page: page, isInstalled: true)
+        Self.keepLoaded(address)
         try patch(entry, install: true, symbol: symbol)
         // Kept from here on, installed or restored: its trampoline page is never freed.
         entries[address_] = entry
         return point
+    }
+
+    /// Keeps the object that holds `address` loaded for the life of the
+    /// process (`RTLD_NODELETE`, set on the loaded object by a `dlopen`
+    /// that loads nothing): its code is patched, and the registry, the
+    /// trampoline and the hook point outlive any `dlclose`. (A library
+    /// unloaded after its function was hooked crashed `restore()`, which
+    /// compared and wrote the unmapped bytes; reloaded at the same address,
+    /// its function ran unhooked while the registry called it installed.)
+    /// The program itself is never unloaded (`dlopen` of its path finds
+    /// nothing, and loads nothing).
+    private static func keepLoaded(_ address: UnsafeRawPointer) {
+        hk_entry_keep_loaded(address)
     }
 
     private func patch(_ entry: Entry, install: Bool, symbol: String) throws(HookError) {

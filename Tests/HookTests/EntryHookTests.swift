@@ -33,6 +33,18 @@ let twinLibraries: (String, String)? = {
     return made.count == 2 ? (made[0], made[1]) : nil
 }()
 
+/// A library of one function, `long hk_kept(long x)` (3x), compiled here, or nil without a C compiler.
+let keptLibrary: String? = {
+    guard let directory = try? temporaryDirectory() else { return nil }
+    let source = directory.appendingPathComponent("hkkept.c")
+    let library = directory.appendingPathComponent("libhkkept.so").path
+    guard (try? "long hk_kept(long x) { long y = x * 3; return y; }\n".write(to: source, atomically: true, encoding: .utf8)) != nil else { return nil }
+    for compiler in ["cc", "clang", "gcc"] where runQuietly([compiler, "-shared", "-fPIC", "-O0", "-o", library, source.path]) {
+        return library
+    }
+    return nil
+}()
+
 func expectEntryError(_ kind: HookError.Kind, point: String, containing text: String, _ body: () throws -> Void) {
     do {
         try body()
@@ -358,6 +370,29 @@ struct EntryHookTests {
         let viaTwo = unsafeBitCast(try #require(dlsym(two, "hk_twin")), to: Twin.self)
         #expect(viaOne(1) == 2)      // x + 1: not hooked
         #expect(viaTwo(1) == 300)    // (x + 2) * 100: hooked
+    }
+
+    /// A library whose function has an entry hook stays loaded after its
+    /// last `dlclose`: the function runs, hooked, and `restore()` puts its
+    /// bytes back. (It was unmapped: calling it, or `restore()`, which
+    /// compares and writes its bytes, crashed with signal 11.)
+    @Test(.enabled(if: keptLibrary != nil, "needs a C compiler"))
+    func aLibraryWithAnEntryHookStaysLoadedAfterDlclose() throws {
+        let path = try #require(keptLibrary)
+        let handle = try #require(dlopen(path, RTLD_NOW | RTLD_LOCAL))
+        typealias Kept = @convention(c) (Int64) -> Int64
+        let kept = unsafeBitCast(try #require(dlsym(handle, "hk_kept")), to: Kept.self)
+        let hook = try EntryHook(symbol: "hk_kept", signature: int64Unary, in: "libhkkept.so")
+        hook.after { call in try call.setResult(try call.result(as: Int64.self) + 1) }
+        #expect(kept(2) == 7)
+        #expect(dlclose(handle) == 0)
+        #expect(kept(2) == 7)
+        try hook.restore()
+        #expect(kept(2) == 6)
+        // Hooked again at the same address: the same hook point, installed.
+        let again = try EntryHook(symbol: "hk_kept", signature: int64Unary, in: "libhkkept.so")
+        #expect(again === hook && again.isInstalled)
+        try again.restore()
     }
 
     @Test func aRefusedWriteLeavesTheCodeAsItWas() throws {

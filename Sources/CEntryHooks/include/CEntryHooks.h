@@ -35,6 +35,11 @@ int hk_entry_find(const char *name, hk_entry_definition *out, int max);
 // its body, by its size), found the same way; 1 if found, else 0.
 int hk_entry_find_address(const void *address, char *name, size_t name_size, hk_entry_definition *out);
 
+// Keeps the object that holds `address` loaded for the life of the process
+// (RTLD_NODELETE, set by a dlopen that loads nothing; nothing for the program
+// itself, which is never unloaded).
+void hk_entry_keep_loaded(const void *address);
+
 // Calls `visit` for each function symbol (STT_FUNC, defined, non-zero size)
 // of the loaded object whose path ends with `object` (its file name, say
 // "libz.so.1"), .dynsym and .symtab; returns how many, or -1 if no loaded
