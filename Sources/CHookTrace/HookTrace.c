@@ -200,7 +200,7 @@ size_t hook_trace_function_count(void) { return atomic_load(&function_count); }
 
 // MARK: - Per-thread state
 
-#define MAX_DEPTH 256
+#define MAX_DEPTH 8192           // traced calls a thread may be inside (uftrace: 65,535); pages touched as used
 #define RING_SIZE (1024 * 1024)  // a thread's records not yet written (a power of two; pages touched as used)
 #define OUT_SIZE (64 * 1024)     // the writer's buffer of lines
 #define LINE_ROOM 4096           // a line never needs more (names are cut at NAME_LIMIT)
@@ -248,6 +248,7 @@ typedef struct thread_state {
   _Atomic int unused;          // its thread ended: the next new thread takes it (counters and all)
   pid_t tid;
   int depth;
+  uint64_t too_deep;           // calls not traced: MAX_DEPTH traced calls of the thread were under way
   // The ring's ends, each on a cache line of its own (the thread and the
   // writer each write one), and the thread's last look at the writer's.
   _Alignas(64) _Atomic uint64_t head;   // the end of the records the writer may read (published)
@@ -731,7 +732,10 @@ __attribute__((used)) const void *hk_trace_enter(const traced_function *f, const
     inside--;
     if (s == NULL) return f->original;
   }
-  if (s->depth >= MAX_DEPTH) return f->original;
+  if (s->depth >= MAX_DEPTH) {
+    s->too_deep++;  // said at the image's end (too_deep_print)
+    return f->original;
+  }
   frame *fr = &s->frames[s->depth];
   fr->return_address = *return_slot;
   fr->function = f;
@@ -1156,6 +1160,7 @@ done:
 
 static void summary_print(void);
 static void refine_calibration(void);
+static void too_deep_print(void);
 
 // Before exec or _exit: what this process image traced goes out now (the
 // lines, and with -c its table), since no destructor will run.
@@ -1167,6 +1172,7 @@ static void image_ends(void) {
   refine_calibration();
   hook_trace_flush();
   if (summary_mode) summary_print();
+  too_deep_print();
 }
 
 // MARK: - Interposed: dlopen (new objects), exec and _exit (write out first)
@@ -1202,6 +1208,20 @@ void _exit(int status) {
 }
 
 // MARK: - Start and end
+
+// Says how many calls went untraced for their depth, if any (and counts on from zero).
+static void too_deep_print(void) {
+  uint64_t untraced = 0;
+  for (thread_state *s = atomic_load(&all_states); s; s = s->next) {
+    untraced += s->too_deep;
+    s->too_deep = 0;
+  }
+  if (untraced == 0) return;
+  char line[160];
+  int n = snprintf(line, sizeof line, "hook-trace: %llu calls in process %d were not traced: %d traced calls of their thread were under way\n",
+                   (unsigned long long)untraced, (int)getpid(), MAX_DEPTH);
+  if (n > 0) write_all(output_fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
 
 static void summary_print(void) {
   inside++;

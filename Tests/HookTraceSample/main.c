@@ -7,6 +7,8 @@
 //   fork N       the loop N times in a child (which ends with _exit) and in the parent; status 0
 //   exec N       runs itself again as `loop N` (execv); status 3 (the new image's)
 //   fail         four calls that fail: open and close of nothing, strtol, fopen; status 1
+//   deep N       qsort nested N deep (its comparator sorts again, one level down);
+//                prints the depth reached; status 0
 //   late MS      4 threads call ferror (through a pointer from dlsym: this program does
 //                not import it) in a loop; after MS ms it loads libbz2, which does import
 //                it, so that hook-trace patches ferror's entry while the threads are in
@@ -67,6 +69,22 @@ static int count_rows(void *counter, int columns, char **values, char **names) {
   (void)columns; (void)names;
   *(int *)counter = atoi(values[0]);
   return 0;
+}
+
+static long levels_left, deepest;
+
+// qsort's comparator for `deep`: sorts a pair again, one level down, until none is left.
+static int nest(const void *a, const void *b) {
+  static long level;
+  if (levels_left > 1) {
+    levels_left--;
+    level++;
+    if (level + 1 > deepest) deepest = level + 1;
+    long two[2] = {2, 1};
+    qsort(two, 2, sizeof two[0], nest);
+    level--;
+  }
+  return (int)(*(const long *)a - *(const long *)b);
 }
 
 int main(int argc, char **argv) {
@@ -151,6 +169,13 @@ int main(int argc, char **argv) {
     }
     printf("late: libbz2 %s, %s\n", bz2 ? "loaded" : "not loaded", failed ? "a call failed" : "every call returned 0");
     fprintf(stderr, "calls %ld\n", total);
+    return 0;
+  }
+  if (strcmp(mode, "deep") == 0) {
+    levels_left = n;
+    long two[2] = {2, 1};
+    qsort(two, 2, sizeof two[0], nest);
+    printf("depth %ld\n", deepest);
     return 0;
   }
   if (strcmp(mode, "fail") == 0) {

@@ -263,6 +263,23 @@ struct HookTraceTests {
         }
     }
 
+    /// A recursion through a traced function is traced as deep as it goes:
+    /// qsort nested 300 deep (its comparator sorts again) is 300 calls; past
+    /// 8,192 traced calls under way on a thread, the calls run untraced and
+    /// their count is said at the end. (The limit was 256, and the calls past
+    /// it went untraced without a word: 256 of 300.)
+    @Test func aRecursionIsTracedAsDeepAsItGoes() throws {
+        let traced = try run([launcher, "-c", "-e", "qsort", sample, "deep", "300"])
+        #expect(traced.status == 0 && traced.output == "depth 300\n")
+        #expect(counts(summaries(traced.errors).first ?? [:]) == ["qsort": 300], "\(traced.errors)")
+        #expect(!traced.errors.contains("not traced"))
+        let deeper = try run([launcher, "-c", "-e", "qsort", sample, "deep", "8200"])
+        #expect(deeper.status == 0 && deeper.output == "depth 8200\n")
+        #expect(counts(summaries(deeper.errors).first ?? [:]) == ["qsort": 8_192], "\(deeper.errors)")
+        #expect(deeper.errors.contains("hook-trace: 8 calls in process"), "\(deeper.errors)")
+        #expect(deeper.errors.contains("were not traced: 8192 traced calls of their thread were under way"))
+    }
+
     @Test func badInputEndsWithAMessageAndAStatus() throws {
         let badPattern = try run([launcher, "-e", "str len", sample, "loop", "1"])
         #expect(badPattern.status == 2 && badPattern.errors.contains("bad pattern 'str len': ' ' is not part of a symbol name"))
