@@ -1107,7 +1107,18 @@ static void trace_new_imports(void) {
       continue;
     }
     uint32_t n = atomic_load(&function_count);
-    if (n == MAX_FUNCTIONS) break;
+    if (n == MAX_FUNCTIONS) {
+      // Said once in the trace: the functions matched past the table go untraced.
+      static int said;
+      if (!said) {
+        said = 1;
+        char line[256];
+        int length = snprintf(line, sizeof line, "hook-trace: more than %d functions match; '%s' and those after it are not traced (narrow -e)\n",
+                              MAX_FUNCTIONS, symbol);
+        if (length > 0) write_all(output_fd, line, (size_t)length < sizeof line ? (size_t)length : sizeof line - 1);
+      }
+      break;
+    }
     void *entry_target = dlsym(RTLD_NEXT, symbol);           // the definition after this library's
     void *import_target = dlsym(RTLD_DEFAULT, symbol);       // what the program's slots are bound to
     if (import_target == NULL) continue;

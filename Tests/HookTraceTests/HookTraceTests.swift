@@ -81,6 +81,9 @@ func program(_ name: String) -> String? {
     return nil
 }
 
+/// A C compiler on PATH, if any.
+let cCompiler = ["cc", "clang", "gcc"].lazy.compactMap { program($0) }.first
+
 /// hook-trace runs programs with a library preloaded; a build with a
 /// sanitizer instruments that library too, which a plain program cannot load.
 let unsanitized = hk_test_malloc_counting_available()
@@ -278,6 +281,34 @@ struct HookTraceTests {
         #expect(counts(summaries(deeper.errors).first ?? [:]) == ["qsort": 8_192], "\(deeper.errors)")
         #expect(deeper.errors.contains("hook-trace: 8 calls in process"), "\(deeper.errors)")
         #expect(deeper.errors.contains("were not traced: 8192 traced calls of their thread were under way"))
+    }
+
+    /// More functions matched than the table holds (4,096): those past it
+    /// go untraced, and the trace says so, naming the first. (They went
+    /// untraced without a word.) A program of 4,100 functions in a library
+    /// of its own, each called once, compiled here.
+    @Test(.enabled(if: cCompiler != nil, "needs a C compiler"))
+    func moreFunctionsThanTheTableHoldsAreSaidSo() throws {
+        let cc = try #require(cCompiler)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-many-\(getpid())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let count = 4_100
+        let library = (0..<count).map { "int many_\($0)(int x) { return x + \($0); }\n" }.joined()
+        let main = (0..<count).map { "int many_\($0)(int);\n" }.joined()
+            + "int main(void) { long total = 0;\n" + (0..<count).map { "  total += many_\($0)(1);\n" }.joined()
+            + "  return total == \(count + count * (count - 1) / 2) ? 0 : 1; }\n"
+        try library.write(to: folder.appendingPathComponent("many.c"), atomically: true, encoding: .utf8)
+        try main.write(to: folder.appendingPathComponent("main.c"), atomically: true, encoding: .utf8)
+        let lib = folder.appendingPathComponent("libmany.so").path, exe = folder.appendingPathComponent("many").path
+        #expect(try run([cc, "-shared", "-fPIC", "-O0", "-o", lib, folder.appendingPathComponent("many.c").path]).status == 0)
+        #expect(try run([cc, "-O0", "-o", exe, folder.appendingPathComponent("main.c").path, "-L", folder.path, "-lmany",
+                         "-Wl,-rpath," + folder.path]).status == 0)
+        let traced = try run([launcher, "-c", "-L", "-e", "many_*", exe])
+        #expect(traced.status == 0, "\(traced.errors)")
+        #expect(counts(summaries(traced.errors).first ?? [:]).count == 4_096)
+        #expect(traced.errors.contains("hook-trace: more than 4096 functions match; 'many_"), "\(traced.errors.prefix(300))")
+        #expect(traced.errors.contains("and those after it are not traced (narrow -e)"))
     }
 
     @Test func badInputEndsWithAMessageAndAStatus() throws {
