@@ -601,6 +601,9 @@ static int sync_core = -1;  // 1: membarrier SYNC_CORE; 0: PRIVATE_EXPEDITED; -2
 // Tests: refuse this thread's next protection change (a thread's own, so a
 // patch another thread makes meanwhile, another test's, does not take it).
 static _Thread_local int refuse_write;
+// Tests: the calling thread's next patch takes at most this many other
+// threads (0: MAX_ACKS).
+static _Thread_local int thread_limit;
 
 // SIGTRAP: an int3 on a patch's first byte (the instruction pointer is just
 // past it) sends the thread on to the stub; any other goes to whoever
@@ -775,12 +778,25 @@ static int fixup_round(const hk_entry_plan *plan, uintptr_t stub, char *why, siz
     say(why, why_size, "/proc/self/task could not be read: the other threads cannot be moved off the displaced instructions");
     return -1;
   }
+  // Every other thread, or a refusal: one left out could be stopped between
+  // two displaced instructions and resume inside the jump. (Past MAX_ACKS
+  // the list stopped, and the patch went on.)
+  const int most = thread_limit ? thread_limit : MAX_ACKS;
   struct dirent *entry;
-  while ((entry = readdir(tasks)) && pending_count < MAX_ACKS) {
+  while ((entry = readdir(tasks))) {
     pid_t tid = (pid_t)atoi(entry->d_name);
-    if (tid > 0 && tid != self) pending[pending_count++] = tid;
+    if (tid <= 0 || tid == self) continue;
+    if (pending_count == most) {
+      closedir(tasks);
+      end_fixup_round();
+      thread_limit = 0;
+      say(why, why_size, "the process has more than %d other threads, more than the patch can move off the displaced instructions; nothing was patched", most);
+      return -1;
+    }
+    pending[pending_count++] = tid;
   }
   closedir(tasks);
+  thread_limit = 0;
   for (int i = 0; i < pending_count; i++) syscall(SYS_tgkill, pid, pending[i], SIGPROF);
   int result = 0;
   struct timespec start, now;
@@ -915,6 +931,7 @@ int hk_entry_is_patched(const hk_entry_plan *plan, const void *thunk) {
 }
 
 void hk_entry_test_refuse_write(int refuse) { refuse_write = refuse; }
+void hk_entry_test_thread_limit(int limit) { thread_limit = limit; }
 
 #else  // not x86-64 Linux
 #include <stdio.h>
@@ -947,5 +964,6 @@ int hk_entry_patch(const hk_entry_plan *plan, const void *stub, const void *thun
 int hk_entry_is_patched(const hk_entry_plan *plan, const void *thunk) { (void)plan; (void)thunk; return 0; }
 int hk_entry_unavailable_under_sanitizer(void) { return 0; }
 void hk_entry_test_refuse_write(int refuse) { (void)refuse; }
+void hk_entry_test_thread_limit(int limit) { (void)limit; }
 
 #endif

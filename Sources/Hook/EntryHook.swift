@@ -145,6 +145,10 @@ public final class EntryHook: FunctionHook, _EntryHookMaking, @unchecked Sendabl
     /// under a W^X policy (only that thread's: a test running beside it that
     /// patches code does not take the refusal).
     static func refuseNextWrite() { hk_entry_test_refuse_write(1) }
+
+    /// Tests: the calling thread's next patch takes at most `limit` other
+    /// threads, as if the process had more than the patch can move.
+    static func limitNextPatchToThreads(_ limit: Int32) { hk_entry_test_thread_limit(limit) }
 }
 
 /// How `EntryHook(symbol:...)` returns the hook point a function already has:

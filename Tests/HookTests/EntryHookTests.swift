@@ -395,6 +395,35 @@ struct EntryHookTests {
         try again.restore()
     }
 
+    /// A process with more threads than the patch can move off the
+    /// displaced instructions (4,096 others; here, a test's limit of 1 with
+    /// two threads waiting) is refused, naming why, and the code is left as
+    /// it was. (The thread list stopped at the limit and the patch went on:
+    /// a thread left out, stopped between two displaced instructions, would
+    /// have resumed inside the jump.)
+    @Test func moreThreadsThanThePatchCanMoveIsRefused() throws {
+        let function = address(entry_call_static_scale as @convention(c) (Int64) -> Int64)
+        let before = bytes(at: function, 16)
+        let release = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
+        for _ in 0..<2 {
+            Thread {
+                started.signal()
+                release.wait()
+            }.start()
+        }
+        started.wait()
+        started.wait()
+        defer { release.signal(); release.signal() }
+        EntryHook.limitNextPatchToThreads(1)
+        expectEntryError(.patchingFailed, point: "entry_call_static_scale",
+                         containing: "the process has more than 1 other threads, more than the patch can move off the displaced instructions; nothing was patched") {
+            let hook = try EntryHook(symbol: "entry_call_static_scale", signature: int64Unary)
+            try hook.restore()
+        }
+        #expect(bytes(at: function, 16) == before)
+        #expect(entry_call_static_scale(1) == 1004)
+    }
+
     @Test func aRefusedWriteLeavesTheCodeAsItWas() throws {
         let function = address(entry_call_static_scale as @convention(c) (Int64) -> Int64)
         let before = bytes(at: function, 16)

@@ -209,4 +209,8 @@ int hk_entry_is_patched(const hk_entry_plan *plan, const void *thunk);
 // W^X policy would).
 void hk_entry_test_refuse_write(int refuse);
 
+// Tests: the calling thread's next patch takes at most `limit` other threads
+// (as if the process had more than the patch can move).
+void hk_entry_test_thread_limit(int limit);
+
 #endif
