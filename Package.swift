@@ -45,7 +45,7 @@ let package = Package(
         // GOT slots and symbol-table entries, for import hooks.
         .target(name: "CImportSlots"),
         // HookBind's per-thread state (the change being delivered, the lock record).
-        .target(name: "CHookBindThread"),
+        .target(name: "CHookBindThread", dependencies: ["CHookThreads"]),
         // C only: entry hooks (symbol lookup, the relocator on Zydis, the
         // patching protocol). Debian: libzydis-dev.
         .target(

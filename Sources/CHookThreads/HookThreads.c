@@ -126,6 +126,19 @@ static void say_too_deep(int near_end) {
   (void)ignored;
 }
 
+int hk_stack_bounds(uintptr_t *low, size_t *size) {
+  pthread_attr_t attributes;
+  if (pthread_getattr_np(pthread_self(), &attributes) != 0) return 0;
+  void *start = 0;
+  size_t length = 0;
+  int known = pthread_attr_getstack(&attributes, &start, &length) == 0 && start;
+  pthread_attr_destroy(&attributes);
+  if (!known) return 0;
+  *low = (uintptr_t)start;
+  *size = length;
+  return 1;
+}
+
 // Whether the caller's stack is within a quarter of its size (at most 256
 // KiB) of its end. The bounds are asked once per thread, the first time a
 // call nests past HK_SHALLOW_DEPTH (pthread_getattr_np may allocate: calls
@@ -135,16 +148,9 @@ static void say_too_deep(int near_end) {
 static int stack_near_end(hk_thread *t) {
   if (t->floor_state == 0) {
     t->floor_state = 1;
-    pthread_attr_t attributes;
-    if (pthread_getattr_np(pthread_self(), &attributes) == 0) {
-      void *low = 0;
-      size_t size = 0;
-      if (pthread_attr_getstack(&attributes, &low, &size) == 0 && low) {
-        size_t margin = size / 4 < 256 * 1024 ? size / 4 : 256 * 1024;
-        t->stack_floor = (uintptr_t)low + margin;
-      }
-      pthread_attr_destroy(&attributes);
-    }
+    uintptr_t low;
+    size_t size;
+    if (hk_stack_bounds(&low, &size)) t->stack_floor = low + (size / 4 < 256 * 1024 ? size / 4 : 256 * 1024);
     t->floor_state = 2;
   }
   return (uintptr_t)__builtin_frame_address(0) < t->stack_floor;

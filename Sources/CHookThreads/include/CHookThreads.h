@@ -75,6 +75,11 @@ __attribute__((cold)) int hk_thread_may_go_deeper(hk_thread *t, unsigned depth);
 // process.
 __attribute__((cold)) void hk_thread_too_deep(void);
 
+// The calling thread's stack: its lowest address and its size (pthread's
+// attributes; the main thread's from its resource limit). 0 if unknown.
+// May allocate (the main thread's bounds are read from /proc).
+int hk_stack_bounds(uintptr_t *low, size_t *size);
+
 extern _Thread_local hk_thread *hk_current_thread
     __attribute__((tls_model("initial-exec")));
 
