@@ -114,6 +114,16 @@ static inline void hk_thread_publish_depth(hk_thread *t, int depth) {
   }
 }
 
+// Whether a frame at `depth`, past HK_SHALLOW_DEPTH (or while suppressed), is
+// refused (asked out of line).
+static inline int hk_thread_refused_deep(hk_thread *t, unsigned depth) {
+  if (depth >= HK_MAX_DEPTH) {
+    hk_thread_too_deep();
+    return 1;
+  }
+  return !hk_thread_may_go_deeper(t, depth);
+}
+
 // Marks `point` active on this thread. Returns the frame index, or -1 when the
 // call must run the original only: hooks are suppressed, the point is already
 // active on this thread (reentrancy), or the depth limit is reached.
@@ -124,14 +134,7 @@ static inline int hk_thread_enter(hk_thread *t, uintptr_t point) {
   // knows the frame index is not negative, and callers' `frame >= 0` tests
   // fold away.
   unsigned d = (unsigned)atomic_load_explicit(&t->depth, memory_order_relaxed);
-  if (__builtin_expect(d >= t->limit, 0)) {
-    // Past HK_SHALLOW_DEPTH (or suppressed): asked out of line.
-    if (d >= HK_MAX_DEPTH) {
-      hk_thread_too_deep();
-      return -1;
-    }
-    if (!hk_thread_may_go_deeper(t, d)) return -1;
-  }
+  if (__builtin_expect(d >= t->limit, 0) && hk_thread_refused_deep(t, d)) return -1;
   __builtin_assume(d < HK_MAX_DEPTH);
   if (__builtin_expect(d != 0, 0)) {  // (none at depth 0: the common case)
     for (unsigned i = d; i > 0; i--) {
@@ -151,14 +154,7 @@ static inline int hk_thread_enter(hk_thread *t, uintptr_t point) {
 // a shared helper returning the depth made a typed call longer: call-counts.sh.)
 static inline int hk_thread_enter_unrecorded(hk_thread *t, uintptr_t point) {
   unsigned d = (unsigned)atomic_load_explicit(&t->depth, memory_order_relaxed);
-  if (__builtin_expect(d >= t->limit, 0)) {
-    // Past HK_SHALLOW_DEPTH (or suppressed): asked out of line.
-    if (d >= HK_MAX_DEPTH) {
-      hk_thread_too_deep();
-      return -1;
-    }
-    if (!hk_thread_may_go_deeper(t, d)) return -1;
-  }
+  if (__builtin_expect(d >= t->limit, 0) && hk_thread_refused_deep(t, d)) return -1;
   __builtin_assume(d < HK_MAX_DEPTH);
   if (__builtin_expect(d != 0, 0)) {
     for (unsigned i = d; i > 0; i--) {
