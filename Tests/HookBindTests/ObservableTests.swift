@@ -744,56 +744,47 @@ struct ObservableTests {
         #expect(outcome.sides == [4, 2 * 2_502, 2 * 5_000])
     }
 
+    /// Writes 7 to the first of `length` observables whose subscribers each
+    /// write the next, on a thread with a stack of `stackSize` bytes: how
+    /// many of them got it, counted from the first (nil if the thread did
+    /// not end within a minute).
+    private func writeThroughAChainOfSubscribers(length: Int, stackSize: Int) -> Int? {
+        final class Outcome: @unchecked Sendable { var reached = 0 }
+        let outcome = Outcome()
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            let chain = (0..<length).map { _ in Observable(0) }
+            let subscriptions = (0..<length - 1).map { i in
+                let next = chain[i + 1]
+                return chain[i].subscribe { _, new in next.value = new }
+            }
+            chain[0].value = 7
+            outcome.reached = chain.firstIndex { $0.value != 7 } ?? length
+            withExtendedLifetime(subscriptions) {}
+            done.signal()
+        }
+        thread.stackSize = stackSize
+        thread.start()
+        return done.wait(timeout: .now() + 60) == .success ? outcome.reached : nil
+    }
+
     /// Subscribers that each write the next observable of a chain: a write
     /// reaches the 300th. (Each subscriber runs inside the previous one's
     /// delivery, a hook point's frame each: the thread's frames were 64, and
     /// the write stopped at the 65th observable with no word of it.)
     @Test func aChainOfSubscribersWritingTheNextReaches300Observables() {
-        final class Outcome: @unchecked Sendable { var last = 0 }
-        let outcome = Outcome()
-        let done = DispatchSemaphore(value: 0)
-        let thread = Thread {
-            let chain = (0..<300).map { _ in Observable(0) }
-            let subscriptions = (0..<299).map { i in
-                let next = chain[i + 1]
-                return chain[i].subscribe { _, new in next.value = new }
-            }
-            chain[0].value = 7
-            outcome.last = chain[299].value
-            withExtendedLifetime(subscriptions) {}
-            done.signal()
-        }
-        thread.stackSize = 32 << 20
-        thread.start()
-        #expect(done.wait(timeout: .now() + 60) == .success)
-        #expect(outcome.last == 7)
+        #expect(writeThroughAChainOfSubscribers(length: 300, stackSize: 32 << 20) == 300)
     }
 
     /// A chain of such subscribers longer than the thread's stack could hold
-    /// (3,000 on a 1 MiB stack, about 4 KiB a level in a debug build): the
+    /// (3,000 on a 1 MiB stack, about 2 KiB a level in a debug build): the
     /// write goes on while the stack is not near its end, then the calls run
     /// their originals only; no overflow. (Frames past 64 were refused: the
     /// write stopped at the 65th.)
-    @Test func aChainLongerThanTheStackHoldsStopsShortOfItsEnd() {
-        final class Outcome: @unchecked Sendable { var reached = 0 }
-        let outcome = Outcome()
-        let done = DispatchSemaphore(value: 0)
-        let thread = Thread {
-            let chain = (0..<3_000).map { _ in Observable(0) }
-            let subscriptions = (0..<2_999).map { i in
-                let next = chain[i + 1]
-                return chain[i].subscribe { _, new in next.value = new }
-            }
-            chain[0].value = 7
-            outcome.reached = chain.firstIndex { $0.value != 7 } ?? chain.count
-            withExtendedLifetime(subscriptions) {}
-            done.signal()
-        }
-        thread.stackSize = 1 << 20
-        thread.start()
-        #expect(done.wait(timeout: .now() + 60) == .success)
-        #expect(outcome.reached > 100)
-        #expect(outcome.reached < 3_000)
+    @Test func aChainLongerThanTheStackHoldsStopsShortOfItsEnd() throws {
+        let reached = try #require(writeThroughAChainOfSubscribers(length: 3_000, stackSize: 1 << 20))
+        #expect(reached > 100)
+        #expect(reached < 3_000)
     }
 
     @Test func aSubscriberThatAlwaysWritesIsStoppedNotLooping() {

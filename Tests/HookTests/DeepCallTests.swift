@@ -33,36 +33,36 @@ private func hookedRecursion(_ depth: Int) -> (result: Int, seen: Int) {
 
 @Suite("Calls nested deep on one thread")
 struct DeepCallTests {
+    /// `hookedRecursion(depth)` on a thread of its own with a `stackSize`-byte stack.
+    private func hookedRecursionOnAThread(_ depth: Int, stackSize: Int) -> (result: Int, seen: Int)? {
+        final class Outcome: @unchecked Sendable { var value: (result: Int, seen: Int)? }
+        let outcome = Outcome()
+        guard onThread(stackSize: stackSize, { outcome.value = hookedRecursion(depth) }) else { return nil }
+        return outcome.value
+    }
+
     /// A recursive function's nested calls each get their hooks, 300 deep.
     /// (A thread's frame stack was 64 deep: the calls past it ran their
     /// originals only, with no word of it; 64 of 301 were seen.)
-    @Test func aRecursiveFunctionsHooksRunForEveryCall300Deep() {
-        final class Outcome: @unchecked Sendable { var value = (result: 0, seen: 0) }
-        let outcome = Outcome()
-        #expect(onThread(stackSize: 16 << 20) { outcome.value = hookedRecursion(300) })
-        #expect(outcome.value.result == 300)
-        #expect(outcome.value.seen == 301)
+    @Test func aRecursiveFunctionsHooksRunForEveryCall300Deep() throws {
+        let outcome = try #require(hookedRecursionOnAThread(300, stackSize: 16 << 20))
+        #expect(outcome.result == 300)
+        #expect(outcome.seen == 301)
     }
 
     /// Past 1,024 nested hook points a call runs its original only: a
     /// recursion 1,100 deep returns its result, and its hooks ran for the
     /// outer 1,024 calls.
-    @Test func callsNestedPast1024RunTheirOriginalsOnly() {
-        final class Outcome: @unchecked Sendable { var value = (result: 0, seen: 0) }
-        let outcome = Outcome()
-        #expect(onThread(stackSize: 64 << 20) { outcome.value = hookedRecursion(1_100) })
-        #expect(outcome.value.result == 1_100)
-        #expect(outcome.value.seen == 1_024)
+    @Test func callsNestedPast1024RunTheirOriginalsOnly() throws {
+        let outcome = try #require(hookedRecursionOnAThread(1_100, stackSize: 64 << 20))
+        #expect(outcome.result == 1_100)
+        #expect(outcome.seen == 1_024)
     }
 
     /// A thread's record past 64 frames is cleared for the next thread that
     /// takes it: a second thread's recursion sees all its calls again.
     @Test func aSecondThreadGoesAsDeepAsTheFirst() {
-        final class Outcome: @unchecked Sendable { var values: [Int] = [] }
-        let outcome = Outcome()
-        for _ in 0..<3 {
-            #expect(onThread(stackSize: 16 << 20) { outcome.values.append(hookedRecursion(200).seen) })
-        }
-        #expect(outcome.values == [201, 201, 201])
+        let seen = (0..<3).map { _ in hookedRecursionOnAThread(200, stackSize: 16 << 20)?.seen }
+        #expect(seen == [201, 201, 201])
     }
 }
