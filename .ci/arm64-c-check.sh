@@ -14,7 +14,8 @@ status=0
 for file in Sources/CHookThreads/HookThreads.c Sources/CImportSlots/ImportSlots.c Sources/CEntryHooks/EntryHooks.c \
             Sources/CHookBindThread/HookBindThread.c Sources/CHookTrace/HookTrace.c Sources/HookTraceLauncher/main.c; do
   include="$(dirname "$file")/include"
-  if ! clang --target=aarch64-linux-gnu --sysroot="$sysroot" -isystem "$sysroot/include" -I"$include" \
+  # (CHookBindThread includes CHookThreads.h: its dependency.)
+  if ! clang --target=aarch64-linux-gnu --sysroot="$sysroot" -isystem "$sysroot/include" -I"$include" -ISources/CHookThreads/include \
        -Wall -Werror -fsyntax-only "$file"; then
     echo "arm64-c-check: $file does not compile for aarch64"
     status=1
