@@ -321,16 +321,36 @@ typedef struct {
   uint64_t self;
 } modify_access;
 
+// The accesses open on this thread, innermost last: the first
+// HK_MODIFY_DEPTH in a thread-local array, the rest in a buffer of the
+// thread's allocated while there are more (an access nested past 64 was not
+// observed, without a word), up to HK_MODIFY_MOST.
 #define HK_MODIFY_DEPTH 64
+#define HK_MODIFY_MOST 65536
 static _Thread_local modify_access accesses[HK_MODIFY_DEPTH];
+static _Thread_local modify_access *more_accesses;
+static _Thread_local int more_capacity;
 static _Thread_local int access_depth;
+
+static modify_access *access_at(int i) {
+  return i < HK_MODIFY_DEPTH ? &accesses[i] : &more_accesses[i - HK_MODIFY_DEPTH];
+}
 
 void hk_swift_modify_resume(void);
 
 const void *hk_swift_modify_began(hk_swift_point *point, void *buffer, const void *resume, void *address, uint64_t self) {
-  // Too deep (a recursion of 64 accesses): this one is not observed.
-  if (access_depth == HK_MODIFY_DEPTH) return resume;
-  accesses[access_depth++] = (modify_access){buffer, resume, address, point, self};
+  if (access_depth >= HK_MODIFY_DEPTH) {
+    int beyond = access_depth - HK_MODIFY_DEPTH;
+    if (beyond == more_capacity) {
+      int capacity = more_capacity ? 2 * more_capacity : HK_MODIFY_DEPTH;
+      modify_access *grown = access_depth + 1 > HK_MODIFY_MOST ? NULL : realloc(more_accesses, (size_t)capacity * sizeof *grown);
+      // (No memory, or as deep as it goes: this one is not observed.)
+      if (!grown) return resume;
+      more_accesses = grown;
+      more_capacity = capacity;
+    }
+  }
+  *access_at(access_depth++) = (modify_access){buffer, resume, address, point, self};
   return (const void *)hk_swift_modify_resume;
 }
 
@@ -349,11 +369,17 @@ _Static_assert(sizeof(modify_scratch) == 160, "the trampoline reserves 160 bytes
 // and the real continuation is returned.
 const void *hk_swift_modify_ending(void *buffer, int unwinding, modify_scratch *scratch) {
   int i = access_depth - 1;
-  while (i >= 0 && accesses[i].buffer != buffer) i--;
+  while (i >= 0 && access_at(i)->buffer != buffer) i--;
   if (i < 0) abort();  // a continuation no ramp handed out: cannot happen
-  modify_access access = accesses[i];
+  modify_access access = *access_at(i);
   // Accesses end in reverse order; one skipped (an unwind that never called back) goes too.
   access_depth = i;
+  if (i <= HK_MODIFY_DEPTH && more_accesses) {
+    // Back within the thread-local array: the buffer goes.
+    free(more_accesses);
+    more_accesses = NULL;
+    more_capacity = 0;
+  }
   scratch->point = access.point;
   scratch->self = access.self;
   scratch->observed = !unwinding && access.point->modify &&

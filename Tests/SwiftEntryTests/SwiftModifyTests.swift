@@ -40,6 +40,34 @@ extension SwiftEntrySuites {
         #expect(titles == ["Ada Lovelace! (39)? -> Ada Lovelace! (39)?"])
     }
 
+    /// Modify accesses nested 100 deep (each `inout` of a person's age held
+    /// open while the next begins) are each observed when they end, the
+    /// innermost first. (Past 64 open at once on a thread, an access was
+    /// not observed, without a word: 64 of 100.)
+    @Test func accessesNested100DeepAreEachObserved() throws {
+        let age = try SwiftModifyHook.named("SwiftEntrySample.Person.age", of: Person.self, as: Int.self)
+        defer { try? age.restore() }
+        let people = (0..<100).map { Person(name: "p\($0)", age: $0) }
+        var seen: [String] = []
+        age.afterAccess { person, value in seen.append("\(person.name) \(value)") }
+        func bump(_ age: inout Int, then inner: () -> Void) {
+            age += 1000
+            inner()
+        }
+        func nest(_ i: Int) {
+            guard i < people.count else { return }
+            bump(&people[i].age) { nest(i + 1) }
+        }
+        nest(0)
+        #expect(seen.count == 100)
+        #expect(seen.first == "p99 1099" && seen.last == "p0 1000")
+        #expect(people.map(\.age) == (0..<100).map { $0 + 1000 })
+        // Again, after the accesses past 64 let their buffer go.
+        seen = []
+        nest(0)
+        #expect(seen.count == 100)
+    }
+
     @Test func anAccessInsideTheHookRunsNoHookAndErrorsNameWhatWasWritten() throws {
         let age = try SwiftModifyHook.named("SwiftEntrySample.Person.age", of: Person.self, as: Int.self)
         defer { try? age.restore() }
