@@ -16,34 +16,31 @@ private func bytes(at address: UnsafeRawPointer, _ count: Int) -> [UInt8] {
     Array(UnsafeBufferPointer(start: address.assumingMemoryBound(to: UInt8.self), count: count))
 }
 
+/// `source` compiled into `lib<name>.so` in `directory` (a new temporary
+/// folder by default; at -O0: every function longer than the 5-byte jump),
+/// or nil without a C compiler.
+func compiledLibrary(_ name: String, _ source: String, in directory: URL? = try? temporaryDirectory()) -> String? {
+    guard let directory else { return nil }
+    let file = directory.appendingPathComponent("\(name).c")
+    let library = directory.appendingPathComponent("lib\(name).so").path
+    guard (try? source.write(to: file, atomically: true, encoding: .utf8)) != nil else { return nil }
+    for compiler in ["cc", "clang", "gcc"] where runQuietly([compiler, "-shared", "-fPIC", "-O0", "-o", library, file.path]) {
+        return library
+    }
+    return nil
+}
+
 /// Two shared libraries that each define `long hk_twin(long)` (x + 1 and x + 2), or nil without a C compiler.
 let twinLibraries: (String, String)? = {
-    guard let directory = try? temporaryDirectory() else { return nil }
-    var made: [String] = []
-    for (index, body) in [(1, "x + 1"), (2, "x + 2")] {
-        let source = directory.appendingPathComponent("hktwin\(index).c")
-        let library = directory.appendingPathComponent("libhktwin\(index).so").path
-        let text = "long hk_twin(long x) { long y = \(body); return y; }\n"
-        guard (try? text.write(to: source, atomically: true, encoding: .utf8)) != nil else { return nil }
-        for compiler in ["cc", "clang", "gcc"] where runQuietly([compiler, "-shared", "-fPIC", "-O0", "-o", library, source.path]) {
-            made.append(library)
-            break
-        }
+    let directory = try? temporaryDirectory()
+    let made = [(1, "x + 1"), (2, "x + 2")].compactMap { index, body in
+        compiledLibrary("hktwin\(index)", "long hk_twin(long x) { long y = \(body); return y; }\n", in: directory)
     }
     return made.count == 2 ? (made[0], made[1]) : nil
 }()
 
 /// A library of one function, `long hk_kept(long x)` (3x), compiled here, or nil without a C compiler.
-let keptLibrary: String? = {
-    guard let directory = try? temporaryDirectory() else { return nil }
-    let source = directory.appendingPathComponent("hkkept.c")
-    let library = directory.appendingPathComponent("libhkkept.so").path
-    guard (try? "long hk_kept(long x) { long y = x * 3; return y; }\n".write(to: source, atomically: true, encoding: .utf8)) != nil else { return nil }
-    for compiler in ["cc", "clang", "gcc"] where runQuietly([compiler, "-shared", "-fPIC", "-O0", "-o", library, source.path]) {
-        return library
-    }
-    return nil
-}()
+let keptLibrary = compiledLibrary("hkkept", "long hk_kept(long x) { long y = x * 3; return y; }\n")
 
 func expectEntryError(_ kind: HookError.Kind, point: String, containing text: String, _ body: () throws -> Void) {
     do {
