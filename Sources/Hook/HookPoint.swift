@@ -91,7 +91,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
 
     deinit {
         // No call is in flight any more (each kind's contract), so the snapshots can go.
-        _Hooks.release(current.load(ordering: .acquiring) & ~_Hooks.probedBit)
+        _Hooks.releasePublished(current.load(ordering: .acquiring) & ~_Hooks.probedBit)
         if state.withVisibleLock(self, { $0.hasRetired }) { _Retired.forget(pointID) }
         let attached = attachedBits.load(ordering: .acquiring)
         if attached != 0 { Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: attached).unsafelyUnwrapped).release() }
@@ -194,18 +194,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
 
     /// Publishes `token` among the hooks, in position order.
     private func insert(_ token: HookToken, owner: AnyObject?, first: Bool) -> HookToken {
-        let position = token.position
-        update { hooks, _ in
-            // After the last hook of its position (hooks are kept in position
-            // order), or before the first one.
-            if first, let at = hooks.firstIndex(where: { $0.position.rank >= position.rank }) {
-                hooks.insert(token, at: at)
-            } else if let at = hooks.firstIndex(where: { $0.position.rank > position.rank }) {
-                hooks.insert(token, at: at)
-            } else {
-                hooks.append(token)
-            }
-        }
+        update { hooks, _ in hooks.insert(token, first: first) }
         if let bag = (owner as? HookOwner)?.hookBag { bag.insert(token) }
         return token
     }
@@ -252,7 +241,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     public var hookCount: Int {
         state.withVisibleLock(self) { _ in
             let bits = current.load(ordering: .relaxed) & ~_Hooks.probedBit
-            return bits == 0 ? 0 : _Hooks(bits: bits).all().count { !$0.isBookkeeping }
+            return bits == 0 ? 0 : _Hooks(bits: bits).tokens().count { $0._withUnsafeGuaranteedRef { !$0.isBookkeeping } }
         }
     }
 
@@ -272,35 +261,42 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         return try body()
     }
 
-    func remove(_ token: HookToken) { update { hooks, _ in hooks.removeAll { $0 === token } } }
+    func remove(_ token: HookToken) { update { hooks, _ in hooks.remove(token) } }
 
     /// Applies `change` to the hooks (in position order) and publishes them;
-    /// the old word is retired (freed by a later batch, see `_Retired`). No
-    /// system call. The hooks are read back from the published word: nothing
-    /// else keeps a list of them.
-    private func update(_ change: (inout [HookToken], inout _HookState) -> Void) {
+    /// the old snapshot and the hooks the change removed are retired (freed
+    /// by a later batch, see `_Retired`). No system call, and no reference
+    /// count per hook: the hooks that stay go on from the old word to the
+    /// new one (see `_HookSnapshot`). The hooks are read back from the
+    /// published word: nothing else keeps a list of them.
+    private func update(_ change: (inout _HookEdit, inout _HookState) -> Void) {
         var orphans = false
-        let retired: Int? = state.withVisibleLock(self) { state in
+        let retired: [Int] = state.withVisibleLock(self) { state in
             let published = current.load(ordering: .relaxed) & ~_Hooks.probedBit
-            var hooks = published == 0 ? [] : _Hooks(bits: published).all()
+            var hooks = _HookEdit(published)
             change(&hooks, &state)
             // Orphans detached during a call of this point stay in use until
             // it returns: the next change tries again to release them.
-            if hooks.contains(where: \.isOrphaned) {
+            // (Only hooks with an owner can be orphans: none, no look.)
+            if state.ownedHooks + hooks.ownedChange > 0, hooks.contains(where: \.isOrphaned) {
                 hooks.removeAll(where: \.isOrphaned)
                 orphans = true
             }
+            state.ownedHooks += hooks.ownedChange
             orphans = orphans || state.releasesOrphans
             state.releasesOrphans = orphans && hk_thread_current().map { hk_thread_depth($0) > 0 } ?? false
-            _hooksWillPublish(hooks)
-            var newBits = _Hooks.publish(hooks)
+            _hooksWillPublish(hooks.tokens)
+            var newBits = _Hooks.publish(hooks.tokens, hooks.counts)
             if state.probes > 0 { newBits |= _Hooks.probedBit }
             let oldBits = current.exchange(newBits, ordering: .sequentiallyConsistent) & ~_Hooks.probedBit
-            guard oldBits != 0 else { return nil }
-            state.hasRetired = true
-            return oldBits
+            // The old snapshot's memory (its hooks went on, or are retired
+            // below); a lone hook's word is the hook itself.
+            var retired = hooks.removed.map { Int(bitPattern: $0.toOpaque()) | _Hooks.singleBit }
+            if oldBits != 0, !_Hooks(bits: oldBits).isSingle { retired.append(oldBits) }
+            if !retired.isEmpty { state.hasRetired = true }
+            return retired
         }
-        if let retired { _Retired.add(retired, of: pointID) }
+        if !retired.isEmpty { _Retired.add(retired, of: pointID) }
         // Hooks whose owner died are rare and may hold what their owner
         // captured: release them now rather than at the next batch.
         if orphans { _Retired.reclaim() }
@@ -308,7 +304,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
 
     /// Called under the point's lock with the hooks about to be published
     /// (Swift entries keep their fast path's filter in step).
-    func _hooksWillPublish(_ hooks: [HookToken]) {}
+    func _hooksWillPublish(_ hooks: [Unmanaged<HookToken>]) {}
 
     /// Frees the hook snapshots that earlier hook changes retired and no call
     /// is using any more, at the cost of one fence for all of them; returns
@@ -318,8 +314,9 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     @discardableResult
     public static func reclaimRetiredHooks() -> Int { _Retired.reclaim() }
 
-    /// The number of this hook point's replaced hook snapshots that are not
-    /// freed yet (a diagnostic: they wait for a batch, see ``reclaimRetiredHooks()``).
+    /// The number of this hook point's replaced hook snapshots and removed
+    /// hooks that are not freed yet (a diagnostic: they wait for a batch, see
+    /// ``reclaimRetiredHooks()``).
     public var retiredSnapshotCount: Int { _Retired.count(of: pointID) }
 
     /// While probing, calls take the slow path even with no hook attached.
@@ -612,6 +609,71 @@ struct _HookState {
     var hasRetired = false
     /// Orphaned hooks were detached inside a call: release them at the next change too.
     var releasesOrphans = false
+    /// How many of the published hooks are tied to an owner (only they can
+    /// be orphans: a change looks for orphans while there are any).
+    var ownedHooks = 0
+}
+
+/// A change of a hook point's hooks, made under its lock (`HookPoint.update`):
+/// the published hooks, borrowed from the published word (which holds
+/// each +1), in position order with how many of each position; the hooks
+/// it adds, each retained once; the hooks it removes, whose references the
+/// change retires. No reference count is touched for the hooks that stay.
+struct _HookEdit {
+    private(set) var tokens: [Unmanaged<HookToken>]
+    private(set) var counts: _HookCounts
+    /// Removed hooks: the published word's references, to retire.
+    private(set) var removed: [Unmanaged<HookToken>] = []
+    /// How many more (or fewer) hooks with an owner there are.
+    private(set) var ownedChange = 0
+
+    init(_ published: Int) {
+        if published == 0 {
+            tokens = []
+            counts = _HookCounts(before: 0, instead: 0, after: 0)
+        } else {
+            let hooks = _Hooks(bits: published)
+            tokens = hooks.tokens()
+            counts = hooks.counts
+        }
+    }
+
+    /// Adds `token` after the last hook of its position, or (`first`) before the first.
+    mutating func insert(_ token: HookToken, first: Bool) {
+        tokens.insert(.passRetained(token), at: counts.index(of: token.position, first: first))
+        counts.add(1, at: token.position)
+        if token.owner != nil { ownedChange += 1 }
+    }
+
+    /// Removes `token`, if there.
+    mutating func remove(_ token: HookToken) {
+        let address = Unmanaged.passUnretained(token).toOpaque()
+        guard let at = tokens.firstIndex(where: { $0.toOpaque() == address }) else { return }
+        take(tokens.remove(at: at))
+    }
+
+    /// Removes every hook `predicate` is true of.
+    mutating func removeAll(where predicate: (HookToken) -> Bool) {
+        var kept: [Unmanaged<HookToken>] = []
+        kept.reserveCapacity(tokens.count)
+        for token in tokens {
+            if token._withUnsafeGuaranteedRef(predicate) { take(token) } else { kept.append(token) }
+        }
+        tokens = kept
+    }
+
+    /// Whether `predicate` is true of any hook.
+    func contains(where predicate: (HookToken) -> Bool) -> Bool {
+        tokens.contains { $0._withUnsafeGuaranteedRef(predicate) }
+    }
+
+    private mutating func take(_ token: Unmanaged<HookToken>) {
+        token._withUnsafeGuaranteedRef { token in
+            counts.add(-1, at: token.position)
+            if token.owner != nil { ownedChange -= 1 }
+        }
+        removed.append(token)
+    }
 }
 
 

@@ -597,19 +597,21 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
     /// A modify access ends (`SwiftModifyHook`; see `hk_swift_point.modify`).
     func _accessEnds(_ mode: Int32, _ address: UnsafeMutableRawPointer?, _ object: UInt64, _ storage: UnsafeMutableRawPointer) -> Int32 { 0 }
 
-    override func _hooksWillPublish(_ hooks: [HookToken]) {
+    override func _hooksWillPublish(_ hooks: [Unmanaged<HookToken>]) {
         // The stub runs a lone typed after hook itself, unless it has an
         // owner (whose end a call checks) or the call's registers are not
         // all there is (stack arguments, a modify coroutine).
         var typed: UnsafePointer<hk_swift_typed>?
-        if !isModify, point.pointee.stack_bytes == 0, hooks.count == 1, hooks[0].owner == nil,
-           let hook = hooks[0] as? _SwiftTypedAfterHook, hook.target == 0 {
-            typed = UnsafePointer(hook.fast)
+        if !isModify, point.pointee.stack_bytes == 0, hooks.count == 1 {
+            let lone = hooks[0].takeUnretainedValue()
+            if lone.owner == nil, let hook = lone as? _SwiftTypedAfterHook, hook.target == 0 {
+                typed = UnsafePointer(hook.fast)
+            }
         }
         hk_swift_point_set_typed(point, typed)
         // The stub's fast path: no hooks, or hooks for one object only.
-        let only = hooks.first?.onlyFor ?? 0
-        let filtered = only != 0 && hooks.allSatisfy { $0.onlyFor == only }
+        let only = hooks.first?._withUnsafeGuaranteedRef { $0.onlyFor } ?? 0
+        let filtered = only != 0 && hooks.allSatisfy { $0._withUnsafeGuaranteedRef { $0.onlyFor } == only }
         hk_swift_point_set(point, hooks.isEmpty ? 0 : 1, filtered ? only : 0)
     }
 

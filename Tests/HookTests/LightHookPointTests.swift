@@ -222,3 +222,87 @@ struct LightHookPointTests {
         #expect(point.hookCount == 1)
     }
 }
+
+/// What a hook captured: counts its releases.
+private final class Captured: @unchecked Sendable {
+    static let released = Atomic<Int>(0)
+    deinit { Captured.released.add(1, ordering: .relaxed) }
+}
+
+@Suite(.serialized) struct HookChangeTests {
+    /// Hooks of the three positions, some tied to owners that go, added and
+    /// removed in a shuffled order: after each change a call runs exactly
+    /// the hooks attached, in their order; each removed hook's captures are
+    /// released once (by the next batch), the others' with the point.
+    @Test func hooksAddedAndRemovedInAnyOrderRunInTheirOrderAndAreReleasedOnce() throws {
+        var generator = SeededGenerator(seed: 7)
+        let releasedBefore = Captured.released.load(ordering: .relaxed)
+        func released() -> Int { Captured.released.load(ordering: .relaxed) - releasedBefore }
+        var point: ClosureHook<Int, Int>? = ClosureHook(name: "shuffled") { (x: Int) in x }
+        let ran = Mutex<[String]>([])
+        // The model: the hooks attached, in the order added.
+        var attached: [(token: HookToken, name: String, position: HookPosition, owner: NSObject?)] = []
+        var added = 0, removed = 0
+        for step in 0..<400 {
+            if !attached.isEmpty, Int.random(in: 0..<5, using: &generator) < 2 {
+                attached.remove(at: Int.random(in: 0..<attached.count, using: &generator)).token.remove()
+                removed += 1
+            } else {
+                let position = [HookPosition.before, .instead, .after].randomElement(using: &generator)!
+                let name = "\(position) \(step)"
+                let captured = Captured()
+                let owner: NSObject? = step.isMultiple(of: 7) ? NSObject() : nil
+                let token = try #require(point).add(position, owner: owner) { call in
+                    withExtendedLifetime(captured) { ran.withLock { $0.append(name) } }
+                    if position == .instead { try call.invokeOriginal() }
+                }
+                attached.append((token, name, position, owner))
+                added += 1
+            }
+            // Now and then a hook's owner goes: the next change detaches it.
+            if step.isMultiple(of: 31), let gone = attached.firstIndex(where: { $0.owner != nil }) {
+                attached.remove(at: gone)
+                removed += 1
+                try #require(point).after { _ in }.remove()
+            }
+            ran.withLock { $0.removeAll() }
+            let hooked = try #require(point)
+            #expect(hooked(step) == step)
+            let expected = [HookPosition.before, .instead, .after].flatMap { position in
+                attached.filter { $0.position == position }.map(\.name)
+            }
+            #expect(ran.withLock { $0 } == expected, "step \(step)")
+            #expect(point?.hookCount == attached.count)
+        }
+        #expect(removed > 100 && attached.count > 50)
+        HookPoint.reclaimRetiredHooks()
+        #expect(released() == removed)
+        #expect(point?.retiredSnapshotCount == 0)
+        // The tokens dropped, the point still holds its hooks; then it goes, and they with it.
+        attached.removeAll()
+        #expect(released() == removed)
+        point = nil
+        #expect(released() == added)
+    }
+
+    /// Adding or removing a hook copies the point's list of hooks, but
+    /// retains and releases only the hook added or removed: the others'
+    /// reference counts (a write to each, shared with every thread that
+    /// touches them) stay as they were, so a change costs a copy, not an
+    /// atomic operation per hook (10,000 subscribers of one observable took
+    /// 1.3 s to subscribe when each change retained every hook).
+    @Test func aHookChangeTouchesNoOtherHooksReferenceCount() {
+        let point = ClosureHook(name: "many hooks") { (x: Int) in x }
+        let tokens = (0..<100).map { _ in point.after { _ in } }
+        HookPoint.reclaimRetiredHooks()
+        let counts = tokens.map { _getRetainCount($0) }
+        for _ in 0..<40 {
+            point.before { _ in }.remove()
+            point.instead { call in try call.invokeOriginal() }.remove()
+        }
+        #expect(tokens.map { _getRetainCount($0) } == counts)
+        #expect(point(3) == 3)
+        HookPoint.reclaimRetiredHooks()
+        #expect(tokens.map { _getRetainCount($0) } == counts)
+    }
+}

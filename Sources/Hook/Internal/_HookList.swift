@@ -17,37 +17,32 @@ struct _HookCounts {
 
 /// An immutable snapshot of a hook point's hooks, for two hooks or more:
 /// one allocation holding the hooks (tokens), before ones first, then
-/// instead, then after, each in the order added. It holds each hook +1.
+/// instead, then after, each in the order added.
 ///
 /// The call path reaches a snapshot through an atomic word and never retains
 /// it; a snapshot that has been replaced is freed only once no thread is inside
 /// a call of its hook point (see `HookPoint`).
+///
+/// Who holds the hooks: the published word holds each of its hooks +1. A
+/// change hands the hooks that stay from the old word to the new one without
+/// retaining them (a hook change costs a copy of the words, not a reference
+/// count per hook), and retires the old snapshot as memory only, beside each
+/// hook it removed (`_Retired`, freed in the same batch or a later one as
+/// every retired snapshot of the point). So a snapshot's elements are not
+/// released with it: `_Hooks.releasePublished` releases them for the word a
+/// point still publishes when it goes.
 @usableFromInline
 final class _HookSnapshot: ManagedBuffer<_HookCounts, Unmanaged<HookToken>> {
-    /// A snapshot of `tokens`, which are in position order.
-    static func make(_ tokens: [HookToken]) -> _HookSnapshot {
-        var counts = _HookCounts(before: 0, instead: 0, after: 0)
-        for token in tokens {
-            switch token.position {
-            case .before: counts.before += 1
-            case .instead: counts.instead += 1
-            case .after: counts.after += 1
-            }
-        }
+    /// A snapshot of `tokens` (in position order, `counts` of each
+    /// position), taking over the reference the caller holds of each.
+    static func make(_ tokens: [Unmanaged<HookToken>], _ counts: _HookCounts) -> _HookSnapshot {
         let buffer = create(minimumCapacity: tokens.count) { _ in counts }
         buffer.withUnsafeMutablePointerToElements { elements in
-            for (i, token) in tokens.enumerated() {
-                (elements + i).initialize(to: .passRetained(token))
+            tokens.withUnsafeBufferPointer { source in
+                elements.initialize(from: source.baseAddress.unsafelyUnwrapped, count: source.count)
             }
         }
         return unsafeDowncast(buffer, to: _HookSnapshot.self)
-    }
-
-    deinit {
-        withUnsafeMutablePointers { counts, elements in
-            let n = Int(counts.pointee.before + counts.pointee.instead + counts.pointee.after)
-            for i in 0..<n { elements[i].release() }
-        }
     }
 }
 
@@ -133,40 +128,87 @@ struct _Hooks {
         }
     }
 
-    /// Every hook, in position order (+0; valid while the word is).
-    func all() -> [HookToken] {
-        if isSingle { return [single.takeUnretainedValue()] }
+    /// How many hooks of each position the word holds.
+    var counts: _HookCounts {
+        if isSingle {
+            let position = single._withUnsafeGuaranteedRef { $0.position }
+            return _HookCounts(before: position == .before ? 1 : 0, instead: position == .instead ? 1 : 0,
+                               after: position == .after ? 1 : 0)
+        }
+        return snapshot._withUnsafeGuaranteedRef { buffer in buffer.withUnsafeMutablePointerToHeader { $0.pointee } }
+    }
+
+    /// Every hook, in position order, as the word holds them (valid while it is).
+    func tokens() -> [Unmanaged<HookToken>] {
+        if isSingle { return [single] }
         return snapshot._withUnsafeGuaranteedRef { buffer in
             buffer.withUnsafeMutablePointers { counts, elements in
-                let n = Int(counts.pointee.before + counts.pointee.instead + counts.pointee.after)
-                return (0..<n).map { elements[$0].takeUnretainedValue() }
+                Array(UnsafeBufferPointer(start: elements, count: counts.pointee.total))
             }
         }
     }
 
-    /// The +1 word for `tokens` (in position order): 0, one token, or a snapshot.
-    static func publish(_ tokens: [HookToken]) -> Int {
+    /// The +1 word for `tokens` (in position order, `counts` of each
+    /// position): 0, one token, or a snapshot. The word takes over the
+    /// caller's reference of each token.
+    static func publish(_ tokens: [Unmanaged<HookToken>], _ counts: _HookCounts) -> Int {
         switch tokens.count {
         case 0: return 0
         case 1:
             let token = tokens[0]
-            let after = token.position == .after ? afterBit : 0
-            let typed = token.isTypedAfter ? typedBit : 0
-            let address = Int(bitPattern: Unmanaged.passRetained(token).toOpaque())
+            let (position, isTypedAfter) = token._withUnsafeGuaranteedRef { ($0.position, $0.isTypedAfter) }
+            let after = position == .after ? afterBit : 0
+            let typed = isTypedAfter ? typedBit : 0
+            let address = Int(bitPattern: token.toOpaque())
             // Swift objects are 16-byte aligned: the flag bits are free (checked in debug builds).
             assert(address & flagBits == 0, "a HookToken at \(address) is not 16-byte aligned")
             return address | singleBit | after | typed
         default:
-            let address = Int(bitPattern: Unmanaged.passRetained(_HookSnapshot.make(tokens)).toOpaque())
+            let address = Int(bitPattern: Unmanaged.passRetained(_HookSnapshot.make(tokens, counts)).toOpaque())
             assert(address & flagBits == 0, "a hook snapshot at \(address) is not 16-byte aligned")
             return address
         }
     }
 
-    /// Releases a word made by `publish` (probe bit cleared).
-    static func release(_ bits: Int) {
+    /// Releases the word a point publishes when the point goes (probe bit
+    /// cleared): its hooks, and its snapshot.
+    static func releasePublished(_ bits: Int) {
         guard bits != 0 else { return }
         let hooks = _Hooks(bits: bits)
+        if hooks.isSingle { hooks.single.release(); return }
+        for token in hooks.tokens() { token.release() }
+        hooks.snapshot.release()
+    }
+
+    /// Releases a retired word (see `_HookSnapshot`): a hook that a change
+    /// removed, or a replaced snapshot (its memory: its hooks went on to the
+    /// next word, or were retired one by one).
+    static func releaseRetired(_ bits: Int) {
+        let hooks = _Hooks(bits: bits)
         if hooks.isSingle { hooks.single.release() } else { hooks.snapshot.release() }
+    }
+}
+
+extension _HookCounts {
+    /// The number of hooks.
+    var total: Int { Int(before) + Int(instead) + Int(after) }
+
+    /// Counts one more (`by` 1) or one less (-1) hook at `position`.
+    mutating func add(_ by: Int32, at position: HookPosition) {
+        switch position {
+        case .before: before += by
+        case .instead: instead += by
+        case .after: after += by
+        }
+    }
+
+    /// Where a hook of `position` goes: after the last hook of its position,
+    /// or (`first`) before the first.
+    func index(of position: HookPosition, first: Bool) -> Int {
+        switch position {
+        case .before: first ? 0 : Int(before)
+        case .instead: first ? Int(before) : Int(before) + Int(instead)
+        case .after: first ? Int(before) + Int(instead) : total
+        }
     }
 }

@@ -21,7 +21,7 @@ import Synchronization
 enum _Retired {
     struct Entry {
         let point: UInt
-        /// A published hooks word (`_Hooks`, +1).
+        /// A replaced snapshot (its memory) or a removed hook (+1), see `_Hooks.releaseRetired`.
         let bits: Int
     }
 
@@ -39,10 +39,11 @@ enum _Retired {
         list.withVisibleLock(lockTag) { $0.entries.lazy.filter { $0.point == point }.count }
     }
 
-    /// Retires the snapshot `bits` of `point`; may run a batch.
-    static func add(_ bits: Int, of point: UInt) {
+    /// Retires the words `retired` of `point` (a replaced snapshot, removed
+    /// hooks); may run a batch.
+    static func add(_ retired: [Int], of point: UInt) {
         let due = list.withVisibleLock(lockTag) { list in
-            list.entries.append(Entry(point: point, bits: bits))
+            for bits in retired { list.entries.append(Entry(point: point, bits: bits)) }
             return list.entries.count >= list.threshold
         }
         if due { reclaim() }
@@ -91,7 +92,7 @@ enum _Retired {
 
     private static func release(_ entries: [Entry]) {
         for entry in entries {
-            _Hooks.release(entry.bits)
+            _Hooks.releaseRetired(entry.bits)
         }
     }
 }
