@@ -1,6 +1,7 @@
 #!/bin/bash
 # Instructions per call of each case under callgrind: the difference of runs of
-# 10,000 and 30,000 calls, over 20,000 (1,000 and 3,000 for the largest).
+# 10,000 and 30,000 calls, over 20,000 (1,000 and 3,000 for the larger, 100
+# and 300 for the graphs of 1,000 values).
 # valgrind 3.19 cannot read this compiler's DWARF, so it runs a copy without
 # debug info. Instruction counts do not move with the machine's noise, so they
 # guard the hot paths in CI.
@@ -26,7 +27,7 @@ swift build -c release --product call-counts > "$work/build.log" 2>&1 || { tail 
 strip --strip-debug -o "$work/call-counts" .build/release/call-counts
 cases=("$@")
 all=$([ ${#cases[@]} -eq 0 ] && echo yes || echo no)
-[ ${#cases[@]} -eq 0 ] && cases=(closure-plain closure-floor closure-none closure-after closure-typed property-idle property-after property-read property-typed c-direct c-none c-typed c-both binding observable observable-read diamond deep broad repeated unstable triangle mux swift-entry-plain swift-entry-none swift-entry-typed swift-entry-other)
+[ ${#cases[@]} -eq 0 ] && cases=(closure-plain closure-floor closure-none closure-after closure-typed property-idle property-after property-read property-typed c-direct c-none c-typed c-both binding observable observable-read subscribe-1k diamond deep broad repeated unstable unstable-wide fan-toggle triangle mux swift-entry-plain swift-entry-none swift-entry-typed swift-entry-other)
 # Swift entry cases patch code: valgrind must see the patch (--smc-check=all).
 count() { valgrind --tool=callgrind $([[ "$1" == swift-entry-* ]] && echo --smc-check=all) --callgrind-out-file="$work/$1.$2.out" "$work/call-counts" "$1" "$2" 2>&1 | awk '/Collected/ {print $4}' > "$work/$1.$2.count"; }
 export -f count
@@ -37,7 +38,7 @@ export work
 # tenth of the time under callgrind. (Counts are exact, so 20,000 calls give
 # the figure 100,000 did, to within one instruction of rounding, in about a
 # third of valgrind's time.)
-base() { case "$1" in deep|broad|mux) echo 1000 ;; *) echo 10000 ;; esac; }
+base() { case "$1" in unstable-wide|fan-toggle) echo 100 ;; deep|broad|mux|subscribe-1k) echo 1000 ;; *) echo 10000 ;; esac; }
 # Each run is one process under valgrind, which uses one core: as many at once
 # as there are cores (CALL_COUNTS_JOBS to choose). Counts do not depend on it.
 for c in "${cases[@]}"; do b=$(base "$c"); echo "$c $b"; echo "$c $((b * 3))"; done |

@@ -406,6 +406,53 @@ struct ObservableTests {
         #expect(heard.value.count == 3 * 5)
     }
 
+    /// Evaluations of hundreds of reads whose order changes on every
+    /// update (each a long segment of the thread's reads, looked up in an
+    /// index past 32): each value read twice is one dependency; two inner
+    /// evaluations, one after the other inside the outer one, begin their
+    /// segments at the same place and keep their own; the outer knows its
+    /// earlier reads after them. Once warm, an update allocates nothing.
+    @Test func evaluationsOfHundredsOfReadsThatChangeOrderKeepEachReadOnce() throws {
+        let flag = Observable(false)
+        let xs = (0..<100).map { Observable($0) }, ys = (0..<100).map { Observable(1_000 + $0) }
+        /// Each of `values` twice, backwards while the flag is set (every
+        /// read but the flag's then differs from the last evaluation's).
+        func twice(_ values: [Observable<Int>]) -> Int {
+            let backwards = flag.value
+            var total = 0
+            for _ in 0..<2 {
+                for k in 0..<values.count { total &+= values[backwards ? values.count - 1 - k : k].value }
+            }
+            return total
+        }
+        let first = Computed { twice(xs) }, second = Computed { twice(ys) }
+        let outer = Computed { twice(xs) &+ first.value &+ second.value &+ twice(xs) }
+        let heard = Shared(0)
+        // (The flag changes the order, not the sum: subscribers hear the writes to xs and ys.)
+        let subscription = outer.subscribe(SubscriptionOptions(notifyOnSubscription: true)) { _, new in heard.mutate { $0 = new } }
+        func check(_ round: Int) {
+            let sx = 2 * xs.reduce(0) { $0 + $1.value }, sy = 2 * ys.reduce(0) { $0 + $1.value }
+            #expect(outer.dependencyCount == 103, "round \(round)")   // flag, 100 xs, first, second
+            #expect(first.dependencyCount == 101 && second.dependencyCount == 101, "round \(round)")
+            #expect(heard.value == 3 * sx + sy && outer.value == 3 * sx + sy, "round \(round)")
+        }
+        for round in 0..<4 {
+            flag.value.toggle()
+            check(round)
+            // A value of the outer's own, read before and after the inner evaluations.
+            let evaluations = (outer.evaluationCount, first.evaluationCount, second.evaluationCount)
+            xs[round * 7].value += 1
+            ys[round * 9].value += 1
+            check(round)
+            #expect(outer.evaluationCount == evaluations.0 + 2 && first.evaluationCount == evaluations.1 + 1
+                    && second.evaluationCount == evaluations.2 + 1, "round \(round)")
+        }
+        let allocations = mallocCount { for _ in 0..<4 { flag.value.toggle() } }
+        #expect(allocations ?? 0 == 0)
+        check(4)
+        withExtendedLifetime(subscription) {}
+    }
+
     @Test func aComputedEvaluatesLazilyWithoutSubscribers() {
         let count = Observable(0)
         let doubled = Computed { count.value * 2 }

@@ -126,6 +126,17 @@ let cases: [String: (Int) -> Int] = [
         while i < n { observable.value = i; i += 1 }
         return withExtendedLifetime(subscription) { seen.total }
     },
+    // A subscriber comes and goes while 1,000 others stay: one subscribe and
+    // one dispose a call (a hook change, no hook call).
+    "subscribe-1k": { n in
+        let observable = Observable(0)
+        let seen = Counter()
+        let staying = (0..<1_000).map { _ in observable.subscribe { _, new in seen.add(new) } }
+        var i = 0
+        while i < n { observable.subscribe { _, new in seen.add(new) }.dispose(); i += 1 }
+        observable.value = 1
+        return withExtendedLifetime(staying) { seen.total }
+    },
     // A read of an observable outside any evaluation (its node made: a computed reads it).
     "observable-read": { n in
         let observable = Observable(1)
@@ -163,6 +174,10 @@ let cases: [String: (Int) -> Int] = [
     "repeated": { n in repeatedWrites(n) },
     // kairo's unstable shape: dependencies that change with the source's parity, one write.
     "unstable": { n in unstableWrites(n) },
+    // A computed over 1,000 sources whose reads change on every write (one left out in turn), subscribed.
+    "unstable-wide": { n in wideUnstableWrites(n) },
+    // 1,000 computeds over one shared value, whose reads all change on every write, subscribed.
+    "fan-toggle": { n in fanToggleWrites(n) },
     // kairo's triangle shape: a chain of 10 and the sum of all ten, subscribed, one write.
     "triangle": { n in triangleWrites(n) },
     // kairo's mux shape: 100 sources into one computed, split into 100, each subscribed, one write.

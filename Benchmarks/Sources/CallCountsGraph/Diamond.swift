@@ -107,3 +107,38 @@ public func muxWrites(_ n: Int) -> Int {
     while i < n { heads[i % 10].value = i; i += 1 }
     return withExtendedLifetime((subscriptions, splits)) { seen.total }
 }
+
+/// A computed over 1,000 sources that leaves out the one `skip` names:
+/// each of the `n` writes to `skip` changes which it reads (its reads
+/// diverge from the last evaluation's at the one left out, or at the one
+/// read again), subscribed.
+public func wideUnstableWrites(_ n: Int) -> Int {
+    let sources = (0..<1_000).map { Observable($0) }
+    let skip = Observable(0)
+    let sum = Computed {
+        let left = skip.value
+        var total = 0
+        for i in 0..<sources.count where i != left { total &+= sources[i].value }
+        return total
+    }
+    let seen = DiamondSum()
+    let subscription = sum.subscribe { _, new in seen.add(new) }
+    var i = 0
+    while i < n { skip.value = (i &* 7) % 1_000; i += 1 }
+    return withExtendedLifetime((subscription, sum)) { seen.total }
+}
+
+/// 1,000 computeds reading one shared value, each also its own source
+/// while `toggle` is off: each of the `n` writes to `toggle` changes what
+/// every one of them reads, subscribed.
+public func fanToggleWrites(_ n: Int) -> Int {
+    let shared = Observable(1)
+    let toggle = Observable(false)
+    let own = (0..<1_000).map { Observable($0) }
+    let computeds = (0..<1_000).map { i in Computed { toggle.value ? shared.value : shared.value &+ own[i].value } }
+    let seen = DiamondSum()
+    let subscriptions = computeds.map { $0.subscribe { _, new in seen.add(new) } }
+    var i = 0
+    while i < n { toggle.value = i & 1 == 0; i += 1 }
+    return withExtendedLifetime((subscriptions, computeds)) { seen.total }
+}

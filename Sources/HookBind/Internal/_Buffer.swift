@@ -214,3 +214,84 @@ struct _Dependents {
         bits = 0
     }
 }
+
+/// Where each value of a thread's long segment of reads is, by the value's
+/// address (`_GraphState.freshIndexed`): a table of its own, open
+/// addressing, a multiplicative hash of the address (the standard
+/// library's dictionary hashed each address with SipHash, about 85
+/// instructions, twice a read), emptied in one step by a new generation
+/// (its storage, as large as the thread's longest segment needed, kept).
+/// Its owner frees it (`free()`), once; only its thread touches it.
+struct _ReadIndex {
+    private struct Slot {
+        var address: UInt
+        var index: Int32
+        /// The generation the slot was written in: of an earlier one, empty.
+        var generation: UInt32
+    }
+
+    private var slots: UnsafeMutablePointer<Slot>?
+    /// A power of two, or 0.
+    private var capacity = 0
+    private var count = 0
+    private var generation: UInt32 = 1
+
+    /// Forgets every entry (its storage kept).
+    mutating func removeAll() {
+        count = 0
+        generation &+= 1
+        if generation == 0 {
+            // (Once in 2^32: the old stamps could come back.)
+            if let slots { slots.update(repeating: Slot(address: 0, index: 0, generation: 0), count: capacity) }
+            generation = 1
+        }
+    }
+
+    /// Where `address` is, if it was inserted since the last `removeAll`.
+    func index(of address: UInt) -> Int? {
+        guard let slots else { return nil }
+        var i = Self.hash(address, capacity)
+        while true {
+            let slot = slots[i]
+            if slot.generation != generation { return nil }
+            if slot.address == address { return Int(slot.index) }
+            i = (i &+ 1) & (capacity &- 1)
+        }
+    }
+
+    /// Records that `address` is at `index` (in place of where it was).
+    mutating func insert(_ address: UInt, at index: Int) {
+        if 2 * (count + 1) > capacity { grow() }
+        let slots = slots.unsafelyUnwrapped
+        var i = Self.hash(address, capacity)
+        while slots[i].generation == generation, slots[i].address != address {
+            i = (i &+ 1) & (capacity &- 1)
+        }
+        if slots[i].generation != generation { count += 1 }
+        slots[i] = Slot(address: address, index: Int32(truncatingIfNeeded: index), generation: generation)
+    }
+
+    /// Doubles the table (64 slots at first), keeping this generation's entries.
+    private mutating func grow() {
+        let old = slots, oldCapacity = capacity
+        capacity = max(64, 2 * capacity)
+        slots = .allocate(capacity: capacity)
+        slots.unsafelyUnwrapped.initialize(repeating: Slot(address: 0, index: 0, generation: 0), count: capacity)
+        count = 0
+        guard let old else { return }
+        for i in 0..<oldCapacity where old[i].generation == generation { insert(old[i].address, at: Int(old[i].index)) }
+        old.deallocate()
+    }
+
+    /// The slot to look at first for `address` in a table of `capacity`.
+    private static func hash(_ address: UInt, _ capacity: Int) -> Int {
+        // (Objects are 16-byte aligned: the low bits carry nothing.)
+        Int(truncatingIfNeeded: ((address >> 4) &* 0x9E37_79B9_7F4A_7C15) >> UInt(UInt.bitWidth - capacity.trailingZeroBitCount))
+    }
+
+    mutating func free() {
+        slots?.deallocate()
+        slots = nil
+        capacity = 0
+    }
+}

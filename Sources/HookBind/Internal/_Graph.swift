@@ -64,6 +64,11 @@ class _Node: _Group, @unchecked Sendable {
         dependents.append(.passRetained(link))
     }
 
+    /// `addDependent` for a computed known not to be among the dependents.
+    final func appendDependent(_ link: _ComputedCore) {
+        dependents.append(.passRetained(link))
+    }
+
     final func removeDependent(_ link: _ComputedCore) {
         let bits = Unmanaged.passUnretained(link).toOpaque()
         var i = 0
@@ -166,6 +171,7 @@ final class _GraphState: @unchecked Sendable {
     @exclusivity(unchecked) var markingListed = false
 
     deinit {
+        freshIndex.free()
         marking.free()
         fresh.free()
         refreshing.free()
@@ -175,10 +181,60 @@ final class _GraphState: @unchecked Sendable {
     }
 
     /// Whether the innermost evaluation's segment, from `start`, has
-    /// `source`: a linear scan, latest first.
+    /// `source`: a linear scan, latest first, while the segment is short
+    /// (`freshScanned` reads or fewer: the kairo shapes' are), else asked of
+    /// an index of the segment (`freshIndexed`). (Scanned at any length, an
+    /// evaluation that changed which of 10,000 values it read asked it for
+    /// each read, and again for each earlier read: 29 ms a write.)
     @inlinable @inline(__always)
     func freshContains(_ source: AnyObject, from start: Int) -> Bool {
-        fresh.contains(source, from: start)
+        if freshIsLong(from: start) { return freshIndexed(source, from: start) }
+        return fresh.contains(source, from: start)
+    }
+
+    /// Whether the segment from `start` is too long to scan.
+    @inlinable @inline(__always)
+    func freshIsLong(from start: Int) -> Bool { fresh.count - start > _GraphState.freshScanned }
+
+    /// The longest segment `freshContains` scans.
+    @inlinable static var freshScanned: Int { 32 }
+
+    /// Where each value of one long segment of `fresh` is (by the value's
+    /// address), for `freshIndexed`; of the segment from `freshIndexStart`,
+    /// its reads up to `freshIndexEnd` (the rest indexed when next asked);
+    /// `freshIndexStart` -1: none. Its storage kept (no allocation once as
+    /// large as the thread's longest segment).
+    @exclusivity(unchecked) var freshIndex = _ReadIndex()
+    @exclusivity(unchecked) var freshIndexStart = -1
+    @exclusivity(unchecked) var freshIndexEnd = 0
+
+    /// `freshContains` for a long segment: the reads appended since the
+    /// last ask indexed, then one lookup. The index is of one segment at a
+    /// time (the innermost evaluation's: only it reads): asked of another,
+    /// it is made again.
+    @usableFromInline @inline(never)
+    func freshIndexed(_ source: AnyObject, from start: Int) -> Bool {
+        if freshIndexStart != start {
+            freshIndex.removeAll()
+            freshIndexStart = start
+            freshIndexEnd = start
+        }
+        let reads = fresh.base.unsafelyUnwrapped
+        while freshIndexEnd < fresh.count {
+            freshIndex.insert(UInt(bitPattern: ObjectIdentifier(reads[freshIndexEnd].source)), at: freshIndexEnd)
+            freshIndexEnd += 1
+        }
+        guard let at = freshIndex.index(of: UInt(bitPattern: ObjectIdentifier(source))) else { return false }
+        return at >= start && at < fresh.count && reads[at].source === source
+    }
+
+    /// Drops the reads of `fresh` from `count` on (an evaluation's segment
+    /// ends), and the index of a segment they were part of: a segment begun
+    /// later at the same place is another evaluation's.
+    @inline(__always)
+    func dropFresh(from count: Int) {
+        fresh.removeLast(fresh.count - count)
+        if freshIndexEnd > count { freshIndexStart = -1 }
     }
 
     /// The locks a publishing round takes, reused (the groups are kept
@@ -294,8 +350,15 @@ enum _Graph {
         let graph = me._withUnsafeGuaranteedRef { Unmanaged.passUnretained($0.graph) }
         // (`trackIfHeld` asked the reads in order already: what is left to
         // know is a diverged evaluation's segment.)
-        if evaluating._withUnsafeGuaranteedRef({ core in core.diverged && graph._withUnsafeGuaranteedRef { $0.freshContains(source, from: core.matched) } }) {
-            return true
+        if evaluating._withUnsafeGuaranteedRef({ $0.diverged }) {
+            let start = evaluating._withUnsafeGuaranteedRef { $0.matched }
+            // (`freshContains` in parts, each in a closure of its own: in one
+            // closure, with the index's call in it, it was not inlined.)
+            if graph._withUnsafeGuaranteedRef({ $0.freshIsLong(from: start) }) {
+                if graph._withUnsafeGuaranteedRef({ $0.freshIndexed(source, from: start) }) { return true }
+            } else if graph._withUnsafeGuaranteedRef({ $0.fresh.contains(source, from: start) }) {
+                return true
+            }
         }
         guard me._withUnsafeGuaranteedRef({ _Groups.holdsAsLast(node, $0) }) else { return false }
         // Unknown to the running evaluation (asked above, in order and in
