@@ -56,6 +56,76 @@ struct ObservableArrayTests {
         #expect(changes.value[1].deletions == [0] && changes.value[1].insertions == [0])
     }
 
+    /// Random edits of a few steps each, on an array of up to 200 unique
+    /// elements: each change describes exactly what happened (old and new
+    /// elements; what stays keeps its order; each move and insertion says
+    /// where its element is), and an edit of one step is that step alone,
+    /// wherever in the array it is (found without diffing the whole array).
+    @Test func randomEditsAreDescribedExactly() throws {
+        var generator = SystemRandomNumberGenerator()
+        var seed = UInt64.random(in: 0...UInt64.max, using: &generator)
+        func random(_ range: Range<Int>) -> Int {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return range.lowerBound + Int((seed >> 33) % UInt64(range.count))
+        }
+        let startSeed = seed
+        let array = ObservableArray(Array(0..<100))
+        var nextElement = 100
+        let changes = record(array)
+        for round in 0..<300 {
+            let before = array.value
+            let steps = random(1..<5)
+            var single: (kind: Int, at: Int)?
+            try array.edit { editor in
+                for _ in 0..<steps {
+                    let kind = editor.count < 20 ? 0 : (editor.count > 200 ? 1 : random(0..<4))
+                    switch kind {
+                    case 0:
+                        let at = random(0..<editor.count + 1)
+                        try editor.insert(nextElement, at: at)
+                        single = (0, at)
+                    case 1:
+                        let at = random(0..<editor.count)
+                        try editor.remove(at: at)
+                        single = (1, at)
+                    case 2:
+                        let at = random(0..<editor.count)
+                        try editor.replace(at: at, with: nextElement)
+                        single = (2, at)
+                    default:
+                        let from = random(0..<editor.count), to = random(0..<editor.count)
+                        try editor.move(from: from, to: to)
+                        single = from == to ? nil : (3, from)
+                    }
+                    nextElement += 1
+                }
+            }
+            let after = array.value
+            guard before != after else { continue }
+            let change = try #require(changes.value.last)
+            let context = "round \(round), seed \(startSeed)"
+            #expect(change.oldElements == before && change.elements == after, "\(context)")
+            #expect(change.deletions == change.deletions.sorted() && change.insertions == change.insertions.sorted(), "\(context)")
+            // What stays, in order, is the same on both sides.
+            let moved = Set(change.moves.map(\.from)), movedTo = Set(change.moves.map(\.to))
+            let kept = before.indices.filter { !change.deletions.contains($0) && !moved.contains($0) }.map { before[$0] }
+            let landed = after.indices.filter { !change.insertions.contains($0) && !movedTo.contains($0) }.map { after[$0] }
+            #expect(kept == landed, "\(context)")
+            for move in change.moves { #expect(before[move.from] == after[move.to], "\(context)") }
+            // Inserted: new elements; deleted: gone.
+            for i in change.insertions { #expect(!before.contains(after[i]), "\(context)") }
+            for i in change.deletions { #expect(!after.contains(before[i]), "\(context)") }
+            if steps == 1, let single {
+                switch single.kind {
+                case 0: #expect(change.insertions == [single.at] && change.deletions.isEmpty && change.moves.isEmpty, "\(context)")
+                case 1: #expect(change.deletions == [single.at] && change.insertions.isEmpty && change.moves.isEmpty, "\(context)")
+                case 2: #expect(change.deletions == [single.at] && change.insertions == [single.at] && change.moves.isEmpty, "\(context)")
+                default: #expect(change.moves.count == 1 && change.deletions.isEmpty && change.insertions.isEmpty, "\(context)")
+                }
+            }
+        }
+    }
+
     @Test func replacingTheWholeArrayIsOneReplacement() {
         let array = ObservableArray([1, 2, 3])
         let changes = record(array)

@@ -137,6 +137,16 @@ let cases: [String: (Int) -> Int] = [
         observable.value = 1
         return withExtendedLifetime(staying) { seen.total }
     },
+    // An ObservableArray of 1,000 elements, a change subscriber: an append
+    // and a removal of the first element a call (two changes).
+    "array-1k": { n in
+        let array = ObservableArray(Array(0..<1_000))
+        let seen = Counter()
+        let subscription = array.subscribeChanges { change in seen.add(change.insertions.count &+ change.deletions.count) }
+        var i = 0
+        while i < n { array.append(i); _ = try? array.remove(at: 0); i += 1 }
+        return withExtendedLifetime(subscription) { seen.total }
+    },
     // A read of an observable outside any evaluation (its node made: a computed reads it).
     "observable-read": { n in
         let observable = Observable(1)
