@@ -70,6 +70,47 @@ struct LifetimeTests {
         #expect(weakCaptured == nil)
     }
 
+    /// A bag of thousands: tokens removed while in it are dropped as the
+    /// bag grows (what their hooks captured released), its count is of the
+    /// hooks still attached, and the rest go with it.
+    @Test func aLargeBagDropsItsRemovedTokensAsItGrows() throws {
+        let point = ClosureHook { (x: Int) in x }
+        final class Captured {}
+        var owner: BaggedObserver? = BaggedObserver()
+        var removed: [() -> Bool] = []   // whether each removed hook's capture is gone
+        var kept: [HookToken] = []
+        for i in 0..<3_000 {
+            let captured = Captured()
+            let token = point.after(owner: owner) { _ in _ = captured }
+            if i % 3 == 0 {
+                kept.append(token)
+            } else {
+                token.remove()
+                weak var gone = captured
+                removed.append { gone == nil }
+            }
+        }
+        #expect(owner!.hookBag.count == 1_000 && point.hookCount == 1_000)
+        HookPoint.reclaimRetiredHooks()
+        /// Whether the first `count` removed hooks' captures are gone (waiting
+        /// up to 2 s: a reclaim that a test beside this one ran may still be
+        /// releasing them, see above).
+        func released(_ count: Int) -> Bool {
+            var waited = 0
+            while !removed.prefix(count).allSatisfy({ $0() }) && waited < 2_000 {
+                usleep(1_000)
+                waited += 1
+            }
+            return removed.prefix(count).allSatisfy { $0() }
+        }
+        // All but the last few hundred removed were dropped by the bag as it grew.
+        #expect(released(1_000))
+        owner!.hookBag.removeAll()
+        #expect(point.hookCount == 0 && released(removed.count))
+        #expect(kept.allSatisfy { !$0.isActive })
+        owner = nil
+    }
+
     @Test func hookPointsNeverKeepTheirTargetsAlive() throws {
         var person: Person? = Person()
         weak let weakPerson = person
