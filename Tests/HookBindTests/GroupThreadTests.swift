@@ -37,6 +37,29 @@ struct GroupThreadTests {
         #expect([a[0], a[1], b[0], b[1]].map(\.value) == [42, 42, 42, 42])
     }
 
+    /// A computed whose first evaluation reads 2,000 computeds, each over
+    /// an observable of its own (4,000 groups until then, each locked and
+    /// kept by the evaluation, merged at its end, most into a group pinned
+    /// below them): one group afterwards, so two threads writing sources at
+    /// either end are serialized, and the subscriber's last value is the
+    /// sum of the last writes.
+    @Test func aFirstEvaluationOverThousandsOfGroupsMergesThemAll() throws {
+        let sources = (0..<2_000).map { Observable($0) }
+        let mids = sources.map { source in Computed { source.value &* 2 } }
+        let top = Computed { mids.reduce(0) { $0 &+ $1.value } }
+        #expect(top.value == 2 * (1_999 * 2_000 / 2))
+        let heard = Shared(0)
+        let subscription = top.subscribe { _, new in heard.value = new }
+        nonisolated(unsafe) let shared = sources
+        onThreads(2) { thread in
+            for i in 0..<500 { shared[thread == 0 ? i : 1_999 - i].value = -1 }
+        }
+        let expected = 2 * ((1_999 * 2_000 / 2) - (0..<500).reduce(0, +) - (1_500..<2_000).reduce(0, +) - 1_000)
+        #expect(top.value == expected && heard.value == expected)
+        #expect(mids[0].dependencyCount == 1 && top.dependencyCount == 2_000)
+        withExtendedLifetime(subscription) {}
+    }
+
     /// A chain x - y - z - w of three bindings, written from both ends at once.
     @Test func aChainWrittenFromBothEndsConverges() throws {
         let chain = (0..<4).map { _ in Holder() }

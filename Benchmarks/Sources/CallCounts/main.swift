@@ -157,6 +157,20 @@ let cases: [String: (Int) -> Int] = [
         models[0].value = 1
         return models[1].value
     },
+    // A computed's first evaluation over 300 computeds, each over an
+    // observable of its own (each of a group of its own until read), made
+    // a call: the locks taken and the groups merged.
+    "first-300": { n in
+        var total = 0
+        var i = 0
+        while i < n {
+            let mids = (0..<300).map { k in let source = Observable(k); return Computed { source.value &+ 1 } }
+            let top = Computed { mids.reduce(0) { $0 &+ $1.value } }
+            total &+= top.value
+            i += 1
+        }
+        return total
+    },
     // A read of an observable outside any evaluation (its node made: a computed reads it).
     "observable-read": { n in
         let observable = Observable(1)

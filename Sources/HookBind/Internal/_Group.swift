@@ -220,6 +220,9 @@ final class _LockThread: @unchecked Sendable {
     /// bytes) grow only in unusual nesting, and then double.
     static let heldCapacity = 16
     @exclusivity(unchecked) var pins: [_Pin] = []
+    /// Where `owning` last found its entries: the latest, and the one
+    /// before it (see `owning`).
+    @exclusivity(unchecked) private var owningHints = (latest: 0, previous: 0)
     /// Nested `retaining` scopes, and where the outermost one began in `held`.
     @exclusivity(unchecked) var retainDepth = 0
     @exclusivity(unchecked) var retainMark = 0
@@ -290,6 +293,11 @@ final class _LockThread: @unchecked Sendable {
 
     /// Whether this thread holds or borrows `lock` (any entry or pin).
     func holds(_ lock: _Group) -> Bool {
+        // A free lock is held by no entry or pin of any thread (a real hold
+        // has its thread as holder, a borrow the parked holder it borrows
+        // from): no scan. (A computed's first evaluation asks this of each
+        // value it reads of a group of its own.)
+        if lock.word.holder == 0 { return false }
         var i = held.count - 1
         while i >= 0 {
             if held[i].lockRef.toOpaque() == Unmanaged.passUnretained(lock).toOpaque() { return true }
@@ -299,9 +307,44 @@ final class _LockThread: @unchecked Sendable {
     }
 
     /// Where this thread's hold of `lock` that releases it is: an entry, or a pin of one.
+    ///
+    /// A lock has at most one entry or pin that releases it, so where the
+    /// search begins does not change what it finds: first where the last
+    /// two searches found theirs, then the pins, then the entries from past
+    /// the later of those two on, then the rest. (The end of an evaluation merges each value it read, held
+    /// in the order read, into its computed's group, held before them, one
+    /// after another: a search from the first entry for each made a first
+    /// evaluation over 30,000 values of groups of their own take 0.25 s.)
     func owning(_ lock: _Group) -> (entry: Int, pin: Int?, kind: _Held.Kind)? {
-        for i in held.indices where held[i].lock === lock && held[i].kind != .again { return (i, nil, held[i].kind) }
+        let count = held.count
+        let (latest, previous) = owningHints
+        @inline(__always) func releases(_ i: Int) -> Bool { held[i].lock === lock && held[i].kind != .again }
+        if latest < count, releases(latest) { return (latest, nil, held[latest].kind) }
+        if previous < count, releases(previous) {
+            owningHints = (previous, latest)
+            return (previous, nil, held[previous].kind)
+        }
+        // A pinned lock has no entry that releases it: the pins (few) before
+        // the entries. (A group that absorbed one taken before it is pinned
+        // there, and an evaluation's end merges into it again and again.)
         for p in pins.indices where pins[p].lock === lock { return (pins[p].entry, p, pins[p].kind) }
+        let onwards = Swift.max(latest, previous) + 1
+        var i = onwards
+        while i < count {
+            if releases(i) {
+                owningHints = (i, latest)
+                return (i, nil, held[i].kind)
+            }
+            i += 1
+        }
+        i = 0
+        while i < Swift.min(onwards, count) {
+            if releases(i) {
+                owningHints = (i, latest)
+                return (i, nil, held[i].kind)
+            }
+            i += 1
+        }
         return nil
     }
 }
