@@ -211,3 +211,40 @@ struct ComputedGoneWhileEvaluatingTests {
         #expect(kept <= 4, "\(kept) allocations kept by 200 computeds gone while they or those they read evaluated")
     }
 }
+
+@Suite("Computeds over one value, released in any order")
+struct ComputedsReleasedInAnyOrderTests {
+    /// 600 computeds over one observable, subscribed, released in turns
+    /// from the last made, the first made and the middle: each goes (its
+    /// closure released), and a write then evaluates exactly those left,
+    /// each once.
+    @Test func eachGoesAndAWriteEvaluatesTheRest() {
+        let shared = Observable(1)
+        let evaluations = Shared(0)
+        var computeds: [Computed<Int>?] = (0..<600).map { k in Computed { evaluations.mutate { $0 += 1 }; return shared.value &+ k } }
+        var gone: [() -> Bool] = []
+        var subscriptions: [Subscription] = []
+        for computed in computeds {
+            subscriptions.append(computed!.subscribe { _, _ in })
+            weak let weakComputed = computed
+            gone.append { weakComputed == nil }
+        }
+        var order: [Int] = []
+        var low = 0, high = 599, middle = 300
+        while order.count < 300 {
+            order.append(high); high -= 1
+            order.append(low); low += 1
+            order.append(middle); middle += 1
+        }
+        for i in order {
+            subscriptions[i].dispose()
+            computeds[i] = nil
+        }
+        #expect(order.allSatisfy { gone[$0]() })
+        evaluations.value = 0
+        shared.value = 2
+        for (k, computed) in computeds.enumerated() { if let computed { #expect(computed.value == 2 &+ k) } }
+        #expect(evaluations.value == 600 - Set(order).count)
+        withExtendedLifetime(subscriptions) {}
+    }
+}

@@ -171,6 +171,20 @@ let cases: [String: (Int) -> Int] = [
         }
         return total
     },
+    // 1,000 computeds over one observable made, read and released, the
+    // last made first, a call.
+    "release-1k": { n in
+        let shared = Observable(1)
+        var total = 0
+        var i = 0
+        while i < n {
+            var computeds = (0..<1_000).map { k in Computed { shared.value &+ k } }
+            for computed in computeds { total &+= computed.value }
+            while !computeds.isEmpty { computeds.removeLast() }
+            i += 1
+        }
+        return total
+    },
     // A read of an observable outside any evaluation (its node made: a computed reads it).
     "observable-read": { n in
         let observable = Observable(1)

@@ -69,11 +69,21 @@ class _Node: _Group, @unchecked Sendable {
         dependents.append(.passRetained(link))
     }
 
+    /// (A dependent is listed once, so it is looked for from both ends at
+    /// once: computeds released in the reverse of the order they were made
+    /// found theirs last, and 30,000 over one value took 0.36 s to go.)
     final func removeDependent(_ link: _ComputedCore) {
         let bits = Unmanaged.passUnretained(link).toOpaque()
-        var i = 0
-        while i < dependents.count, dependents[i].toOpaque() != bits { i += 1 }
-        guard i < dependents.count else { return }
+        var low = 0, high = dependents.count - 1
+        while low <= high {
+            if dependents[high].toOpaque() == bits { return removeDependent(at: high) }
+            if dependents[low].toOpaque() == bits { return removeDependent(at: low) }
+            low += 1
+            high -= 1
+        }
+    }
+
+    private final func removeDependent(at i: Int) {
         // In order: the first to mark stays first.
         dependents.remove(at: i).release()
     }
