@@ -27,8 +27,9 @@ struct _HookCounts {
 /// change hands the hooks that stay from the old word to the new one without
 /// retaining them (a hook change costs a copy of the words, not a reference
 /// count per hook), and retires the old snapshot as memory only, beside each
-/// hook it removed (`_Retired`, freed in the same batch or a later one as
-/// every retired snapshot of the point). So a snapshot's elements are not
+/// hook it removed (`_Retired` frees all of one point's retired words in the
+/// same batch, so a hook is never released before a snapshot that lists
+/// it). So a snapshot's elements are not
 /// released with it: `_Hooks.releasePublished` releases them for the word a
 /// point still publishes when it goes.
 @usableFromInline

@@ -311,10 +311,11 @@ final class _LockThread: @unchecked Sendable {
     /// A lock has at most one entry or pin that releases it, so where the
     /// search begins does not change what it finds: first where the last
     /// two searches found theirs, then the pins, then the entries from past
-    /// the later of those two on, then the rest. (The end of an evaluation merges each value it read, held
-    /// in the order read, into its computed's group, held before them, one
-    /// after another: a search from the first entry for each made a first
-    /// evaluation over 30,000 values of groups of their own take 0.25 s.)
+    /// the later of those two on, then the rest. (The end of an evaluation
+    /// merges each value it read, held in the order read, into its
+    /// computed's group, held before them, one after another: a search from
+    /// the first entry for each made a first evaluation over 30,000 values
+    /// of groups of their own take 0.25 s.)
     func owning(_ lock: _Group) -> (entry: Int, pin: Int?, kind: _Held.Kind)? {
         let count = held.count
         let (latest, previous) = owningHints
