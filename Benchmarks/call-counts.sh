@@ -27,7 +27,7 @@ swift build -c release --product call-counts > "$work/build.log" 2>&1 || { tail 
 strip --strip-debug -o "$work/call-counts" .build/release/call-counts
 cases=("$@")
 all=$([ ${#cases[@]} -eq 0 ] && echo yes || echo no)
-[ ${#cases[@]} -eq 0 ] && cases=(closure-plain closure-floor closure-none closure-after closure-typed property-idle property-after property-read property-typed c-direct c-none c-typed c-both binding observable observable-read subscribe-1k array-1k bind-300 first-300 release-1k diamond deep broad repeated unstable unstable-wide fan-toggle triangle mux swift-entry-plain swift-entry-none swift-entry-typed swift-entry-other)
+[ ${#cases[@]} -eq 0 ] && cases=(closure-plain closure-floor closure-none closure-after closure-typed property-idle property-after property-read property-typed c-direct c-none c-typed c-both binding observable observable-read subscribe-1k array-1k bind-300 first-300 release-1k bag-1k diamond deep broad repeated unstable unstable-wide fan-toggle triangle mux swift-entry-plain swift-entry-none swift-entry-typed swift-entry-other)
 # Swift entry cases patch code: valgrind must see the patch (--smc-check=all).
 count() { valgrind --tool=callgrind $([[ "$1" == swift-entry-* ]] && echo --smc-check=all) --callgrind-out-file="$work/$1.$2.out" "$work/call-counts" "$1" "$2" 2>&1 | awk '/Collected/ {print $4}' > "$work/$1.$2.count"; }
 export -f count
@@ -38,7 +38,7 @@ export work
 # tenth of the time under callgrind. (Counts are exact, so 20,000 calls give
 # the figure 100,000 did, to within one instruction of rounding, in about a
 # third of valgrind's time.)
-base() { case "$1" in unstable-wide|fan-toggle|bind-300|first-300|release-1k) echo 100 ;; deep|broad|mux|subscribe-1k|array-1k) echo 1000 ;; *) echo 10000 ;; esac; }
+base() { case "$1" in unstable-wide|fan-toggle|bind-300|first-300|release-1k|bag-1k) echo 100 ;; deep|broad|mux|subscribe-1k|array-1k) echo 1000 ;; *) echo 10000 ;; esac; }
 # Each run is one process under valgrind, which uses one core: as many at once
 # as there are cores (CALL_COUNTS_JOBS to choose). Counts do not depend on it.
 for c in "${cases[@]}"; do b=$(base "$c"); echo "$c $b"; echo "$c $((b * 3))"; done |

@@ -205,6 +205,10 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
         }
     }
 
+    override func remove(_ tokens: [HookToken]) {
+        for token in tokens { remove(token) }
+    }
+
     public override func removeAllHooks() {
         hooks.withVisibleLock(self) { state in
             state.entries.removeAll()

@@ -24,7 +24,8 @@ public protocol HookOwner: AnyObject {
 /// disposed of) stays in it, and what its hook captured with it, until the
 /// bag drops the removed ones: when the bag has doubled since it last did
 /// (so storing a token costs the same however large the bag), on
-/// ``removeAll()``, or when the bag goes.
+/// ``removeAll()``, or when the bag goes. A bag removes its hooks with one
+/// change of each hook point they are on.
 public final class HookBag: Sendable {
     private struct Tokens {
         var all: [HookToken] = []
@@ -41,7 +42,7 @@ public final class HookBag: Sendable {
 
     deinit {
         let all = tokens.withVisibleLock(self, { $0.all })
-        for token in all { token.remove() }
+        HookToken._removeAll(all)
         // What the hooks captured is released now (one fence for the whole bag).
         if !all.isEmpty { HookPoint.reclaimRetiredHooks() }
     }
@@ -60,7 +61,7 @@ public final class HookBag: Sendable {
     /// Removes every hook in the bag now.
     public func removeAll() {
         let all = tokens.withVisibleLock(self, { let all = $0.all; $0 = Tokens(); return all })
-        for token in all { token.remove() }
+        HookToken._removeAll(all)
         if !all.isEmpty { HookPoint.reclaimRetiredHooks() }
     }
 

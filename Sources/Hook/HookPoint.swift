@@ -263,6 +263,12 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
 
     func remove(_ token: HookToken) { update { hooks, _ in hooks.remove(token) } }
 
+    /// Removes `tokens` (each marked removed already) with one change.
+    func remove(_ tokens: [HookToken]) {
+        let addresses = Set(tokens.map { UInt(bitPattern: Unmanaged.passUnretained($0).toOpaque()) })
+        update { hooks, _ in hooks.removeAll { addresses.contains(UInt(bitPattern: Unmanaged.passUnretained($0).toOpaque())) } }
+    }
+
     /// Applies `change` to the hooks (in position order) and publishes them;
     /// the old snapshot and the hooks the change removed are retired (freed
     /// by a later batch, see `_Retired`). No system call, and no reference

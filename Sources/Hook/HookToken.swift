@@ -57,6 +57,26 @@ public class HookToken: @unchecked Sendable {
         unsafeDowncast(point, to: HookPoint.self).remove(self)
     }
 
+    /// Removes the hooks of `tokens`, each as ``remove()`` would, with one
+    /// change of each hook point they are on (a bag's tokens are often many
+    /// hooks of one point: removed one by one, each removal copied the
+    /// point's list, and a bag of 100,000 subscriptions of one observable
+    /// took 1.6 s to go).
+    static func _removeAll(_ tokens: [HookToken]) {
+        guard tokens.count > 8 else {
+            for token in tokens { token.remove() }
+            return
+        }
+        var byPoint: [ObjectIdentifier: (point: HookPoint, tokens: [HookToken])] = [:]
+        for token in tokens {
+            guard !token.removed.exchange(true, ordering: .acquiringAndReleasing) else { continue }
+            guard let object = token.pointReference.object else { continue }
+            let point = unsafeDowncast(object, to: HookPoint.self)
+            byPoint[ObjectIdentifier(point), default: (point, [])].tokens.append(token)
+        }
+        for (point, tokens) in byPoint.values { point.remove(tokens) }
+    }
+
     /// Whether `remove()` has not been called yet.
     public final var isActive: Bool { !removed.load(ordering: .acquiring) }
 

@@ -111,6 +111,46 @@ struct LifetimeTests {
         owner = nil
     }
 
+    /// A bag whose tokens are 2,000 hooks of one point, some of two others
+    /// (an async one among them) and some removed already: when its owner
+    /// goes, every hook is detached (one change a point) and released.
+    @Test func aBagOfManyHooksOfOnePointGoesAtOnce() async throws {
+        let many = ClosureHook { (x: Int) in x }, few = ClosureHook { (x: Int) in x }
+        let later = AsyncClosureHook { (x: Int) async -> Int in x }
+        final class Captured {}
+        var owner: BaggedObserver? = BaggedObserver()
+        var gone: [() -> Bool] = []
+        func capturing() -> Captured {
+            let captured = Captured()
+            weak var weakCaptured = captured
+            gone.append { weakCaptured == nil }
+            return captured
+        }
+        for i in 0..<2_000 {
+            let captured = capturing()
+            let token = many.after(owner: owner) { _ in _ = captured }
+            if i % 10 == 0 { token.remove() }
+        }
+        for _ in 0..<20 {
+            let captured = capturing(), other = capturing()
+            few.before(owner: owner) { _ in _ = captured }
+            later.after(owner: owner) { _ in _ = other }
+        }
+        let outsider = many.after { _ in }   // not in the bag: stays
+        #expect(many.hookCount == 1_801 && few.hookCount == 20 && later.hookCount == 20)
+        #expect(try await later(3) == 3)
+        owner = nil
+        #expect(many.hookCount == 1 && few.hookCount == 0 && later.hookCount == 0)
+        #expect(outsider.isActive)
+        var waited = 0
+        while !gone.allSatisfy({ $0() }) && waited < 2_000 {
+            usleep(1_000)
+            waited += 1
+        }
+        #expect(gone.allSatisfy { $0() })
+        #expect(many(5) == 5)
+    }
+
     @Test func hookPointsNeverKeepTheirTargetsAlive() throws {
         var person: Person? = Person()
         weak let weakPerson = person

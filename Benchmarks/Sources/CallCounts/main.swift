@@ -185,6 +185,20 @@ let cases: [String: (Int) -> Int] = [
         }
         return total
     },
+    // 1,000 subscriptions of one observable stored in a bag, and the bag
+    // gone, a call.
+    "bag-1k": { n in
+        let observable = Observable(0)
+        let seen = Counter()
+        var i = 0
+        while i < n {
+            let bag = HookBag()
+            for _ in 0..<1_000 { observable.subscribe { _, new in seen.add(new) }.store(in: bag) }
+            i += 1
+        }
+        observable.value = 1
+        return seen.total
+    },
     // A read of an observable outside any evaluation (its node made: a computed reads it).
     "observable-read": { n in
         let observable = Observable(1)
