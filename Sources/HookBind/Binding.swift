@@ -284,9 +284,8 @@ public final class Binding: @unchecked Sendable {
             guard fish.endpoint.isAlive else {
                 throw BindError(.objectGone, "the object of \(fish) is gone")
             }
-            let key = _FishKey(identity: fish.endpoint.identity, target: fish.endpoint.targetBits)
-            let first = seen == nil ? fishes[..<index].firstIndex { _FishKey(identity: $0.endpoint.identity, target: $0.endpoint.targetBits) == key }
-                                    : seen?.updateValue(index, forKey: key)
+            let key = _FishKey(fish)
+            let first = seen == nil ? fishes[..<index].firstIndex { _FishKey($0) == key } : seen?.updateValue(index, forKey: key)
             if let first {
                 throw BindError(.duplicateFish, "\(fish) appears twice in the group (fishes \(first) and \(index)); a group binds each endpoint once")
             }
@@ -375,6 +374,10 @@ public final class Binding: @unchecked Sendable {
 private struct _FishKey: Hashable {
     let identity: ObjectIdentifier
     let target: UInt
+    init(_ fish: Fish) {
+        identity = fish.endpoint.identity
+        target = fish.endpoint.targetBits
+    }
 }
 
 struct _Delivery {

@@ -62,12 +62,7 @@ struct LifetimeTests {
         // (At once, unless a test running beside this one reclaimed the retired
         // hooks first: that thread releases them after leaving the retired
         // list's lock, a moment later. Seen once under ThreadSanitizer.)
-        var waited = 0
-        while weakCaptured != nil && waited < 2_000 {
-            usleep(1_000)
-            waited += 1
-        }
-        #expect(weakCaptured == nil)
+        #expect(releasedSoon { weakCaptured == nil })
     }
 
     /// A bag of thousands: tokens removed while in it are dropped as the
@@ -92,17 +87,8 @@ struct LifetimeTests {
         }
         #expect(owner!.hookBag.count == 1_000 && point.hookCount == 1_000)
         HookPoint.reclaimRetiredHooks()
-        /// Whether the first `count` removed hooks' captures are gone (waiting
-        /// up to 2 s: a reclaim that a test beside this one ran may still be
-        /// releasing them, see above).
-        func released(_ count: Int) -> Bool {
-            var waited = 0
-            while !removed.prefix(count).allSatisfy({ $0() }) && waited < 2_000 {
-                usleep(1_000)
-                waited += 1
-            }
-            return removed.prefix(count).allSatisfy { $0() }
-        }
+        /// Whether the first `count` removed hooks' captures are gone.
+        func released(_ count: Int) -> Bool { releasedSoon { removed.prefix(count).allSatisfy { $0() } } }
         // All but the last few hundred removed were dropped by the bag as it grew.
         #expect(released(1_000))
         owner!.hookBag.removeAll()
@@ -142,12 +128,7 @@ struct LifetimeTests {
         owner = nil
         #expect(many.hookCount == 1 && few.hookCount == 0 && later.hookCount == 0)
         #expect(outsider.isActive)
-        var waited = 0
-        while !gone.allSatisfy({ $0() }) && waited < 2_000 {
-            usleep(1_000)
-            waited += 1
-        }
-        #expect(gone.allSatisfy { $0() })
+        #expect(releasedSoon { gone.allSatisfy { $0() } })
         #expect(many(5) == 5)
     }
 

@@ -1,5 +1,6 @@
 import CHookTestSupport
 import Hook
+import Glibc
 import Synchronization
 
 // The C structs of the test-support target, described to Hook.
@@ -68,4 +69,17 @@ func keptAllocations(_ body: () throws -> Void) rethrows -> Int? {
     let mallocs = hk_test_malloc_count(), frees = hk_test_free_count()
     try body()
     return Int(hk_test_malloc_count() - mallocs) - Int(hk_test_free_count() - frees)
+}
+
+/// Whether `condition` holds, waiting up to 2 s for it: what removed hooks
+/// captured is released by whichever thread reclaims their batch, and a
+/// test running beside this one may have taken it and still be releasing
+/// it, a moment after this test's own reclaim returned.
+func releasedSoon(_ condition: () -> Bool) -> Bool {
+    var waited = 0
+    while !condition() && waited < 2_000 {
+        usleep(1_000)
+        waited += 1
+    }
+    return condition()
 }
