@@ -24,7 +24,9 @@ import Hook
 /// `b` + `c` -> `d`) a change of `a` evaluates `d` once, and `d` never sees
 /// a new `b` with an old `c`. With an `Equatable` value, a result equal to the
 /// previous one is no change: subscribers are not called and computeds that
-/// read it do not evaluate.
+/// read it do not evaluate. Nor are subscribers called when the value is the
+/// one they heard last (it changed and changed back before they heard: a
+/// ``batch(_:)`` that read the computed in between).
 ///
 /// ## Subscribers
 /// Its value is published in a hook point, ``hookPoint``, and subscribers are
@@ -114,7 +116,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     public convenience init(name: String = "computed", _ compute: @escaping () -> Value) where Value: Equatable {
         self.init(name: name, compute) { object, core, operation in
             let computed = Unmanaged<Computed<Value>>.fromOpaque(object)
-            if operation == .publish { return computed._withUnsafeGuaranteedRef { $0._publish() } }
+            if operation == .publish { return computed._withUnsafeGuaranteedRef { $0._publishUnlessHeard() } }
             let value = computed._withUnsafeGuaranteedRef { computed in
                 computed._evaluations &+= 1
                 return computed._compute()
@@ -139,6 +141,19 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     func _publish() -> Bool {
         if let point = _core._withUnsafeGuaranteedRef({ $0.hookPoint }) {
             Unmanaged<PropertyHook<Value>>.fromOpaque(point.toOpaque())._withUnsafeGuaranteedRef { $0._setThroughHooks(_cache) }
+        }
+        return false
+    }
+
+    /// `_publish()` unless the value is the one subscribers heard last: it
+    /// changed and changed back since (a batch wrote a value and then the
+    /// old one again, and the computed was read in between).
+    @inlinable @inline(never)
+    func _publishUnlessHeard() -> Bool where Value: Equatable {
+        if let point = _core._withUnsafeGuaranteedRef({ $0.hookPoint }) {
+            Unmanaged<PropertyHook<Value>>.fromOpaque(point.toOpaque())._withUnsafeGuaranteedRef {
+                if $0._currentValue != _cache { $0._setThroughHooks(_cache) }
+            }
         }
         return false
     }

@@ -223,10 +223,14 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
                 _Graph.locked(_group) {
                     let last = _cell._storedValue
                     _cell._storedValue = old
+                    var version: UInt64 = 0
+                    _ifRead { version = $0.version }
                     _store(last)
                     // Whatever the hooks did (vetoed, replaced), computeds that read
-                    // the value during the batch must look again.
-                    _ifRead { _Graph.changed($0) }
+                    // the value during the batch must look again: told once, by the
+                    // store or here. (Told again after the store, a computed that a
+                    // subscriber read in between evaluated twice for the batch.)
+                    _ifRead { if $0.version == version { _Graph.changed($0) } }
                 }
             }
         }

@@ -571,6 +571,47 @@ struct ObservableTests {
         #expect(doubled.value == 0)
     }
 
+    /// The end of a batch is one write of each observable it wrote: a
+    /// subscriber of the observable that reads a computed over it brings it
+    /// up to date, and the computed's own publication after does not
+    /// evaluate it again. (The batch's end told the computeds twice, once
+    /// after the subscribers ran: evaluated twice.)
+    @Test func aComputedReadByAnObservablesSubscriberAtABatchsEndEvaluatesOnce() {
+        let count = Observable(0)
+        let doubled = Computed { count.value * 2 }
+        var heard: [Int] = []
+        var seenBySubscriber: [Int] = []
+        doubled.subscribe { _, new in heard.append(new) }
+        count.subscribe { _, _ in seenBySubscriber.append(doubled.value) }
+        let evaluations = doubled.evaluationCount
+        batch {
+            count.value = 1
+            count.value = 2
+        }
+        #expect(seenBySubscriber == [4])
+        #expect(heard == [4])
+        #expect(doubled.evaluationCount == evaluations + 1)
+    }
+
+    /// A value that changes and changes back before subscribers hear of it
+    /// (a batch read the computed in between) is no change to an `Equatable`
+    /// computed's subscribers. (They heard 0 -> 0.)
+    @Test func aComputedThatChangedAndChangedBackInABatchIsNoChange() {
+        let count = Observable(0)
+        let doubled = Computed { count.value * 2 }
+        var heard: [String] = []
+        doubled.subscribe { old, new in heard.append("\(old!)->\(new)") }
+        batch {
+            count.value = 1
+            #expect(doubled.value == 2)
+            count.value = 0
+        }
+        #expect(heard.isEmpty)
+        #expect(doubled.value == 0)
+        count.value = 3
+        #expect(heard == ["0->6"])
+    }
+
     @Test func aThrowingBatchStillPublishesWhatItWrote() {
         struct Stop: Error {}
         let count = Observable(0)

@@ -603,7 +603,9 @@ extension Unmanaged where Instance == _ComputedCore {
 /// }   // fullName's subscribers hear "Ada Lovelace" once
 /// ```
 ///
-/// Inside the batch, reads see the values written so far. Other threads see
+/// Inside the batch, reads see the values written so far (a computed read
+/// there evaluates then, and once more after the batch: its end is a write
+/// of each observable at its hook point, whose hooks may change the value). Other threads see
 /// the graph before or after the whole batch, never in between: the batch
 /// takes the lock of each group it touches as it first touches it and keeps
 /// them all until it ends. Batches nest; the outermost one publishes.
