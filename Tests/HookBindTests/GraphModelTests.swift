@@ -69,22 +69,40 @@ private struct Recipe {
     }
 }
 
+/// A value without `==`: a computed of it publishes every evaluation.
+private struct Plain { let value: Int }
+
 /// A node as the closures read it.
 private enum Handle {
     case observable(Observable<Int>)
     case computed(Computed<Int>)
+    case plain(Computed<Plain>)
 
     var value: Int {
         switch self {
         case .observable(let o): o.value
         case .computed(let c): c.value
+        case .plain(let c): c.value.value
+        }
+    }
+
+    var evaluationCount: Int {
+        switch self {
+        case .observable: 0
+        case .computed(let c): c.evaluationCount
+        case .plain(let c): c.evaluationCount
         }
     }
 }
 
 private final class Weak {
-    weak var computed: Computed<Int>?
-    init(_ computed: Computed<Int>) { self.computed = computed }
+    weak var object: AnyObject?
+    init(_ object: AnyObject) { self.object = object }
+    var handle: Handle? {
+        if let c = object as? Computed<Int> { return .computed(c) }
+        if let c = object as? Computed<Plain> { return .plain(c) }
+        return nil
+    }
 }
 
 /// The model and the real graph side by side.
@@ -96,6 +114,8 @@ private final class GraphRun {
 
     // The model.
     var recipes: [Recipe?] = []            // nil: an observable
+    var equatable: [Bool] = []             // a computed's value: Int, or Plain
+    var unheard: [Bool] = []               // evaluated since its subscriber heard
     var observed: [Int] = []               // observables' values (0 for computeds)
     var versions: [Int] = []
     var cached: [Int] = []
@@ -114,7 +134,7 @@ private final class GraphRun {
 
     // The real graph.
     var observables: [Int: Observable<Int>] = [:]
-    var computeds: [Int: Computed<Int>] = [:]     // the test's references
+    var computeds: [Int: Handle] = [:]     // the test's references
     var weaks: [Int: Weak] = [:]
     var subscriptions: [Int: Subscription] = [:]
     var heard: [Int: [(old: Int?, new: Int)]] = [:]
@@ -188,9 +208,10 @@ private final class GraphRun {
         }
         lastReads[node] = reads
         dirty[node] = false
-        if value != cached[node] {
+        if value != cached[node] || !equatable[node] {
             cached[node] = value
             versions[node] += 1
+            unheard[node] = true
         }
     }
 
@@ -200,10 +221,11 @@ private final class GraphRun {
         var expected: [Int: [(old: Int?, new: Int)]] = [:]
         for node in 0..<count where alive[node] && isComputed(node) && subscriptions[node] != nil {
             modelRefresh(node)
-            if let last = lastHeard[node], last != cached[node] {
+            if let last = lastHeard[node], unheard[node], last != cached[node] || !equatable[node] {
                 expected[node] = [(last, cached[node])]
                 lastHeard[node] = cached[node]
             }
+            unheard[node] = false
         }
         return expected
     }
@@ -217,7 +239,7 @@ private final class GraphRun {
 
     func handle(_ node: Int) -> Handle {
         if let o = observables[node] { return .observable(o) }
-        if let c = computeds[node] ?? weaks[node]?.computed { return .computed(c) }
+        if let c = computeds[node] ?? weaks[node]?.handle { return c }
         fatalError("node \(node) is gone")
     }
 
@@ -237,6 +259,7 @@ private final class GraphRun {
         let node = count
         let value = Int.random(in: 0..<5, using: &random)
         recipes.append(nil)
+        equatable.append(true); unheard.append(false)
         observed.append(value); versions.append(0); cached.append(0); dirty.append(false)
         lastReads.append([]); evaluations.append(0); alive.append(true); held.append(true); lastHeard.append(nil)
         observables[node] = Observable(value)
@@ -255,12 +278,14 @@ private final class GraphRun {
                             stopsEarly: Bool.random(using: &random),
                             modulus: [2, 3, 5, 1_000_003].randomElement(using: &random)!)
         let node = count
+        let isEquatable = Int.random(in: 0..<5, using: &random) != 0
         recipes.append(recipe)
+        equatable.append(isEquatable); unheard.append(false)
         observed.append(0); versions.append(0); cached.append(0); dirty.append(true)
         lastReads.append([]); evaluations.append(0); alive.append(true); held.append(true); lastHeard.append(nil)
         var captured: [Int: Handle] = [:]
         for n in recipe.captured { captured[n] = handle(n) }
-        let computed = Computed { [unowned self] in
+        let evaluate = { [unowned self] in
             if self.fullLog { self.log.append("real evaluates \(node)") }
             return recipe.value { n in
                 let v = captured[n]!.value
@@ -268,10 +293,16 @@ private final class GraphRun {
                 return v
             }
         }
+        let computed: Handle = isEquatable ? .computed(Computed(evaluate)) : .plain(Computed { Plain(value: evaluate()) })
         modelEvaluate(node)
-        log.append("computed \(node): \(recipe)")
+        unheard[node] = false
+        log.append("computed \(node)\(isEquatable ? "" : " (not Equatable)"): \(recipe)")
         computeds[node] = computed
-        weaks[node] = Weak(computed)
+        switch computed {
+        case .computed(let c): weaks[node] = Weak(c)
+        case .plain(let c): weaks[node] = Weak(c)
+        case .observable: break
+        }
     }
 
     func write(_ node: Int) {
@@ -296,10 +327,20 @@ private final class GraphRun {
         writtenInBatch = [:]
         commits = []
         inBatch = true
-        batch {
+        // Reads, writes and batches inside (the outermost publishes).
+        func steps(_ depth: Int) {
             for _ in 0..<Int.random(in: 1...4, using: &random) {
-                if Bool.random(using: &random) { readSomething() } else { write(randomObservable()) }
+                switch Int.random(in: 0..<10, using: &random) {
+                case 0..<4: readSomething()
+                case 4 where depth < 2:
+                    log.append("inner batch")
+                    batch { steps(depth + 1) }
+                default: write(randomObservable())
+                }
             }
+        }
+        batch {
+            steps(0)
             // (Subscribers hear nothing before the batch ends.)
             if !heard.isEmpty { fail("subscribers heard \(heard.keys.sorted()) inside a batch") }
         }
@@ -367,6 +408,12 @@ private final class GraphRun {
             modelRefresh(node)
             subscriptions[node] = c.subscribe(subscriber)
             lastHeard[node] = cached[node]
+            unheard[node] = false
+        case .plain(let c):
+            modelRefresh(node)
+            subscriptions[node] = c.subscribe { old, new in subscriber(old?.value, new.value) }
+            lastHeard[node] = cached[node]
+            unheard[node] = false
         }
     }
 
@@ -388,12 +435,12 @@ private final class GraphRun {
             subscriptions.removeValue(forKey: n)?.dispose()
             lastHeard[n] = nil
         }
-        for n in gone where weaks[n]?.computed != nil { fail("node \(n), held by nothing, was not freed") }
+        for n in gone where weaks[n]?.object != nil { fail("node \(n), held by nothing, was not freed") }
     }
 
     func checkCounts() {
         for node in 0..<count where alive[node] && isComputed(node) {
-            guard let c = weaks[node]?.computed else {
+            guard let c = weaks[node]?.handle else {
                 fail("node \(node), still held, was freed")
                 continue
             }
@@ -441,5 +488,128 @@ struct GraphModelTests {
             #expect(run.failures.isEmpty, "\(run.failures.prefix(3).joined(separator: "\n"))")
             if !run.failures.isEmpty { return }
         }
+    }
+}
+
+// MARK: - On threads
+
+/// A computed of the threaded test: the sum of the observables in `sources`,
+/// made by reading an earlier sum and the rest of them.
+private final class SumNode: @unchecked Sendable {
+    let computed: Computed<Int>
+    let sources: [Int]
+    init(_ computed: Computed<Int>, _ sources: [Int]) {
+        self.computed = computed
+        self.sources = sources
+    }
+}
+
+/// What the threads share: the observables, the sums alive, what went wrong.
+private final class ThreadedGraph: @unchecked Sendable {
+    let values = (0..<8).map { Observable($0, name: "value \($0)") }
+    private let lock = NSLock()
+    private var sums: [SumNode] = []
+    private var problems: [String] = []
+    /// Evaluations that saw values of two moments (each run again).
+    private var mixed = 0
+
+    func fail(_ message: String) { lock.withLock { if problems.count < 5 { problems.append(message) } } }
+    var failures: [String] { lock.withLock { problems } }
+    func sawMixed() { lock.withLock { mixed += 1 } }
+    var mixedRuns: Int { lock.withLock { mixed } }
+    func anySum(_ random: inout SeededGenerator) -> SumNode? { lock.withLock { sums.randomElement(using: &random) } }
+    func add(_ sum: SumNode) { lock.withLock { sums.append(sum) } }
+    /// (Released after the lock: a computed's `deinit` takes its group's
+    /// lock, and an evaluation holding that lock may be waiting for this one.)
+    func dropOne(_ random: inout SeededGenerator) {
+        let dropped = lock.withLock { sums.isEmpty ? nil : sums.remove(at: Int.random(in: 0..<sums.count, using: &random)) }
+        withExtendedLifetime(dropped) {}
+    }
+    var allSums: [SumNode] { lock.withLock { sums } }
+
+    /// The sum of `sources` read now (inside an evaluation or a subscriber:
+    /// under the lock of their group).
+    func sum(of sources: [Int]) -> Int { sources.reduce(0) { $0 &+ values[$1].value } }
+
+    /// A new sum: an earlier one (if any) and up to three more observables;
+    /// its closure counts the runs whose reads disagree. (There are some: a
+    /// thread that parks in an evaluation while another waits for a lock
+    /// it holds lends that lock, and the borrower may write what the
+    /// evaluation read. Such a run is run again, and its value is never
+    /// seen: the checks of subscribers, reads and the end say so.)
+    func makeSum(_ random: inout SeededGenerator) -> SumNode {
+        let base = Bool.random(using: &random) ? anySum(&random) : nil
+        let taken = Set(base?.sources ?? [])
+        let extra = Array((0..<values.count).filter { !taken.contains($0) }.shuffled(using: &random).prefix(Int.random(in: 1...3, using: &random)))
+        let sources = (base?.sources ?? []) + extra
+        let computed = Computed { [unowned self] in
+            let total = (base?.computed.value ?? 0) &+ sum(of: extra)
+            // (Read again, one by one: the same values, or a glitch.)
+            let again = sum(of: sources)
+            if total != again { sawMixed() }
+            return total
+        }
+        return SumNode(computed, sources)
+    }
+}
+
+@Suite("Random graphs on threads")
+struct GraphOnThreadsTests {
+    /// Four threads at once write values, batches of two, make sums of sums
+    /// (joining groups as they go), subscribe to them, read them and drop
+    /// them. Every subscriber checks that what it hears is its values' sum
+    /// (the group lock makes each write one step), a read in a batch sees a
+    /// sum and its values alike, and at the end every sum is its values'
+    /// sum and every subscriber heard it last. (An evaluation that saw a
+    /// borrower's write under it ran again: at the end, a computed whose
+    /// first evaluation read a value a borrowing batch then wrote kept its
+    /// value of two moments, see `GroupThreadTests`.)
+    @Test(.timeLimit(.minutes(1)), arguments: 0..<4)
+    func fourThreadsChangeAGraphWhileTheyUseIt(round: Int) {
+        let graph = ThreadedGraph()
+        let lastHeard = Shared<[ObjectIdentifier: (Int, SumNode)]>([:])
+        let kept = Shared<[Subscription]>([])
+        onThreads(4) { thread in
+            var random = SeededGenerator(state: UInt64(round * 16 + thread))
+            for _ in 0..<300 {
+                switch Int.random(in: 0..<100, using: &random) {
+                case 0..<40:
+                    graph.values[Int.random(in: 0..<8, using: &random)].value = Int.random(in: 0..<1_000, using: &random)
+                case 40..<50:
+                    let a = Int.random(in: 0..<8, using: &random), b = Int.random(in: 0..<8, using: &random)
+                    let x = Int.random(in: 0..<1_000, using: &random)
+                    batch {
+                        graph.values[a].value = x
+                        graph.values[b].value = x &+ 1
+                    }
+                case 50..<65:
+                    graph.add(graph.makeSum(&random))
+                case 65..<75:
+                    guard let node = graph.anySum(&random) else { continue }
+                    let id = ObjectIdentifier(node.computed)
+                    let subscription = node.computed.subscribe { [unowned graph] _, new in
+                        let now = graph.sum(of: node.sources)
+                        if new != now { graph.fail("a subscriber of the sum of \(node.sources) heard \(new) while they sum to \(now)") }
+                        lastHeard.mutate { $0[id] = (new, node) }
+                    }
+                    kept.mutate { $0.append(subscription) }
+                case 75..<90:
+                    guard let node = graph.anySum(&random) else { continue }
+                    let (value, now) = batch { (node.computed.value, graph.sum(of: node.sources)) }
+                    if value != now { graph.fail("the sum of \(node.sources) read as \(value) in a batch while they sum to \(now)") }
+                default:
+                    graph.dropOne(&random)
+                }
+            }
+        }
+        #expect(graph.failures.isEmpty, "\(graph.failures.joined(separator: "\n"))")
+        for node in graph.allSums {
+            #expect(node.computed.value == graph.sum(of: node.sources))
+        }
+        // A subscribed sum that lives heard its last value.
+        for (_, (heard, node)) in lastHeard.value {
+            #expect(heard == node.computed.value, "the subscriber of the sum of \(node.sources) last heard \(heard), not \(node.computed.value)")
+        }
+        withExtendedLifetime(kept.value) {}
     }
 }

@@ -325,6 +325,57 @@ extension GroupThreadTests {
 
 /// Threads that meet: each `arrive()` waits (up to 5 seconds) until `count`
 /// threads arrived, and says whether they all did.
+extension GroupThreadTests {
+    /// A computed's first evaluation reads `b`, then waits for `a`, whose
+    /// group a batch on another thread holds while it waits for `b`'s: the
+    /// batch borrows `b`'s group from the parked evaluation and writes it.
+    /// The evaluation read `b` before that write and `a` after the batch:
+    /// it is evaluated again (its closure sees both writes, or neither,
+    /// in its last run), not left with a value of two moments that nothing
+    /// would ever correct. (The computed kept 10, not 11: its first
+    /// evaluation registered the old version of `b`, and the batch's writes
+    /// had marked nothing, the computed not yet being a dependent.)
+    @Test(.timeLimit(.minutes(1)))
+    func anEvaluationThatABorrowingBatchWritesUnderIsEvaluatedAgain() {
+        let a = Observable(0), b = Observable(0)
+        let meeting = Rendezvous(2)
+        let made = Shared<Computed<Int>?>(nil)
+        let firstRun = Shared(true)
+        let mixed = Shared(0)
+        onThreads(2) { thread in
+            if thread == 0 {
+                made.value = Computed {
+                    let vb = b.value
+                    if firstRun.value {
+                        firstRun.value = false
+                        _ = meeting.arrive()
+                    }
+                    let va = a.value
+                    if va != vb { mixed.value += 1 }
+                    return va * 10 + vb
+                }
+            } else {
+                batch {
+                    a.value = 1
+                    _ = meeting.arrive()
+                    usleep(50_000)  // the evaluation parks on a's group first
+                    b.value = 1
+                }
+            }
+        }
+        guard let computed = made.value else {
+            Issue.record("no computed made")
+            return
+        }
+        #expect(computed.value == 11)
+        #expect(computed.evaluationCount == 2, "evaluated once more, with both writes")
+        #expect(mixed.value == 1, "only the first run saw a value of two moments")
+        // It depends on both: later writes reach it.
+        a.value = 2
+        #expect(computed.value == 21)
+    }
+}
+
 final class Rendezvous: @unchecked Sendable {
     private let condition = NSCondition()
     private let count: Int

@@ -56,9 +56,16 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// reference was handed to the queue (see `handOver()`), and whether
     /// its value changed since subscribers last heard.
     @exclusivity(unchecked) var publishing: _Publishing = []
-    /// While it evaluates: a read differed from the last evaluation's, and
-    /// its segment of the thread's `_GraphState.fresh` holds what it read.
-    @exclusivity(unchecked) @usableFromInline var diverged = false
+    /// While it evaluates: whether it diverged (a read differed from the
+    /// last evaluation's, and its segment of the thread's
+    /// `_GraphState.fresh` holds what it read) and whether it was lent (see
+    /// `_EvaluationFlags`). One byte: the end of an evaluation asks whether
+    /// it is zero, as it asked whether the evaluation diverged.
+    @exclusivity(unchecked) @usableFromInline var flags: _EvaluationFlags = []
+    @usableFromInline var diverged: Bool {
+        @inlinable @inline(__always) get { flags.contains(.diverged) }
+        @inlinable @inline(__always) set { if newValue { flags.insert(.diverged) } else { flags.remove(.diverged) } }
+    }
     /// While it evaluates: how many of `dependencies` it has read again, in
     /// order (their versions brought up to date in place); once it
     /// diverged, where its segment of the thread's list begins.
@@ -106,20 +113,67 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// brought up to date evaluates each node outside the others, and moved
     /// the thread's count for each, 15 instructions a node).
     /// (`me`: the calling thread's record.)
+    ///
+    /// Run again if the thread parked in it and another thread, borrowing a
+    /// lock it held, changed what it had read (`lentEvaluationEnded`).
     @inline(__always)
     func evaluate<R>(_ me: Unmanaged<_LockThread>, _ body: () -> R) -> R {
         let outer = _BindingThread.evaluating
         _BindingThread.evaluating = Unmanaged.passUnretained(self)
         state = .evaluating
         matched = 0
-        diverged = false
+        flags = []
         let result = body()
         _BindingThread.evaluating = outer
         state = .clean
-        if diverged || matched < dependencies.count {
-            me._withUnsafeGuaranteedRef { replaceDependencies($0.graph) }
+        if !flags.isEmpty || matched < dependencies.count {
+            evaluationEnded(me, outer)
         }
         return result
+    }
+
+    /// The end of an evaluation that diverged, read fewer values, or was
+    /// lent: its dependencies replaced, and, if it was lent and a value it
+    /// read changed meanwhile, its computed evaluated again (or, in its
+    /// first evaluation, which its initializer runs, left dirty: the next
+    /// read or subscription evaluates it).
+    @inline(never)
+    private func evaluationEnded(_ me: Unmanaged<_LockThread>, _ outer: Unmanaged<_ComputedCore>?) {
+        let lent = flags.contains(.lent)
+        me._withUnsafeGuaranteedRef { replaceDependencies($0.graph) }
+        guard lent, isAlive, lentEvaluationEnded(outer) else { return }
+        guard let target else {
+            state = .dirty
+            return
+        }
+        _ = evaluate(me) { specialized(target, Unmanaged.passUnretained(self), .evaluate) }
+    }
+
+    /// An evaluation during which the thread parked for a lock and another
+    /// thread, whose chain of waits led back to this one, borrowed a lock
+    /// this thread held (`_Groups.slowAcquire`): that thread may have
+    /// written a value this evaluation had read before it parked, and a
+    /// computed that was evaluating is not marked by a write. Its reads are
+    /// all held now, so they are compared with what they are: true if one
+    /// changed (a version moved, a computed marked dirty), and then its
+    /// version moves (the value it stored was of two moments: what read it
+    /// looks again) and the caller runs it again. The evaluation around it
+    /// spanned the same park: lent too.
+    private func lentEvaluationEnded(_ outer: Unmanaged<_ComputedCore>?) -> Bool {
+        outer?._withUnsafeGuaranteedRef { $0.flags.insert(.lent) }
+        for i in 0..<dependencies.count {
+            let dependency = dependencies.base.unsafelyUnwrapped[i]
+            let changed = dependency.node._withUnsafeGuaranteedRef { node in
+                node.version != dependency.version
+                    || (node.isComputed && Unmanaged<_ComputedCore>.fromOpaque(dependency.node.toOpaque())._withUnsafeGuaranteedRef { $0.state == .dirty })
+            }
+            if changed {
+                version &+= 1
+                publishing.insert(.unheard)
+                return true
+            }
+        }
+        return false
     }
 
     /// The computed deinitializes while this core evaluates (its closure
@@ -687,6 +741,20 @@ struct _Publishing: OptionSet {
     /// Its value changed since subscribers last heard (or since the hook
     /// point was made).
     static let unheard = _Publishing(rawValue: 8)
+}
+
+/// What a running evaluation has met (`_ComputedCore.flags`), in one byte.
+@usableFromInline
+struct _EvaluationFlags: OptionSet, Sendable {
+    @usableFromInline let rawValue: UInt8
+    @inlinable init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// A read differed from the last evaluation's.
+    /// (Computed, not stored: a stored static is reached through its
+    /// one-time initializer's check, which every read of an evaluation paid.)
+    @inlinable static var diverged: _EvaluationFlags { _EvaluationFlags(rawValue: 1) }
+    /// The thread parked in it, and another borrowed a lock it held
+    /// (`_ComputedCore.lentEvaluationEnded`).
+    @inlinable static var lent: _EvaluationFlags { _EvaluationFlags(rawValue: 2) }
 }
 
 /// What `_ComputedCore.specialized` is asked to do.

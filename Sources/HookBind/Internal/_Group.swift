@@ -232,6 +232,10 @@ final class _LockThread: @unchecked Sendable {
     var handedOff: _Group?
     /// How many times a release or a borrow's end woke this thread (under the arbiter; tests).
     var wakeups = 0
+    /// How many times another thread borrowed a lock this one held or
+    /// borrowed while it was parked (under the arbiter): a computed it was
+    /// evaluating may have had a value it read written meanwhile.
+    var lent = 0
     /// What the thread sleeps on while parked (with the arbiter's mutex).
     let wakeup: UnsafeMutablePointer<pthread_cond_t>
     /// Evaluations, batches and pending computeds of this thread (only its own).
@@ -587,6 +591,7 @@ enum _Groups {
     /// holder waits (through a chain) for this thread.
     private static func slowAcquire(_ root: _Group, _ me: _LockThread) -> _Held.Kind {
         arbiter.lock()
+        let lentBefore = me.lent
         var kind: _Held.Kind?
         var parked = false
         while true {
@@ -600,7 +605,7 @@ enum _Groups {
                     // Taken as contended: other threads may still be parked on it.
                     kind = .real
                 } else if runningOwner(of: root) === me {
-                    borrowers[ObjectIdentifier(root), default: []].append(me)
+                    lend(root, to: me)
                     kind = .borrowed
                 } else if !root.word.markContended() {
                     // Released meanwhile: try to take it again.
@@ -620,9 +625,24 @@ enum _Groups {
             parked = true
             arbiter.park(me, on: waitOn)
         }
+        let wasLent = me.lent != lentBefore
         arbiter.unlock()
         if parked { revalidate(me) }
+        // What it was evaluating looks again at what it read, at its end.
+        if wasLent, let evaluating = _BindingThread.evaluating {
+            evaluating._withUnsafeGuaranteedRef { $0.flags.insert(.lent) }
+        }
         return kind!
+    }
+
+    /// `me` borrows `root` from the parked threads that hold or borrow it,
+    /// each counted as lent. Under the arbiter.
+    private static func lend(_ root: _Group, to me: _LockThread) {
+        let id = ObjectIdentifier(root)
+        let holder = root.word.holder
+        if holder != 0, holder != me.bits { _LockThread.of(bits: holder).lent &+= 1 }
+        for borrower in borrowers[id] ?? [] where borrower !== me { borrower.lent &+= 1 }
+        borrowers[id, default: []].append(me)
     }
 
     /// A lock this thread holds that another thread borrows. Under the arbiter.
