@@ -582,7 +582,8 @@ struct ObservableTests {
         var heard: [Int] = []
         var seenBySubscriber: [Int] = []
         doubled.subscribe { _, new in heard.append(new) }
-        count.subscribe { _, _ in seenBySubscriber.append(doubled.value) }
+        // (Weakly: doubled holds count, whose hook point holds this subscriber.)
+        count.subscribe { [weak doubled] _, _ in seenBySubscriber.append(doubled?.value ?? -1) }
         let evaluations = doubled.evaluationCount
         batch {
             count.value = 1
