@@ -376,6 +376,41 @@ extension GroupThreadTests {
     }
 }
 
+extension GroupThreadTests {
+    /// A subscribed computed `x` over `a` and `y` is brought up to date:
+    /// `a` is unchanged, `y` is dirty and evaluates, reading `c` of another
+    /// group for the first time; a batch on another thread holds `c`'s
+    /// group and waits for `x`'s, so it borrows it while `y`'s evaluation
+    /// is parked, and writes `a`. `y`'s value does not change, so `x`'s
+    /// walk finds none of its reads changed: it must look again at `a`
+    /// (the walk had found it unchanged before the borrow), and evaluate.
+    /// (It was marked clean with its value over the old `a`, 0 kept, not 5.)
+    @Test(.timeLimit(.minutes(1)))
+    func aRefreshThatABorrowingBatchWritesUnderLooksAgain() {
+        let a = Observable(0), gate = Observable(false), c = Observable(0)
+        let y = Computed { gate.value ? c.value * 0 : 0 }
+        let x = Computed { a.value + y.value }
+        let heard = Shared<[Int]>([])
+        x.subscribe { _, new in heard.mutate { $0.append(new) } }
+        let meeting = Rendezvous(2)
+        onThreads(2) { thread in
+            if thread == 0 {
+                _ = meeting.arrive()
+                gate.value = true  // x's walk: a unchanged, y evaluates, parks on c's group
+            } else {
+                batch {
+                    c.value = 1
+                    _ = meeting.arrive()
+                    usleep(50_000)  // the walk parks on c's group first
+                    a.value = 5
+                }
+            }
+        }
+        #expect(x.value == 5)
+        #expect(heard.value == [5])
+    }
+}
+
 final class Rendezvous: @unchecked Sendable {
     private let condition = NSCondition()
     private let count: Int

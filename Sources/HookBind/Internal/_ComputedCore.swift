@@ -518,8 +518,47 @@ final class _ComputedCore: _Node, @unchecked Sendable {
             }
             i += 1
         }
-        state = .clean
+        walkFoundNoChange(me)
         return nil
+    }
+
+    /// The end of a walk that found no read changed: the computed is clean.
+    /// But if the thread parked in the walk and was lent, what it saw before
+    /// may have changed since (`walkAgainAfterLending`). (Nothing of the
+    /// walk's own state touched here: a first version that handed a dirty
+    /// dependency back to the walk made the optimizer reshape the walk's
+    /// loop, 12 instructions more a node of a chain although it never came
+    /// here.)
+    @inline(__always)
+    private func walkFoundNoChange(_ me: Unmanaged<_LockThread>) {
+        if _slowPath(me._withUnsafeGuaranteedRef({ $0.walksLent })) { return walkAgainAfterLending(me) }
+        state = .clean
+    }
+
+    /// The end of a walk that found no read changed, on a thread that
+    /// parked and was lent since its outermost `retaining` scope began
+    /// (`_LockThread.walksLent`): an evaluation in the walk (of a dirty
+    /// dependency) may have parked for a lock while a thread waiting for one
+    /// this thread held borrowed it and wrote a value the walk had found
+    /// unchanged before, and a write does not mark a computed already
+    /// dirty. So the reads are looked at again from the first, each dirty
+    /// computed among them brought up to date first (a refresh of its own:
+    /// this is rare), and a changed version evaluates this computed.
+    @inline(never)
+    private func walkAgainAfterLending(_ me: Unmanaged<_LockThread>) {
+        for j in 0..<dependencies.count {
+            let dependency = dependencies.base.unsafelyUnwrapped[j]
+            let node = dependency.node
+            if node._withUnsafeGuaranteedRef({ $0.isComputed }) {
+                let core = Unmanaged<_ComputedCore>.fromOpaque(node.toOpaque())
+                if core._withUnsafeGuaranteedRef({ $0.state == .dirty }) { core._withUnsafeGuaranteedRef { $0.refreshDirty(me) } }
+            }
+            if node._withUnsafeGuaranteedRef({ $0.version }) != dependency.version {
+                reevaluate(me)
+                return
+            }
+        }
+        state = .clean
     }
 
     // MARK: Reading

@@ -236,6 +236,11 @@ final class _LockThread: @unchecked Sendable {
     /// borrowed while it was parked (under the arbiter): a computed it was
     /// evaluating may have had a value it read written meanwhile.
     var lent = 0
+    /// Whether this thread was lent (see `lent`) since its outermost
+    /// `retaining` scope began: a refresh's walk that finds no read changed
+    /// looks at them again before it calls its computed clean
+    /// (`_ComputedCore.walkAgainAfterLending`). Only its own thread.
+    @exclusivity(unchecked) var walksLent = false
     /// What the thread sleeps on while parked (with the arbiter's mutex).
     let wakeup: UnsafeMutablePointer<pthread_cond_t>
     /// Evaluations, batches and pending computeds of this thread (only its own).
@@ -502,6 +507,9 @@ enum _Groups {
             assert(me.held[me.held.count - 1].closed)
             release(me.held.removeLast(), me)
         }
+        // (A thread parks only for a lock it takes, which such a scope keeps:
+        // its walks are over.)
+        me.walksLent = false
     }
 
     private static func close(_ me: _LockThread, at i: Int) {
@@ -628,9 +636,13 @@ enum _Groups {
         let wasLent = me.lent != lentBefore
         arbiter.unlock()
         if parked { revalidate(me) }
-        // What it was evaluating looks again at what it read, at its end.
-        if wasLent, let evaluating = _BindingThread.evaluating {
-            evaluating._withUnsafeGuaranteedRef { $0.flags.insert(.lent) }
+        // What it was evaluating looks again at what it read, at its end,
+        // and so do the walks of refreshes under way.
+        if wasLent {
+            me.walksLent = true
+            if let evaluating = _BindingThread.evaluating {
+                evaluating._withUnsafeGuaranteedRef { $0.flags.insert(.lent) }
+            }
         }
         return kind!
     }
