@@ -599,6 +599,10 @@ private final class ThreadedGraph: @unchecked Sendable {
     func fail(_ message: String) { lock.withLock { if problems.count < 5 { problems.append(message) } } }
     var failures: [String] { lock.withLock { problems } }
     func sawMixed() { lock.withLock { mixed += 1 } }
+    /// Writes that subscribers may still make (bounded: a subscriber's
+    /// write may cause others').
+    private var writesLeft = 400
+    func mayWrite() -> Bool { lock.withLock { writesLeft -= 1; return writesLeft >= 0 } }
     var mixedRuns: Int { lock.withLock { mixed } }
     func anySum(_ random: inout SeededGenerator) -> SumNode? { lock.withLock { sums.randomElement(using: &random) } }
     func add(_ sum: SumNode) { lock.withLock { sums.append(sum) } }
@@ -640,7 +644,8 @@ private final class ThreadedGraph: @unchecked Sendable {
 struct GraphOnThreadsTests {
     /// Four threads at once write values, batches of two, make sums of sums
     /// (joining groups as they go), subscribe to them, read them and drop
-    /// them. Every subscriber checks that what it hears is its values' sum
+    /// them, while some subscribers write values of other sums. Every
+    /// subscriber checks that what it hears is its values' sum
     /// (the group lock makes each write one step), a read in a batch sees a
     /// sum and its values alike, and at the end every sum is its values'
     /// sum and every subscriber heard it last. (An evaluation that saw a
@@ -677,6 +682,13 @@ struct GraphOnThreadsTests {
                         let now = graph.sum(of: sources)
                         if new != now { graph.fail("a subscriber of the sum of \(sources) heard \(new) while they sum to \(now)") }
                         lastHeard.mutate { $0[id] = new }
+                        // One in four writes a value it does not read, of
+                        // another group perhaps: its lock taken inside this
+                        // delivery (threads wait for each other's, and borrow).
+                        let other = new & 7
+                        if new % 4 == 0, !sources.contains(other), graph.mayWrite() {
+                            graph.values[other].value = new % 1_000
+                        }
                     }
                     kept.mutate { $0.append(subscription) }
                     subscribed.mutate { $0.append(node) }
