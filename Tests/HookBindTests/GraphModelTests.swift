@@ -161,6 +161,17 @@ private final class GraphRun {
     var budget = 0
     /// How many writes subscribers made.
     var cascaded = 0
+    /// Inside a subscriber: what goes is released once the delivery's lock
+    /// is (what a computed read is released outside the lock), so checked
+    /// at the step's end.
+    var delivering = 0
+    var goneSoon: [Int] = []
+    /// A subscriber let go of computeds this step: which others the
+    /// publishing brought up to date before they went depends on its order,
+    /// which the model does not follow. A computed the graph evaluated more
+    /// often than the model is brought up to date in the model too (no write
+    /// came after the publishing), then counts are compared.
+    var droppedWhileDelivering = false
     func fail(_ message: String) {
         failures.append("seed \(seed), step \(step): \(message)\n" + log.suffix(fullLog ? 1000 : 12).joined(separator: "\n"))
     }
@@ -411,7 +422,8 @@ private final class GraphRun {
     }
 
     func compareHeard(_ expected: [Int: [(old: Int?, new: Int)]]) {
-        for node in Set(expected.keys).union(heard.keys) {
+        // (A computed a subscriber let go of may have been published first.)
+        for node in Set(expected.keys).union(heard.keys) where alive[node] {
             let want = expected[node] ?? [], got = heard[node] ?? []
             if want.map({ "\($0.old.map(String.init) ?? "nil")->\($0.new)" }) != got.map({ "\($0.old.map(String.init) ?? "nil")->\($0.new)" }) {
                 fail("node \(node)'s subscriber heard \(got) where the model says \(want)")
@@ -447,7 +459,23 @@ private final class GraphRun {
             // computed publishes.)
             self.commit(through: self.isComputed(node) ? nil : node)
             self.checkRead(node, new, "node \(node)'s subscriber")
+            // (What a subscriber does is drawn from a sequence of its own, of
+            // the step, the node and its call: the order in which the graph
+            // publishes, which may follow addresses where heights tie, does
+            // not change what the run does after.)
+            let outer = self.random
+            self.random = SeededGenerator(state: self.seed &* 0x2545_F491_4F6C_DD1D &+ UInt64(self.step) << 24
+                &+ UInt64(node) << 8 &+ UInt64(self.heard[node]!.count))
+            defer { self.random = outer }
             self.lookAround("node \(node)'s subscriber")
+            // One in eight lets go of a computed: it may be queued to
+            // publish, or being published (this subscriber's own).
+            if Int.random(in: 0..<8, using: &self.random) == 0 {
+                self.delivering += 1
+                self.drop()
+                self.delivering -= 1
+                self.droppedWhileDelivering = true
+            }
             if self.cascades, self.isComputed(node), self.budget > 0, Int.random(in: 0..<3, using: &self.random) == 0 {
                 self.budget -= 1
                 self.cascaded += 1
@@ -491,6 +519,7 @@ private final class GraphRun {
             subscriptions.removeValue(forKey: n)?.dispose()
             lastHeard[n] = nil
         }
+        if delivering > 0 { goneSoon += gone; return }
         for n in gone where weaks[n]?.object != nil { fail("node \(n), held by nothing, was not freed") }
     }
 
@@ -524,7 +553,15 @@ private final class GraphRun {
             case 77..<88: if count < 30 { addComputed() }
             default: drop()
             }
+            if droppedWhileDelivering {
+                droppedWhileDelivering = false
+                for n in 0..<count where alive[n] && isComputed(n) {
+                    if let c = weaks[n]?.handle, c.evaluationCount > evaluations[n] { modelRefresh(n) }
+                }
+            }
             checkCounts()
+            for n in goneSoon where weaks[n]?.object != nil { fail("node \(n), held by nothing, was not freed once the step ended") }
+            goneSoon = []
         }
     }
 }
@@ -543,7 +580,7 @@ struct GraphModelTests {
             if !run.failures.isEmpty { return }
             cascaded += run.cascaded
         }
-        #expect(cascaded > 50, "subscribers wrote \(cascaded) times in ten runs")
+        #expect(cascaded > 10, "subscribers wrote \(cascaded) times in ten runs")
     }
 
     @Test(arguments: 0..<40)
