@@ -126,6 +126,100 @@ struct ObservableArrayTests {
         }
     }
 
+    /// Batches of several edits (reads between them seeing the edits so
+    /// far), sometimes with a whole-array replacement among them, are one
+    /// change each, from the array before the batch to the array after,
+    /// described exactly; a computed that reads the array follows it.
+    /// Seeded (the seed is named on failure).
+    @Test func randomBatchesOfEditsAreOneChangeDescribedExactly() throws {
+        var seed: UInt64 = 0x5EED_0A11
+        func random(_ range: Range<Int>) -> Int {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return range.lowerBound + Int((seed >> 33) % UInt64(range.count))
+        }
+        let array = ObservableArray(Array(0..<40))
+        var nextElement = 40
+        let changes = record(array)
+        let total = Computed { array.value.reduce(0, &+) }
+        let heardTotal = Shared<Int?>(nil)
+        total.subscribe { _, new in heardTotal.value = new }
+        var replaced = 0
+        for round in 0..<300 {
+            let before = array.value
+            let changesBefore = changes.value.count
+            var mirror = before
+            var replacedThisRound = false
+            try batch { () throws(BindError) in
+                for _ in 0..<random(1..<4) {
+                    if random(0..<10) == 0 {
+                        // A replacement among the edits.
+                        let count = random(0..<30)
+                        mirror = (0..<count).map { _ in
+                            nextElement += 1
+                            return nextElement
+                        }
+                        nextElement += 1
+                        array.value = mirror
+                        replacedThisRound = true
+                        continue
+                    }
+                    try array.edit { (editor: inout ArrayEditor<Int>) throws(BindError) in
+                        for _ in 0..<random(1..<4) {
+                            let kind = editor.count < 10 ? 0 : (editor.count > 80 ? 1 : random(0..<4))
+                            switch kind {
+                            case 0:
+                                let at = random(0..<editor.count + 1)
+                                try editor.insert(nextElement, at: at)
+                                mirror.insert(nextElement, at: at)
+                            case 1:
+                                let at = random(0..<editor.count)
+                                try editor.remove(at: at)
+                                mirror.remove(at: at)
+                            case 2:
+                                let at = random(0..<editor.count)
+                                try editor.replace(at: at, with: nextElement)
+                                mirror[at] = nextElement
+                            default:
+                                let from = random(0..<editor.count), to = random(0..<editor.count)
+                                try editor.move(from: from, to: to)
+                                mirror.insert(mirror.remove(at: from), at: to)
+                            }
+                            nextElement += 1
+                        }
+                    }
+                    // Reads inside the batch see the edits so far.
+                    #expect(array.value == mirror, "round \(round)")
+                    #expect(array.count == mirror.count, "round \(round)")
+                }
+            }
+            let after = array.value
+            #expect(after == mirror, "round \(round)")
+            #expect(total.value == after.reduce(0, &+), "round \(round)")
+            let delivered = changes.value.dropFirst(changesBefore)
+            #expect(delivered.count == 1, "round \(round): \(delivered.count) changes for one batch")
+            guard let change = delivered.last else { continue }
+            let context = "round \(round)"
+            #expect(change.oldElements == before && change.elements == after, "\(context)")
+            if replacedThisRound { replaced += 1 }
+            if change.isReplacement {
+                #expect(replacedThisRound, "\(context): a replacement where no batch replaced the array")
+                #expect(change.deletions == Array(before.indices) && change.insertions == Array(after.indices), "\(context)")
+                continue
+            }
+            #expect(change.deletions == change.deletions.sorted() && change.insertions == change.insertions.sorted(), "\(context)")
+            let moved = Set(change.moves.map(\.from)), movedTo = Set(change.moves.map(\.to))
+            let kept = before.indices.filter { !change.deletions.contains($0) && !moved.contains($0) }.map { before[$0] }
+            let landed = after.indices.filter { !change.insertions.contains($0) && !movedTo.contains($0) }.map { after[$0] }
+            #expect(kept == landed, "\(context)")
+            for move in change.moves { #expect(before[move.from] == after[move.to], "\(context)") }
+            for i in change.insertions { #expect(!before.contains(after[i]), "\(context)") }
+            for i in change.deletions { #expect(!after.contains(before[i]), "\(context)") }
+            if before == after { #expect(change.isEmpty, "\(context): no difference, yet \(change.deletions) \(change.insertions) \(change.moves)") }
+        }
+        #expect(replaced > 10)
+        #expect(heardTotal.value == nil || heardTotal.value == total.value)
+    }
+
     @Test func replacingTheWholeArrayIsOneReplacement() {
         let array = ObservableArray([1, 2, 3])
         let changes = record(array)
