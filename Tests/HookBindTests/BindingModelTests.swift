@@ -11,17 +11,6 @@ import HookBind
 // keeps no object alive, and a gone object is skipped. Seeded; a failure
 // names its seed and step.
 
-private struct BindingGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 private final class Box {
     @Hooked var value = 0
 }
@@ -44,7 +33,7 @@ private struct BoundGroup {
 }
 
 private final class BindingRun {
-    var random: BindingGenerator
+    var random: SeededGenerator
     let seed: UInt64
     var step = 0
     var failures: [String] = []
@@ -57,7 +46,7 @@ private final class BindingRun {
 
     init(seed: UInt64) {
         self.seed = seed
-        random = BindingGenerator(state: seed)
+        random = SeededGenerator(state: seed)
     }
 
     func fail(_ message: String) {

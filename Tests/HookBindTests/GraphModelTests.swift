@@ -41,18 +41,6 @@ import HookBind
 // twice; and an `Equatable` computed that changed and changed back in a
 // batch published its unchanged value.)
 
-/// SplitMix64: a small seeded generator, the same sequence on every machine.
-private struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// What a computed's closure does: reads `selector`; if it is a multiple of
 /// three and `stopsEarly`, nothing more; else each of `even` or `odd`
 /// (by the selector's parity, in order, repeats included), folded into a

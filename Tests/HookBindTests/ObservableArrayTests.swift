@@ -12,6 +12,22 @@ struct ObservableArrayTests {
         return changes
     }
 
+    /// That `change` takes `before` to `after` (elements unique): its old
+    /// and new elements, sorted offsets, what stays in the same order on
+    /// both sides, moves of equal elements, insertions new and deletions
+    /// gone.
+    func expect(_ change: ArrayChange<Int>, describes before: [Int], _ after: [Int], _ context: String) {
+        #expect(change.oldElements == before && change.elements == after, "\(context)")
+        #expect(change.deletions == change.deletions.sorted() && change.insertions == change.insertions.sorted(), "\(context)")
+        let moved = Set(change.moves.map(\.from)), movedTo = Set(change.moves.map(\.to))
+        let kept = before.indices.filter { !change.deletions.contains($0) && !moved.contains($0) }.map { before[$0] }
+        let landed = after.indices.filter { !change.insertions.contains($0) && !movedTo.contains($0) }.map { after[$0] }
+        #expect(kept == landed, "\(context)")
+        for move in change.moves { #expect(before[move.from] == after[move.to], "\(context)") }
+        for i in change.insertions { #expect(!before.contains(after[i]), "\(context)") }
+        for i in change.deletions { #expect(!after.contains(before[i]), "\(context)") }
+    }
+
     @Test func theSeedsDaysOfTheWeek() throws {
         let days = ObservableArray(["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"])
         let changes = record(days)
@@ -104,17 +120,7 @@ struct ObservableArrayTests {
             guard before != after else { continue }
             let change = try #require(changes.value.last)
             let context = "round \(round), seed \(startSeed)"
-            #expect(change.oldElements == before && change.elements == after, "\(context)")
-            #expect(change.deletions == change.deletions.sorted() && change.insertions == change.insertions.sorted(), "\(context)")
-            // What stays, in order, is the same on both sides.
-            let moved = Set(change.moves.map(\.from)), movedTo = Set(change.moves.map(\.to))
-            let kept = before.indices.filter { !change.deletions.contains($0) && !moved.contains($0) }.map { before[$0] }
-            let landed = after.indices.filter { !change.insertions.contains($0) && !movedTo.contains($0) }.map { after[$0] }
-            #expect(kept == landed, "\(context)")
-            for move in change.moves { #expect(before[move.from] == after[move.to], "\(context)") }
-            // Inserted: new elements; deleted: gone.
-            for i in change.insertions { #expect(!before.contains(after[i]), "\(context)") }
-            for i in change.deletions { #expect(!after.contains(before[i]), "\(context)") }
+            expect(change, describes: before, after, context)
             if steps == 1, let single {
                 switch single.kind {
                 case 0: #expect(change.insertions == [single.at] && change.deletions.isEmpty && change.moves.isEmpty, "\(context)")
@@ -206,14 +212,7 @@ struct ObservableArrayTests {
                 #expect(change.deletions == Array(before.indices) && change.insertions == Array(after.indices), "\(context)")
                 continue
             }
-            #expect(change.deletions == change.deletions.sorted() && change.insertions == change.insertions.sorted(), "\(context)")
-            let moved = Set(change.moves.map(\.from)), movedTo = Set(change.moves.map(\.to))
-            let kept = before.indices.filter { !change.deletions.contains($0) && !moved.contains($0) }.map { before[$0] }
-            let landed = after.indices.filter { !change.insertions.contains($0) && !movedTo.contains($0) }.map { after[$0] }
-            #expect(kept == landed, "\(context)")
-            for move in change.moves { #expect(before[move.from] == after[move.to], "\(context)") }
-            for i in change.insertions { #expect(!before.contains(after[i]), "\(context)") }
-            for i in change.deletions { #expect(!after.contains(before[i]), "\(context)") }
+            expect(change, describes: before, after, context)
             if before == after { #expect(change.isEmpty, "\(context): no difference, yet \(change.deletions) \(change.insertions) \(change.moves)") }
         }
         #expect(replaced > 10)

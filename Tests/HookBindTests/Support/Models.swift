@@ -108,3 +108,16 @@ func keptAllocations(_ body: () throws -> Void) rethrows -> Int? {
     try body()
     return Int(hk_test_malloc_count() - mallocs) - Int(hk_test_free_count() - frees)
 }
+
+/// SplitMix64: a small seeded generator, the same sequence on every machine
+/// (the random graphs and bindings of the model tests).
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
