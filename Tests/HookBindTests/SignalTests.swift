@@ -177,3 +177,137 @@ struct PropertyObservationTests {
         #expect(throws: BindError.self) { try KVO.observe(holder, \.plain) { _ in } }
     }
 }
+
+/// Random subscriptions, closes, observers that go, and emits, some of them
+/// made by subscribers while a value is emitted, against a model of what
+/// `Signal`'s documentation promises: an emit calls the subscribers there
+/// when it began, in the order they subscribed, except one closed before its
+/// turn (by an earlier subscriber of this emit, too) and one whose observer
+/// is gone; a subscriber added during an emit hears the next; an emit from a
+/// subscriber delivers nothing. Seeded; a failure names its seed and step.
+@Suite("Random signals against a model")
+struct SignalModelTests {
+    private final class Observer {}
+
+    private final class Run {
+        var random: SeededGenerator
+        let seed: UInt64
+        let signal = Signal<Int>()
+        /// The model: subscribers in the order they subscribed.
+        var subscribers: [(id: Int, monitor: SignalMonitor, observer: Observer?, hasObserver: Bool, closed: Bool)] = []
+        var heard: [Int] = []
+        var failures: [String] = []
+        var step = 0
+        var nextID = 0
+        var emitting = false
+        /// During an emit: how many had heard it when each was closed or
+        /// its observer went.
+        var stoppedAt: [Int: Int] = [:]
+
+        init(seed: UInt64) {
+            self.seed = seed
+            random = SeededGenerator(state: seed)
+        }
+
+        func fail(_ message: String) { failures.append("seed \(seed), step \(step): \(message)") }
+
+        func subscribe() {
+            let id = nextID
+            nextID += 1
+            let withObserver = Bool.random(using: &random)
+            let observer = withObserver ? Observer() : nil
+            let monitor: SignalMonitor
+            if let observer {
+                monitor = signal.subscribe(observer: observer) { [unowned self] _, value in self.called(id, value) }
+            } else {
+                monitor = signal.subscribe { [unowned self] value in self.called(id, value) }
+            }
+            subscribers.append((id, monitor, observer, withObserver, false))
+        }
+
+        /// What a subscriber does when called: now and then closes another,
+        /// subscribes, lets an observer go, or emits again.
+        func called(_ id: Int, _ value: Int) {
+            heard.append(id)
+            guard Int.random(in: 0..<4, using: &random) == 0 else { return }
+            act()
+        }
+
+        func act() {
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0: closeOne()
+            case 1: subscribe()
+            case 2: dropObserver()
+            default:
+                // From inside a subscriber: delivers nothing.
+                let before = heard.count
+                signal.emit(-1)
+                if heard.count != before { fail("an emit from a subscriber delivered to \(heard[before...])") }
+            }
+        }
+
+        func closeOne() {
+            guard let i = subscribers.indices.filter({ !subscribers[$0].closed }).randomElement(using: &random) else { return }
+            subscribers[i].monitor.close()
+            subscribers[i].closed = true
+            if emitting, stoppedAt[subscribers[i].id] == nil { stoppedAt[subscribers[i].id] = heard.count }
+        }
+
+        func dropObserver() {
+            guard let i = subscribers.indices.filter({ subscribers[$0].observer != nil }).randomElement(using: &random) else { return }
+            subscribers[i].observer = nil
+            if emitting, stoppedAt[subscribers[i].id] == nil { stoppedAt[subscribers[i].id] = heard.count }
+        }
+
+        /// An emit: those there when it began hear it, in the order they
+        /// subscribed, but not one closed (or whose observer went) before its
+        /// turn.
+        func emit() {
+            let there = subscribers.map(\.id)
+            heard = []
+            stoppedAt = [:]
+            emitting = true
+            signal.emit(step)
+            emitting = false
+            let order = there.filter { heard.contains($0) }
+            if heard != order { fail("heard \(heard), not in the order subscribed, or not there when the emit began (\(there))") }
+            for (position, id) in heard.enumerated() {
+                if let stopped = stoppedAt[id], stopped <= position { fail("subscriber \(id) heard after it was closed or its observer went, in this emit") }
+            }
+            // Each there, open and alive, whose turn came before it was stopped, heard.
+            for id in there where !heard.contains(id) {
+                guard let s = subscribers.first(where: { $0.id == id }) else { continue }
+                let openAndAlive = !s.closed && !(s.hasObserver && s.observer == nil)
+                if openAndAlive { fail("subscriber \(id), open and alive, did not hear the emit") }
+            }
+        }
+
+        func run(steps: Int) {
+            while step < steps, failures.isEmpty {
+                step += 1
+                let closedBefore = Set(subscribers.filter(\.closed).map(\.id))
+                let goneBefore = Set(subscribers.filter { $0.hasObserver && $0.observer == nil }.map(\.id))
+                switch Int.random(in: 0..<10, using: &random) {
+                case 0..<3: subscribe()
+                case 3: closeOne()
+                case 4: dropObserver()
+                default:
+                    emit()
+                    for id in heard where closedBefore.contains(id) || goneBefore.contains(id) {
+                        fail("subscriber \(id) heard, closed or gone before the emit")
+                    }
+                }
+            }
+        }
+    }
+
+    @Test(arguments: 0..<10)
+    func randomSignalsDoWhatTheModelSays(batchOfSeeds: Int) {
+        for seed in UInt64(batchOfSeeds * 10)..<UInt64(batchOfSeeds * 10 + 10) {
+            let run = Run(seed: seed)
+            run.run(steps: 150)
+            #expect(run.failures.isEmpty, "\(run.failures.prefix(3).joined(separator: "\n"))")
+            if !run.failures.isEmpty { return }
+        }
+    }
+}
