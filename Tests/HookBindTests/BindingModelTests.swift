@@ -8,8 +8,12 @@ import HookBind
 // and, through receivers that post in other bindings, everything reachable
 // so (each binding delivering at most once a change, so cycles end);
 // nothing else changes; an unbound binding delivers nothing; a binding
-// keeps no object alive, and a gone object is skipped. Seeded; a failure
-// names its seed and step.
+// keeps no object alive, and a gone object is skipped. And how many times
+// each box is set, exactly (an observer of each counts): a binding's hook on
+// a property is an `instead` hook around the store, a point's `instead`
+// hooks nest, each binding delivers a change once (the reentrancy flag), and
+// a box set again from inside its own set stores without hooks (Hook's
+// reentrancy guard). Seeded; a failure names its seed and step.
 
 private final class Box {
     @Hooked var value = 0
@@ -43,6 +47,9 @@ private final class BindingRun {
     var weaks: [WeakBox] = []
     var expected: [Int] = []
     var groups: [BoundGroup] = []
+    /// How many times each box was set in this step (an observer of each).
+    var sets: [Int: Int] = [:]
+    var observations: [SignalMonitor] = []
 
     init(seed: UInt64) {
         self.seed = seed
@@ -57,6 +64,9 @@ private final class BindingRun {
 
     func addBox() {
         let box = Box()
+        let node = boxes.count
+        // (Unowned: the observation's hook lives as long as the box.)
+        observations.append(try! KVO.observe(box, \.value) { [unowned self] _ in self.sets[node, default: 0] += 1 })
         boxes.append(box)
         weaks.append(WeakBox(box))
         expected.append(0)
@@ -96,24 +106,47 @@ private final class BindingRun {
         guard let node = nodes.randomElement(using: &random) else { return }
         let value = step * 1_000 + node
         log.append("set \(node) = \(value)")
-        // What it reaches: through bindings where it, or what it reached, posts.
+        // What it reaches, and how many times each box is set. A binding's
+        // hook on a property is an `instead` hook around the store, and the
+        // `instead` hooks of a point nest (each calls the next as its
+        // original): a set enters each binding where the box posts, in the
+        // order they were made, each taking this change as its own unless it
+        // has delivered it already (the reentrancy flag), the store runs
+        // innermost, and then each binding entered, the last made first,
+        // delivers it to its other receivers in the order of its fishes; each
+        // such set does the same at once, unless the box's own set is under
+        // way further up (Hook's reentrancy guard: a call of a point from
+        // inside its own hooks runs no hooks; the value is stored plainly).
         var reached: Set<Int> = [node]
         var used = Set<Int>()
-        var queue = [node]
-        while !queue.isEmpty {
-            let from = queue.removeFirst()
+        var expectedSets: [Int: Int] = [:]
+        var underWay = Set<Int>()
+        func store(_ box: Int) {
+            guard underWay.insert(box).inserted else { return }
+            defer { underWay.remove(box) }
+            expectedSets[box, default: 0] += 1
+            var entered: [Int] = []
             for (g, group) in groups.enumerated() where group.bound && !used.contains(g) {
-                guard group.members.contains(where: { $0.node == from && $0.role.posts }) else { continue }
+                guard group.members.contains(where: { $0.node == box && $0.role.posts }) else { continue }
                 used.insert(g)
-                for member in group.members where member.role.receives && member.node != from && boxes[member.node] != nil {
-                    if reached.insert(member.node).inserted { queue.append(member.node) }
+                entered.append(g)
+            }
+            for g in entered.reversed() {
+                for member in groups[g].members where member.role.receives && member.node != box && boxes[member.node] != nil {
+                    reached.insert(member.node)
+                    store(member.node)
                 }
             }
         }
+        store(node)
         for n in reached { expected[n] = value }
+        sets = [:]
         boxes[node]!.value = value
         for n in live where boxes[n]!.value != expected[n] {
             fail("box \(n) holds \(boxes[n]!.value), the model says \(expected[n]) (reached: \(reached.sorted()))")
+        }
+        if sets != expectedSets {
+            fail("boxes were set \(sets.sorted { $0.key < $1.key }), the model says \(expectedSets.sorted { $0.key < $1.key })")
         }
     }
 
