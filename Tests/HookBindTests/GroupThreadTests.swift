@@ -411,6 +411,43 @@ extension GroupThreadTests {
     }
 }
 
+extension GroupThreadTests {
+    /// A subscribed `z` over `trigger`, `a` and `y` evaluates (its first
+    /// read changed) and reads `a`, then `y`, dirty, whose own evaluation
+    /// reads `c` of another group for the first time and parks; a batch on
+    /// another thread holds `c`'s group and waits for `z`'s, so it borrows
+    /// it and writes `a`. `y`'s reads are all as they were, but the
+    /// evaluation around it, `z`'s, spanned the same park: it runs again
+    /// and ends with the new `a` (without that, 1 was kept, not 6).
+    @Test(.timeLimit(.minutes(1)))
+    func anEvaluationAroundALentOneRunsAgain() {
+        let trigger = Observable(0), a = Observable(0), gate = Observable(false), c = Observable(0)
+        let y = Computed { gate.value ? c.value * 0 : 0 }
+        let z = Computed { trigger.value + a.value + y.value }
+        let heard = Shared<[Int]>([])
+        z.subscribe { _, new in heard.mutate { $0.append(new) } }
+        let meeting = Rendezvous(2)
+        onThreads(2) { thread in
+            if thread == 0 {
+                _ = meeting.arrive()
+                batch {
+                    trigger.value = 1
+                    gate.value = true
+                }  // z evaluates: a, then y, which parks on c's group
+            } else {
+                batch {
+                    c.value = 1
+                    _ = meeting.arrive()
+                    usleep(50_000)  // z's evaluation parks on c's group first
+                    a.value = 5
+                }
+            }
+        }
+        #expect(z.value == 6)
+        #expect(heard.value.last == 6)
+    }
+}
+
 final class Rendezvous: @unchecked Sendable {
     private let condition = NSCondition()
     private let count: Int
