@@ -265,8 +265,8 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
 
     /// Removes `tokens` (each marked removed already) with one change.
     func remove(_ tokens: [HookToken]) {
-        let addresses = Set(tokens.map { UInt(bitPattern: Unmanaged.passUnretained($0).toOpaque()) })
-        update { hooks, _ in hooks.removeAll { addresses.contains(UInt(bitPattern: Unmanaged.passUnretained($0).toOpaque())) } }
+        let removed = Set(tokens.map(ObjectIdentifier.init))
+        update { hooks, _ in hooks.removeAll { removed.contains(ObjectIdentifier($0)) } }
     }
 
     /// Applies `change` to the hooks (in position order) and publishes them;

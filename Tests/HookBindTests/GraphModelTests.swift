@@ -560,41 +560,36 @@ struct GraphModelTests {
     @Test(arguments: 0..<20)
     func randomGraphsWhoseSubscribersWriteStayConsistent(batchOfSeeds: Int) {
         var cascaded = 0
-        for seed in UInt64(10_000 + batchOfSeeds * 10)..<UInt64(10_000 + batchOfSeeds * 10 + 10) {
+        expectSeededRunsPass(batch: batchOfSeeds, first: 10_000) { seed in
             let run = GraphRun(seed: seed)
             run.cascades = true
             run.run(steps: 200)
-            #expect(run.failures.isEmpty, "\(run.failures.prefix(3).joined(separator: "\n"))")
-            if !run.failures.isEmpty { return }
             cascaded += run.cascaded
+            return run.failures
         }
         #expect(cascaded > 10, "subscribers wrote \(cascaded) times in ten runs")
     }
 
     @Test(arguments: 0..<40)
     func randomGraphsDoWhatTheModelSays(batchOfSeeds: Int) {
-        if let only = ProcessInfo.processInfo.environment["GRAPH_CASCADE_SEED"].flatMap(UInt64.init) {
+        // One seed replayed with its whole log: GRAPH_SEED, or
+        // GRAPH_CASCADE_SEED for the test above.
+        let environment = ProcessInfo.processInfo.environment
+        let replay = environment["GRAPH_SEED"].flatMap(UInt64.init).map { ($0, false) }
+            ?? environment["GRAPH_CASCADE_SEED"].flatMap(UInt64.init).map { ($0, true) }
+        if let (only, cascades) = replay {
             if batchOfSeeds != 0 { return }
             let run = GraphRun(seed: only)
             run.fullLog = true
-            run.cascades = true
+            run.cascades = cascades
             run.run(steps: 200)
             #expect(run.failures.isEmpty, "\(run.failures.prefix(1).joined())")
             return
         }
-        if let only = ProcessInfo.processInfo.environment["GRAPH_SEED"].flatMap(UInt64.init) {
-            if batchOfSeeds != 0 { return }
-            let run = GraphRun(seed: only)
-            run.fullLog = true
-            run.run(steps: 200)
-            #expect(run.failures.isEmpty, "\(run.failures.prefix(1).joined())")
-            return
-        }
-        for seed in UInt64(batchOfSeeds * 10)..<UInt64(batchOfSeeds * 10 + 10) {
+        expectSeededRunsPass(batch: batchOfSeeds) { seed in
             let run = GraphRun(seed: seed)
             run.run(steps: 200)
-            #expect(run.failures.isEmpty, "\(run.failures.prefix(3).joined(separator: "\n"))")
-            if !run.failures.isEmpty { return }
+            return run.failures
         }
     }
 }

@@ -303,11 +303,10 @@ struct SignalModelTests {
 
     @Test(arguments: 0..<10)
     func randomSignalsDoWhatTheModelSays(batchOfSeeds: Int) {
-        for seed in UInt64(batchOfSeeds * 10)..<UInt64(batchOfSeeds * 10 + 10) {
+        expectSeededRunsPass(batch: batchOfSeeds) { seed in
             let run = Run(seed: seed)
             run.run(steps: 150)
-            #expect(run.failures.isEmpty, "\(run.failures.prefix(3).joined(separator: "\n"))")
-            if !run.failures.isEmpty { return }
+            return run.failures
         }
     }
 }

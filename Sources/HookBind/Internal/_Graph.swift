@@ -605,10 +605,11 @@ extension Unmanaged where Instance == _ComputedCore {
 ///
 /// Inside the batch, reads see the values written so far (a computed read
 /// there evaluates then, and once more after the batch: its end is a write
-/// of each observable at its hook point, whose hooks may change the value). Other threads see
-/// the graph before or after the whole batch, never in between: the batch
-/// takes the lock of each group it touches as it first touches it and keeps
-/// them all until it ends. Batches nest; the outermost one publishes.
+/// of each observable at its hook point, whose hooks may change the value).
+/// Other threads see the graph before or after the whole batch, never in
+/// between: the batch takes the lock of each group it touches as it first
+/// touches it and keeps them all until it ends. Batches nest; the outermost
+/// one publishes.
 public func batch<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
     try _Groups.retaining { () throws(E) -> R in
         let state = _Graph.state

@@ -338,24 +338,14 @@ final class _LockThread: @unchecked Sendable {
         // the entries. (A group that absorbed one taken before it is pinned
         // there, and an evaluation's end merges into it again and again.)
         for p in pins.indices where pins[p].lock === lock { return (pins[p].entry, p, pins[p].kind) }
-        let onwards = Swift.max(latest, previous) + 1
-        var i = onwards
-        while i < count {
-            if releases(i) {
-                owningHints = (i, latest)
-                return (i, nil, held[i].kind)
-            }
-            i += 1
+        let onwards = Swift.min(Swift.max(latest, previous) + 1, count)
+        func search(_ range: Range<Int>) -> Int? {
+            for i in range where releases(i) { return i }
+            return nil
         }
-        i = 0
-        while i < Swift.min(onwards, count) {
-            if releases(i) {
-                owningHints = (i, latest)
-                return (i, nil, held[i].kind)
-            }
-            i += 1
-        }
-        return nil
+        guard let i = search(onwards..<count) ?? search(0..<onwards) else { return nil }
+        owningHints = (i, latest)
+        return (i, nil, held[i].kind)
     }
 }
 

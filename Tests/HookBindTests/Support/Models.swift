@@ -1,6 +1,7 @@
 import CHookTestSupport
 import Foundation
 import Hook
+import Testing
 
 // The FishBind seed's objects.
 
@@ -119,5 +120,18 @@ struct SeededGenerator: RandomNumberGenerator {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+}
+
+/// Ten seeded runs of a model test, seeds `first + batch * 10` on (`run`
+/// makes one and returns what went wrong), up to the first that fails:
+/// none may.
+func expectSeededRunsPass(batch: Int, first: UInt64 = 0, sourceLocation: SourceLocation = #_sourceLocation,
+                          _ run: (UInt64) -> [String]) {
+    let start = first + UInt64(batch * 10)
+    for seed in start..<start + 10 {
+        let failures = run(seed)
+        #expect(failures.isEmpty, "\(failures.prefix(3).joined(separator: "\n"))", sourceLocation: sourceLocation)
+        if !failures.isEmpty { return }
     }
 }
