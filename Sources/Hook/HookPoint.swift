@@ -553,9 +553,18 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// Detaches hooks whose owner is gone (they are already skipped).
     private func detachOrphans() { update { _, _ in } }
 
-    /// Runs instead hook `index`, or the original past the last one.
+    /// Runs instead hook `index`, or the original past the last one: tagged
+    /// as running, as a call without instead hooks runs it, so that a
+    /// recursive original is hooked again (untagged, the instead hook
+    /// waiting in `invokeOriginal()` counted as a running hook, and every
+    /// level below the first ran the original only).
     final func _runInstead(at index: Int, _ call: inout CallBack) {
-        guard index < call.hooks.count(.instead) else { return _invokeOriginal(&call) }
+        guard index < call.hooks.count(.instead) else {
+            call._markRunningOriginal(true)
+            _invokeOriginal(&call)
+            call._markRunningOriginal(false)
+            return
+        }
         call.hooks.entry(.instead, index)._withUnsafeGuaranteedRef { hook in
             if let owner = hook.owner, owner.object == nil {
                 detachOrphans()

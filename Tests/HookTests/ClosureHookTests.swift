@@ -226,6 +226,25 @@ struct ClosureHookTests {
         factorial = nil  // break the cycle through the function
     }
 
+    /// The original an instead hook runs (`invokeOriginal()`) is hooked
+    /// again where it calls itself, as one run without instead hooks is;
+    /// the instead hook's own calls still run the original only.
+    @Test func aRecursiveOriginalRunByAnInsteadHookIsHookedAtEveryLevel() throws {
+        var levels: [Int] = []
+        var factorial: ((Int) -> Int)!
+        let point = ClosureHook(name: "factorial") { (n: Int) -> Int in n <= 1 ? 1 : n * factorial(n - 1) }
+        factorial = point.function
+        point.instead { call in
+            let n = try call.argument(0, as: Int.self)
+            levels.append(n)
+            try call.invokeOriginal()
+            if n == 3 { levels.append(-factorial(2)) }  // from the hook: the original only (2! = 2, no level)
+        }
+        #expect(factorial(4) == 24)
+        #expect(levels == [4, 3, 2, 1, -2])
+        factorial = nil  // break the cycle through the function
+    }
+
     @Test func boxedViewsAndTargets() throws {
         let owner = Box(1)
         let point = ClosureHook(name: "pair", target: owner) { (a: String, b: Box) -> [Int] in [a.count, b.value] }

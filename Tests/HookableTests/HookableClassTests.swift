@@ -185,6 +185,16 @@ struct HookableClassTests {
         account.$countdown.before { _ in calls.add() }
         #expect(account.countdown(3) == 3)
         #expect(calls.value == 4)                    // 3, 2, 1, 0
+        // The original an instead hook runs is hooked again too.
+        let around = Counter()
+        let insteadToken = account.$countdown.instead { call in
+            around.add()
+            try call.invokeOriginal()
+        }
+        #expect(account.countdown(3) == 3)
+        #expect(around.value == 4)
+        #expect(calls.value == 8)
+        insteadToken.remove()
         let inner = Counter()
         // A hook that captures its object: a cycle, let go of at the end.
         defer { account.$deposit.removeAllHooks() }

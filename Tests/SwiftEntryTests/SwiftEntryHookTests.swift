@@ -273,6 +273,17 @@ extension SwiftEntrySuites {
         try factorialHook.afterReturning { (result: Int, n: Int) in levels.append("\(n)!=\(result)") }
         #expect(factorial(5) == 120)
         #expect(levels == ["1!=1", "2!=2", "3!=6", "4!=24", "5!=120"])
+        // An instead hook's original is hooked again at every level too.
+        var entered: [Int] = []
+        let around = factorialHook.instead { call in
+            entered.append(try call.argument(0, as: Int.self))
+            try call.invokeOriginal()
+        }
+        levels = []
+        #expect(factorial(3) == 6)
+        #expect(entered == [3, 2, 1])
+        #expect(levels == ["1!=1", "2!=2", "3!=6"])
+        around.remove()
 
         let shoutHook = try SwiftEntryHook.named("SwiftEntrySample.shout(_:)", as: ((String) -> String).self)
         defer { try? shoutHook.restore() }

@@ -1,0 +1,474 @@
+import Foundation
+import Hook
+import Testing
+
+// Random hooks on a hooked closure, checked call by call against a plain
+// model of what the documentation says a call does: before hooks in the
+// order added (each may change the argument, or set a result and veto),
+// instead hooks nested (the first added outermost, each running the next,
+// and the original past the last, through `invokeOriginal()`, any number of
+// times), after hooks in the order added (a typed `afterReturning` among
+// them, once the call has a result), a call with no result running the
+// original after the hooks; hooks that throw reported and the call going
+// on; the hooks of a call those there when it began; calls from inside a
+// hook running the original only, calls from inside the original hooked;
+// hooks of an owner that went skipped, and detached at the next change of
+// the point or when a call meets them (at once for a `HookOwner`).
+
+/// What a hook of a random run is and does.
+private struct HookSpec {
+    enum Kind: CaseIterable { case before, instead, after, typedAfter }
+    /// What it does besides its kind's work, each time it runs.
+    enum Action: Equatable {
+        case none
+        /// Calls the point (from inside a hook: the original only) and adds
+        /// what it returned to its own work.
+        case reenter
+        case removeSelf
+        case remove(Int)
+        /// Adds an after hook (of the next id) that adds `amount` to the result.
+        case add
+        case releaseOwner(Int)
+        case removeAll
+    }
+    let id: Int
+    let kind: Kind
+    let amount: Int
+    /// Before: sets `amount` as the result and vetoes. Instead: sets a
+    /// result even without running the original.
+    let flag: Bool
+    /// Instead: how many times it runs the original (the next hook).
+    let invocations: Int
+    let throwing: Bool
+    let owner: Int?
+    let action: Action
+
+    var description: String {
+        "#\(id) \(kind) amount \(amount)\(flag ? " flag" : "") x\(invocations)\(throwing ? " throws" : "")"
+            + "\(owner.map { " owner \($0)" } ?? "") \(action)"
+    }
+}
+
+private struct HookModelError: Error, CustomStringConvertible {
+    let id: Int
+    var description: String { "hook #\(id) threw" }
+}
+
+/// An owner of hooks; `bagged` ones are `HookOwner`s (their hooks go at once).
+private class ModelOwner {}
+private final class BaggedModelOwner: ModelOwner, HookOwner {
+    let hookBag = HookBag()
+}
+
+/// The run through the real API: a hooked closure and hooks doing what their specs say.
+private final class RealRun: @unchecked Sendable {
+    var point: ClosureHook<Int, Int>!
+    var log: [String] = []
+    let errors = Shared<[String]>([])
+    var tokens: [Int: HookToken] = [:]
+    var owners: [ModelOwner?] = []
+    var bagged: [Bool] = []
+    var depth = 0
+    var nextID = 0
+
+    init() {
+        point = ClosureHook(name: "model") { [unowned self] x in self.original(x) }
+        point.hookErrorHandler = { [errors] error, position in errors.mutate { $0.append("\(position): \(error)") } }
+    }
+
+    /// The original: `2x + 1`, or, for a positive multiple of 7 (three
+    /// levels at most), a call of the hooked closure with `x - 1`, plus 1.
+    func original(_ x: Int) -> Int {
+        log.append("o\(x)")
+        if x > 0, x % 7 == 0, depth < 3 {
+            depth += 1
+            defer { depth -= 1 }
+            return point(x - 1) &+ 1
+        }
+        return x &* 2 &+ 1
+    }
+
+    func add(_ spec: HookSpec) {
+        let owner = spec.owner.flatMap { owners[$0] }
+        let token: HookToken
+        switch spec.kind {
+        case .before: token = point.before(owner: owner) { [unowned self] in try self.run(spec, &$0) }
+        case .instead: token = point.instead(owner: owner) { [unowned self] in try self.run(spec, &$0) }
+        case .after: token = point.after(owner: owner) { [unowned self] in try self.run(spec, &$0) }
+        case .typedAfter:
+            token = point.afterReturning(owner: owner) { [unowned self] result, argument in
+                self.log.append("\(spec.id):\(argument)=\(result)")
+                _ = self.perform(spec, argument)
+                if spec.throwing { throw HookModelError(id: spec.id) }
+            }
+        }
+        tokens[spec.id] = token
+    }
+
+    /// What a hook's action does; the value it adds to the hook's work.
+    func perform(_ spec: HookSpec, _ argument: Int) -> Int {
+        switch spec.action {
+        case .none: return 0
+        case .reenter: return point(argument) % 5
+        case .removeSelf: tokens[spec.id]?.remove()
+        case .remove(let other): tokens[other]?.remove()
+        case .add:
+            add(HookSpec(id: nextID, kind: .after, amount: spec.amount &+ 1, flag: false, invocations: 0, throwing: false,
+                         owner: nil, action: .none))
+            nextID += 1
+        case .releaseOwner(let owner): owners[owner] = nil
+        case .removeAll: point.removeAllHooks()
+        }
+        return 0
+    }
+
+    func run(_ spec: HookSpec, _ call: inout CallBack) throws {
+        let argument = try call.argument(0, as: Int.self)
+        log.append("\(spec.id):\(argument)")
+        let extra = perform(spec, argument)
+        switch spec.kind {
+        case .before:
+            try call.setArgument(0, to: argument &+ spec.amount &+ extra)
+            if spec.flag {
+                try call.setResult(spec.amount)
+                try call.veto()
+            }
+            if spec.throwing { throw HookModelError(id: spec.id) }
+        case .instead:
+            var total = 0
+            for _ in 0..<spec.invocations {
+                try call.setArgument(0, to: try call.argument(0, as: Int.self) &+ spec.amount)
+                try call.invokeOriginal()
+                total &+= try call.result(as: Int.self)
+            }
+            if spec.throwing { throw HookModelError(id: spec.id) }
+            if spec.invocations > 0 || spec.flag { try call.setResult(total &+ spec.amount &+ extra) }
+        case .after:
+            if call.hasResult {
+                try call.setResult(try call.result(as: Int.self) &* 3 &+ spec.amount &+ extra)
+            } else {
+                try call.setResult(spec.amount &+ extra)
+            }
+            if spec.throwing { throw HookModelError(id: spec.id) }
+        case .typedAfter:
+            Issue.record("a typed hook runs through its own body")
+        }
+    }
+}
+
+/// The model: the same run by the documentation's rules.
+private final class ModelRun {
+    struct Attached {
+        let spec: HookSpec
+        /// `remove()` called on its token.
+        var removed = false
+    }
+    /// The hooks the point lists, in the order added (orphans not yet detached included).
+    var attached: [Attached] = []
+    /// The hooks whose token's `remove()` was called (a token's first
+    /// `remove()` is a change of the point, whether its hook is still
+    /// attached or not).
+    var removedIDs: Set<Int> = []
+    /// The hooks added with each owner (a `HookOwner`'s bag holds them).
+    var owned: [Int: [Int]] = [:]
+    var log: [String] = []
+    var errors: [String] = []
+    var ownersAlive: [Bool] = []
+    var bagged: [Bool] = []
+    var depth = 0
+    var nextID = 0
+    /// Inside a hook of the point: calls run the original only.
+    var inHook = 0
+    var suppressed = false
+
+    /// A call's record.
+    struct Record {
+        var argument: Int
+        var result: Int?
+        var vetoed = false
+    }
+
+    func ownerAlive(_ spec: HookSpec) -> Bool { spec.owner.map { ownersAlive[$0] } ?? true }
+
+    /// A change of the point: hooks of owners that went are detached.
+    func changed() { attached.removeAll { !ownerAlive($0.spec) } }
+
+    func add(_ spec: HookSpec) {
+        if let owner = spec.owner { owned[owner, default: []].append(spec.id) }
+        attached.append(Attached(spec: spec))
+        changed()
+    }
+
+    func remove(_ id: Int) {
+        guard !removedIDs.contains(id) else { return }
+        removedIDs.insert(id)
+        attached.removeAll { $0.spec.id == id }
+        changed()
+    }
+
+    func releaseOwner(_ owner: Int) {
+        guard ownersAlive[owner] else { return }
+        ownersAlive[owner] = false
+        guard bagged[owner] else { return }
+        // Its bag removes the hooks it holds, each as `remove()` (a change
+        // of the point, even for a hook `removeAllHooks()` or a call detached).
+        for id in owned[owner, default: []] { remove(id) }
+    }
+
+    func original(_ x: Int) -> Int {
+        log.append("o\(x)")
+        if x > 0, x % 7 == 0, depth < 3 {
+            depth += 1
+            defer { depth -= 1 }
+            return call(x - 1) &+ 1
+        }
+        return x &* 2 &+ 1
+    }
+
+    /// The original from `invokeOriginal()` (or with no hooks): calls from
+    /// inside it are hooked again.
+    func originalOutsideHooks(_ x: Int) -> Int {
+        let saved = inHook
+        inHook = 0
+        defer { inHook = saved }
+        return original(x)
+    }
+
+    func call(_ x: Int) -> Int {
+        if inHook > 0 || suppressed || attached.isEmpty { return original(x) }
+        let hooks = attached.map(\.spec)
+        let befores = hooks.filter { $0.kind == .before }
+        let insteads = hooks.filter { $0.kind == .instead }
+        let afters = hooks.filter { $0.kind == .after || $0.kind == .typedAfter }
+        var record = Record(argument: x)
+        for hook in befores { runHook(hook, &record, insteads) }
+        if !record.vetoed { runInstead(0, insteads, &record) }
+        for hook in afters {
+            if hook.kind == .typedAfter, record.result == nil, ownerAlive(hook) { continue }
+            runHook(hook, &record, insteads)
+        }
+        if let result = record.result { return result }
+        errors.append("instead: missing result")
+        return original(record.argument)
+    }
+
+    /// The instead hook at `index`, or the original past the last one.
+    func runInstead(_ index: Int, _ insteads: [HookSpec], _ record: inout Record) {
+        guard index < insteads.count else {
+            record.result = originalOutsideHooks(record.argument)
+            return
+        }
+        let hook = insteads[index]
+        guard ownerAlive(hook) else {
+            changed()
+            return runInstead(index + 1, insteads, &record)
+        }
+        let threwBeforeOriginal = !runHook(hook, &record, insteads, insteadIndex: index)
+        if threwBeforeOriginal { runInstead(index + 1, insteads, &record) }
+    }
+
+    /// Runs a hook (skipped, and the orphans detached, if its owner went).
+    /// For an instead hook: false if it threw before running the original.
+    @discardableResult
+    func runHook(_ hook: HookSpec, _ record: inout Record, _ insteads: [HookSpec], insteadIndex: Int = 0) -> Bool {
+        guard ownerAlive(hook) else {
+            changed()
+            return true
+        }
+        inHook += 1
+        defer { inHook -= 1 }
+        let argument = record.argument
+        if hook.kind == .typedAfter {
+            log.append("\(hook.id):\(argument)=\(record.result!)")
+        } else {
+            log.append("\(hook.id):\(argument)")
+        }
+        let extra = perform(hook, argument)
+        func threw(_ position: String) { errors.append("\(position): hook #\(hook.id) threw") }
+        switch hook.kind {
+        case .before:
+            record.argument = argument &+ hook.amount &+ extra
+            if hook.flag {
+                record.result = hook.amount
+                record.vetoed = true
+            }
+            if hook.throwing { threw("before") }
+        case .instead:
+            var total = 0
+            for _ in 0..<hook.invocations {
+                record.argument &+= hook.amount
+                runInstead(insteadIndex + 1, insteads, &record)
+                guard let result = record.result else {
+                    errors.append("instead: result")
+                    return true
+                }
+                total &+= result
+            }
+            if hook.throwing {
+                threw("instead")
+                return hook.invocations > 0
+            }
+            if hook.invocations > 0 || hook.flag { record.result = total &+ hook.amount &+ extra }
+        case .after:
+            record.result = record.result.map { $0 &* 3 &+ hook.amount &+ extra } ?? (hook.amount &+ extra)
+            if hook.throwing { threw("after") }
+        case .typedAfter:
+            if hook.throwing { threw("after") }
+        }
+        return true
+    }
+
+    func perform(_ spec: HookSpec, _ argument: Int) -> Int {
+        switch spec.action {
+        case .none: return 0
+        case .reenter: return call(argument) % 5
+        case .removeSelf: remove(spec.id)
+        case .remove(let other): remove(other)
+        case .add:
+            add(HookSpec(id: nextID, kind: .after, amount: spec.amount &+ 1, flag: false, invocations: 0, throwing: false,
+                         owner: nil, action: .none))
+            nextID += 1
+        case .releaseOwner(let owner): releaseOwner(owner)
+        case .removeAll:
+            // (Their tokens' `remove()` not called: a later one is a change.)
+            attached.removeAll()
+        }
+        return 0
+    }
+}
+
+/// One random run of `steps` steps; what went wrong (empty: nothing).
+private func hookModelRun(seed: UInt64, steps: Int, verbose: Bool = false) -> [String] {
+    var random = SeededGenerator(seed: seed)
+    let real = RealRun()
+    let model = ModelRun()
+    var failures: [String] = []
+    func say(_ line: String) { if verbose { print("[\(seed)] \(line)") } }
+
+    func newOwner() {
+        let bagged = Bool.random(using: &random)
+        real.owners.append(bagged ? BaggedModelOwner() : ModelOwner())
+        real.bagged.append(bagged)
+        model.ownersAlive.append(true)
+        model.bagged.append(bagged)
+    }
+    for _ in 0..<3 { newOwner() }
+
+    func randomSpec() -> HookSpec {
+        let id = model.nextID
+        model.nextID += 1
+        real.nextID = model.nextID
+        let kind = HookSpec.Kind.allCases.randomElement(using: &random)!
+        let alive = model.ownersAlive.indices.filter { model.ownersAlive[$0] }
+        let owner = Int.random(in: 0..<4, using: &random) == 0 ? alive.randomElement(using: &random) : nil
+        let known = Array(model.attached.map(\.spec.id))
+        let action: HookSpec.Action
+        switch Int.random(in: 0..<24, using: &random) {
+        case 0, 1: action = .reenter
+        case 2: action = .removeSelf
+        case 3: action = known.randomElement(using: &random).map { .remove($0) } ?? .none
+        case 4: action = .add
+        case 5: action = alive.randomElement(using: &random).map { .releaseOwner($0) } ?? .none
+        case 6 where Int.random(in: 0..<4, using: &random) == 0: action = .removeAll
+        default: action = .none
+        }
+        return HookSpec(id: id, kind: kind, amount: Int.random(in: -3...9, using: &random),
+                        flag: Int.random(in: 0..<6, using: &random) == 0,
+                        invocations: kind == .instead ? [0, 1, 1, 1, 2].randomElement(using: &random)! : 0,
+                        throwing: Int.random(in: 0..<10, using: &random) == 0, owner: owner, action: action)
+    }
+
+    for step in 0..<steps {
+        let choice = Int.random(in: 0..<100, using: &random)
+        switch choice {
+        case 0..<30:
+            let spec = randomSpec()
+            say("add \(spec.description)")
+            real.add(spec)
+            model.add(spec)
+        case 30..<38:
+            // Mostly an attached hook; sometimes any made so far (removed already, or detached).
+            guard model.nextID > 0 else { continue }
+            let id = Int.random(in: 0..<3, using: &random) > 0
+                ? model.attached.randomElement(using: &random)?.spec.id ?? 0 : Int.random(in: 0..<model.nextID, using: &random)
+            say("remove #\(id)")
+            real.tokens[id]?.remove()
+            model.remove(id)
+        case 38..<42:
+            guard let owner = model.ownersAlive.indices.filter({ model.ownersAlive[$0] }).randomElement(using: &random) else { continue }
+            say("release owner \(owner)")
+            real.owners[owner] = nil
+            model.releaseOwner(owner)
+            newOwner()
+        case 42..<44:
+            say("remove all")
+            real.point.removeAllHooks()
+            _ = model.perform(HookSpec(id: -1, kind: .after, amount: 0, flag: false, invocations: 0, throwing: false, owner: nil,
+                                   action: .removeAll), 0)
+        default:
+            let x = Int.random(in: 0..<40, using: &random)
+            let mode = Int.random(in: 0..<10, using: &random)
+            real.log = []
+            model.log = []
+            let before = real.errors.value.count
+            let errorsBefore = model.errors.count
+            let got: Int, expected: Int
+            switch mode {
+            case 0:
+                say("call \(x) without hooks")
+                got = withoutHooks { real.point(x) }
+                model.suppressed = true
+                expected = model.call(x)
+                model.suppressed = false
+            case 1:
+                say("call \(x) without this point's hooks")
+                got = real.point.withoutHooks { real.point(x) }
+                model.suppressed = true
+                expected = model.call(x)
+                model.suppressed = false
+            default:
+                say("call \(x)")
+                got = real.point(x)
+                expected = model.call(x)
+            }
+            say("  \(real.log.joined(separator: " ")) -> \(got)")
+            if got != expected || real.log != model.log {
+                failures.append("seed \(seed) step \(step): call \(x) (mode \(mode)) returned \(got), the model \(expected); "
+                                + "ran \(real.log), the model \(model.log)")
+                return failures
+            }
+            let errors = Array(real.errors.value.dropFirst(before))
+            let expectedErrors = Array(model.errors.dropFirst(errorsBefore))
+            if errors.count != expectedErrors.count {
+                failures.append("seed \(seed) step \(step): call \(x) reported \(errors), the model \(expectedErrors)")
+                return failures
+            }
+        }
+        let count = real.point.hookCount
+        if count != model.attached.count {
+            failures.append("seed \(seed) step \(step): \(count) hooks, the model \(model.attached.count): "
+                            + "\(model.attached.map(\.spec.description))")
+            return failures
+        }
+    }
+    withExtendedLifetime(real) {}
+    return failures
+}
+
+@Suite("Random hooks against a model")
+struct HookModelTests {
+    /// 300 seeds of 120 steps; `HOOK_SEED=N swift test --filter HookModelTests`
+    /// replays seed N with every step and call printed.
+    @Test(arguments: 0..<30)
+    func randomHooksDoWhatTheModelSays(batch: Int) {
+        if let seed = ProcessInfo.processInfo.environment["HOOK_SEED"].flatMap(UInt64.init) {
+            if batch == 0 { _ = hookModelRun(seed: seed, steps: 120, verbose: true) }
+            return
+        }
+        for seed in UInt64(batch * 10)..<UInt64(batch * 10 + 10) {
+            let failures = hookModelRun(seed: seed, steps: 120)
+            #expect(failures.isEmpty, "\(failures.first ?? "")")
+            if !failures.isEmpty { return }
+        }
+    }
+}
