@@ -232,3 +232,38 @@ __attribute__((noinline)) int64_t abi_call_six_ints_dirty(const void *fn, int8_t
   const uint64_t garbage = 0xA5A5A5A500000000ULL;
   return ((six_words)fn)(garbage | (uint32_t)(int32_t)a, garbage | b, garbage | (uint32_t)c, garbage | d, (uint64_t)(uintptr_t)e, (uint64_t)f);
 }
+
+// MARK: the model tests' originals
+
+static void (*hk_model_log)(int64_t);
+static int64_t (*hk_model_recurse)(int64_t);
+static int hk_model_depth;
+
+void hk_model_set(void (*log)(int64_t), int64_t (*recurse)(int64_t)) {
+  hk_model_log = log;
+  hk_model_recurse = recurse;
+  hk_model_depth = 0;
+}
+
+int64_t hk_model_original(int64_t x) {
+  hk_model_log(x);
+  if (x > 0 && x % 7 == 0 && hk_model_depth < 3) {
+    hk_model_depth++;
+    uint64_t r = (uint64_t)hk_model_recurse(x - 1) + 1;
+    hk_model_depth--;
+    return (int64_t)r;
+  }
+  return (int64_t)((uint64_t)x * 2 + 1);
+}
+
+// Not optimized: the recursion stays a call of its own entry.
+__attribute__((noinline, optnone)) int64_t hk_model_patched(int64_t x) {
+  hk_model_log(x);
+  if (x > 0 && x % 7 == 0 && hk_model_depth < 3) {
+    hk_model_depth++;
+    uint64_t r = (uint64_t)hk_model_patched(x - 1) + 1;
+    hk_model_depth--;
+    return (int64_t)r;
+  }
+  return (int64_t)((uint64_t)x * 2 + 1);
+}

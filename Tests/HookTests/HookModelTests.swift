@@ -1,8 +1,10 @@
+import CHookTestSupport
 import Foundation
 import Hook
 import Testing
 
-// Random hooks on a hooked closure, checked call by call against a plain
+// Random hooks on a hooked closure, a C function's hooked entry and a C
+// function hooked at its entry, checked call by call against a plain
 // model of what the documentation says a call does: before hooks in the
 // order added (each may change the argument, or set a result and veto),
 // instead hooks nested (the first added outermost, each running the next,
@@ -13,7 +15,9 @@ import Testing
 // on; the hooks of a call those there when it began; calls from inside a
 // hook running the original only, calls from inside the original hooked;
 // hooks of an owner that went skipped, and detached at the next change of
-// the point or when a call meets them (at once for a `HookOwner`).
+// the point or when a call meets them (at once for a `HookOwner`). A C
+// function's call always has a result: zero where no hook or original made
+// one (its after hooks, typed or not, see it; nothing is reported).
 
 /// What a hook of a random run is and does.
 private struct HookSpec {
@@ -60,10 +64,38 @@ private final class BaggedModelOwner: ModelOwner, HookOwner {
     let hookBag = HookBag()
 }
 
-/// The run through the real API: a hooked closure and hooks doing what their specs say.
+/// Where the originals report their runs: "o" and the argument. (The C
+/// originals report through a C function pointer; the suite runs its cases
+/// one at a time.)
+nonisolated(unsafe) private var modelLog: [String] = []
+
+/// The hook points of the random runs.
+private enum ModelPointKind: CaseIterable, CustomStringConvertible {
+    /// A `ClosureHook<Int64, Int64>` whose original calls the hooked closure.
+    case closure
+    /// A `FunctionHook` of `hk_model_original`, which calls the hooked entry.
+    case cEntry
+    /// An `EntryHook` of `hk_model_patched`, which calls itself.
+    case patched
+    var description: String {
+        switch self {
+        case .closure: "closure"
+        case .cEntry: "C function's entry"
+        case .patched: "C function hooked at its entry"
+        }
+    }
+}
+
+private typealias ModelCFunction = @convention(c) (Int64) -> Int64
+
+/// The run through the real API: a hooked function and hooks doing what their specs say.
 private final class RealRun: @unchecked Sendable {
-    var point: ClosureHook<Int, Int>!
-    var log: [String] = []
+    let kind: ModelPointKind
+    var point: HookPoint!
+    /// A call of the hooked function.
+    var call: ((Int64) -> Int64)!
+    /// Adds a typed after hook.
+    var addTypedAfter: ((AnyObject?, @escaping (Int64, Int64) throws -> Void) -> HookToken)!
     let errors = Shared<[String]>([])
     var tokens: [Int: HookToken] = [:]
     var owners: [ModelOwner?] = []
@@ -71,19 +103,42 @@ private final class RealRun: @unchecked Sendable {
     var depth = 0
     var nextID = 0
 
-    init() {
-        point = ClosureHook(name: "model") { [unowned self] x in self.original(x) }
+    init(_ kind: ModelPointKind) throws {
+        self.kind = kind
+        let signature = Signature(returning: .int64, arguments: [.int64])
+        switch kind {
+        case .closure:
+            let point = ClosureHook<Int64, Int64>(name: "model") { [unowned self] x in self.original(x) }
+            self.point = point
+            call = { [unowned point] in point($0) }
+            addTypedAfter = { [unowned point] owner, body in point.afterReturning(owner: owner, body) }
+        case .cEntry, .patched:
+            let point: FunctionHook = kind == .cEntry
+                ? try FunctionHook(cFunction: hk_model_original as ModelCFunction, signature: signature, name: "model")
+                : try EntryHook(address: unsafeBitCast(hk_model_patched as ModelCFunction, to: UnsafeRawPointer.self),
+                                signature: signature, name: "model")
+            self.point = point
+            let entry = point.entry(as: ModelCFunction.self)
+            hk_model_set({ modelLog.append("o\($0)") }, entry)
+            call = kind == .cEntry ? { entry($0) } : { hk_model_patched($0) }
+            addTypedAfter = { [unowned point] owner, body in try! point.afterReturning(owner: owner, body) }
+        }
         point.hookErrorHandler = { [errors] error, position in errors.mutate { $0.append("\(position): \(error)") } }
     }
 
-    /// The original: `2x + 1`, or, for a positive multiple of 7 (three
-    /// levels at most), a call of the hooked closure with `x - 1`, plus 1.
-    func original(_ x: Int) -> Int {
-        log.append("o\(x)")
+    /// Puts a patched function back.
+    func end() throws {
+        if let entry = point as? EntryHook { try entry.restore() }
+        hk_model_set(nil, nil)
+    }
+
+    /// The closure's original: as `hk_model_original`.
+    func original(_ x: Int64) -> Int64 {
+        modelLog.append("o\(x)")
         if x > 0, x % 7 == 0, depth < 3 {
             depth += 1
             defer { depth -= 1 }
-            return point(x - 1) &+ 1
+            return call(x - 1) &+ 1
         }
         return x &* 2 &+ 1
     }
@@ -96,8 +151,8 @@ private final class RealRun: @unchecked Sendable {
         case .instead: token = point.instead(owner: owner) { [unowned self] in try self.run(spec, &$0) }
         case .after: token = point.after(owner: owner) { [unowned self] in try self.run(spec, &$0) }
         case .typedAfter:
-            token = point.afterReturning(owner: owner) { [unowned self] result, argument in
-                self.log.append("\(spec.id):\(argument)=\(result)")
+            token = addTypedAfter(owner) { [unowned self] result, argument in
+                modelLog.append("\(spec.id):\(argument)=\(result)")
                 _ = self.perform(spec, argument)
                 if spec.throwing { throw HookModelError(id: spec.id) }
             }
@@ -106,10 +161,10 @@ private final class RealRun: @unchecked Sendable {
     }
 
     /// What a hook's action does; the value it adds to the hook's work.
-    func perform(_ spec: HookSpec, _ argument: Int) -> Int {
+    func perform(_ spec: HookSpec, _ argument: Int64) -> Int64 {
         switch spec.action {
         case .none: return 0
-        case .reenter: return point(argument) % 5
+        case .reenter: return call(argument) % 5
         case .removeSelf: tokens[spec.id]?.remove()
         case .remove(let other): tokens[other]?.remove()
         case .add:
@@ -123,31 +178,32 @@ private final class RealRun: @unchecked Sendable {
     }
 
     func run(_ spec: HookSpec, _ call: inout CallBack) throws {
-        let argument = try call.argument(0, as: Int.self)
-        log.append("\(spec.id):\(argument)")
+        let argument = try call.argument(0, as: Int64.self)
+        modelLog.append("\(spec.id):\(argument)")
         let extra = perform(spec, argument)
+        let amount = Int64(spec.amount)
         switch spec.kind {
         case .before:
-            try call.setArgument(0, to: argument &+ spec.amount &+ extra)
+            try call.setArgument(0, to: argument &+ amount &+ extra)
             if spec.flag {
-                try call.setResult(spec.amount)
+                try call.setResult(amount)
                 try call.veto()
             }
             if spec.throwing { throw HookModelError(id: spec.id) }
         case .instead:
-            var total = 0
+            var total: Int64 = 0
             for _ in 0..<spec.invocations {
-                try call.setArgument(0, to: try call.argument(0, as: Int.self) &+ spec.amount)
+                try call.setArgument(0, to: try call.argument(0, as: Int64.self) &+ amount)
                 try call.invokeOriginal()
-                total &+= try call.result(as: Int.self)
+                total &+= try call.result(as: Int64.self)
             }
             if spec.throwing { throw HookModelError(id: spec.id) }
-            if spec.invocations > 0 || spec.flag { try call.setResult(total &+ spec.amount &+ extra) }
+            if spec.invocations > 0 || spec.flag { try call.setResult(total &+ amount &+ extra) }
         case .after:
             if call.hasResult {
-                try call.setResult(try call.result(as: Int.self) &* 3 &+ spec.amount &+ extra)
+                try call.setResult(try call.result(as: Int64.self) &* 3 &+ amount &+ extra)
             } else {
-                try call.setResult(spec.amount &+ extra)
+                try call.setResult(amount &+ extra)
             }
             if spec.throwing { throw HookModelError(id: spec.id) }
         case .typedAfter:
@@ -158,6 +214,10 @@ private final class RealRun: @unchecked Sendable {
 
 /// The model: the same run by the documentation's rules.
 private final class ModelRun {
+    /// A C function: every call has a result (zero where none was made).
+    let isC: Bool
+    init(isC: Bool) { self.isC = isC }
+
     struct Attached {
         let spec: HookSpec
         /// `remove()` called on its token.
@@ -243,11 +303,13 @@ private final class ModelRun {
         var record = Record(argument: x)
         for hook in befores { runHook(hook, &record, insteads) }
         if !record.vetoed { runInstead(0, insteads, &record) }
+        if isC, !afters.isEmpty, record.result == nil { record.result = 0 }
         for hook in afters {
             if hook.kind == .typedAfter, record.result == nil, ownerAlive(hook) { continue }
             runHook(hook, &record, insteads)
         }
         if let result = record.result { return result }
+        if isC { return 0 }
         errors.append("instead: missing result")
         return original(record.argument)
     }
@@ -338,12 +400,13 @@ private final class ModelRun {
 }
 
 /// One random run of `steps` steps; what went wrong (empty: nothing).
-private func hookModelRun(seed: UInt64, steps: Int, verbose: Bool = false) -> [String] {
+private func hookModelRun(_ kind: ModelPointKind, seed: UInt64, steps: Int, verbose: Bool = false) throws -> [String] {
     var random = SeededGenerator(seed: seed)
-    let real = RealRun()
-    let model = ModelRun()
+    let real = try RealRun(kind)
+    defer { try? real.end() }
+    let model = ModelRun(isC: kind != .closure)
     var failures: [String] = []
-    func say(_ line: String) { if verbose { print("[\(seed)] \(line)") } }
+    func say(_ line: String) { if verbose { print("[\(kind) \(seed)] \(line)") } }
 
     func newOwner() {
         let bagged = Bool.random(using: &random)
@@ -408,45 +471,45 @@ private func hookModelRun(seed: UInt64, steps: Int, verbose: Bool = false) -> [S
         default:
             let x = Int.random(in: 0..<40, using: &random)
             let mode = Int.random(in: 0..<10, using: &random)
-            real.log = []
+            modelLog = []
             model.log = []
             let before = real.errors.value.count
             let errorsBefore = model.errors.count
-            let got: Int, expected: Int
+            let got: Int64, expected: Int
             switch mode {
             case 0:
                 say("call \(x) without hooks")
-                got = withoutHooks { real.point(x) }
+                got = withoutHooks { real.call(Int64(x)) }
                 model.suppressed = true
                 expected = model.call(x)
                 model.suppressed = false
             case 1:
                 say("call \(x) without this point's hooks")
-                got = real.point.withoutHooks { real.point(x) }
+                got = real.point.withoutHooks { real.call(Int64(x)) }
                 model.suppressed = true
                 expected = model.call(x)
                 model.suppressed = false
             default:
                 say("call \(x)")
-                got = real.point(x)
+                got = real.call(Int64(x))
                 expected = model.call(x)
             }
-            say("  \(real.log.joined(separator: " ")) -> \(got)")
-            if got != expected || real.log != model.log {
-                failures.append("seed \(seed) step \(step): call \(x) (mode \(mode)) returned \(got), the model \(expected); "
-                                + "ran \(real.log), the model \(model.log)")
+            say("  \(modelLog.joined(separator: " ")) -> \(got)")
+            if got != Int64(expected) || modelLog != model.log {
+                failures.append("\(kind), seed \(seed) step \(step): call \(x) (mode \(mode)) returned \(got), the model \(expected); "
+                                + "ran \(modelLog), the model \(model.log)")
                 return failures
             }
             let errors = Array(real.errors.value.dropFirst(before))
             let expectedErrors = Array(model.errors.dropFirst(errorsBefore))
             if errors.count != expectedErrors.count {
-                failures.append("seed \(seed) step \(step): call \(x) reported \(errors), the model \(expectedErrors)")
+                failures.append("\(kind), seed \(seed) step \(step): call \(x) reported \(errors), the model \(expectedErrors)")
                 return failures
             }
         }
         let count = real.point.hookCount
         if count != model.attached.count {
-            failures.append("seed \(seed) step \(step): \(count) hooks, the model \(model.attached.count): "
+            failures.append("\(kind), seed \(seed) step \(step): \(count) hooks, the model \(model.attached.count): "
                             + "\(model.attached.map(\.spec.description))")
             return failures
         }
@@ -455,18 +518,19 @@ private func hookModelRun(seed: UInt64, steps: Int, verbose: Bool = false) -> [S
     return failures
 }
 
-@Suite("Random hooks against a model")
+@Suite("Random hooks against a model", .serialized)
 struct HookModelTests {
-    /// 300 seeds of 120 steps; `HOOK_SEED=N swift test --filter HookModelTests`
-    /// replays seed N with every step and call printed.
-    @Test(arguments: 0..<30)
-    func randomHooksDoWhatTheModelSays(batch: Int) {
+    /// 300 seeds of 120 steps for each kind of hook point;
+    /// `HOOK_SEED=N swift test --filter HookModelTests` replays seed N with
+    /// every step and call printed.
+    @Test(arguments: ModelPointKind.allCases, 0..<30)
+    fileprivate func randomHooksDoWhatTheModelSays(kind: ModelPointKind, batch: Int) throws {
         if let seed = ProcessInfo.processInfo.environment["HOOK_SEED"].flatMap(UInt64.init) {
-            if batch == 0 { _ = hookModelRun(seed: seed, steps: 120, verbose: true) }
+            if batch == 0 { _ = try hookModelRun(kind, seed: seed, steps: 120, verbose: true) }
             return
         }
         for seed in UInt64(batch * 10)..<UInt64(batch * 10 + 10) {
-            let failures = hookModelRun(seed: seed, steps: 120)
+            let failures = try hookModelRun(kind, seed: seed, steps: 120)
             #expect(failures.isEmpty, "\(failures.first ?? "")")
             if !failures.isEmpty { return }
         }

@@ -135,4 +135,13 @@ extern int64_t entry_global;
 // Returns x; hooked at its entry by HookBind's tests.
 int64_t entry_for_binding(int64_t x);
 
+// MARK: the model tests' originals (HookModelTests)
+// Both report each run to `log` and return 2x + 1 (wrapping), or, for a
+// positive multiple of 7 (three levels deep at most), themselves at x - 1,
+// plus 1: `hk_model_original` through `recurse` (a hooked entry),
+// `hk_model_patched` by a direct call (its entry is hooked).
+void hk_model_set(void (*log)(int64_t), int64_t (*recurse)(int64_t));
+int64_t hk_model_original(int64_t x);
+int64_t hk_model_patched(int64_t x);
+
 #endif
