@@ -77,16 +77,24 @@ private enum ModelPointKind: CaseIterable, CustomStringConvertible {
     case cEntry
     /// An `EntryHook` of `hk_model_patched`, which calls itself.
     case patched
+    /// A `@Hooked` property: a call is a set (its result the value
+    /// stored after it), a reentrant call a set from inside a hook.
+    case property
     var description: String {
         switch self {
         case .closure: "closure"
         case .cEntry: "C function's entry"
         case .patched: "C function hooked at its entry"
+        case .property: "@Hooked property"
         }
     }
 }
 
 private typealias ModelCFunction = @convention(c) (Int64) -> Int64
+
+private final class ModelBox {
+    @Hooked var value: Int64 = 0
+}
 
 /// The run through the real API: a hooked function and hooks doing what their specs say.
 private final class RealRun: @unchecked Sendable {
@@ -102,6 +110,7 @@ private final class RealRun: @unchecked Sendable {
     var bagged: [Bool] = []
     var depth = 0
     var nextID = 0
+    let box = ModelBox()
 
     init(_ kind: ModelPointKind) throws {
         self.kind = kind
@@ -122,6 +131,15 @@ private final class RealRun: @unchecked Sendable {
             hk_model_set({ modelLog.append("o\($0)") }, entry)
             call = kind == .cEntry ? { entry($0) } : { hk_model_patched($0) }
             addTypedAfter = { [unowned point] owner, body in try! point.afterReturning(owner: owner, body) }
+        case .property:
+            let point = box.$value
+            self.point = point
+            call = { [box] in
+                box.value = $0
+                return box.value
+            }
+            // (The old and the new value, as a typed after hook's result and argument.)
+            addTypedAfter = { [unowned point] owner, body in point.didSet(owner: owner) { try body($0, $1) } }
         }
         point.hookErrorHandler = { [errors] error, position in errors.mutate { $0.append("\(position): \(error)") } }
     }
@@ -152,7 +170,7 @@ private final class RealRun: @unchecked Sendable {
         case .after: token = point.after(owner: owner) { [unowned self] in try self.run(spec, &$0) }
         case .typedAfter:
             token = addTypedAfter(owner) { [unowned self] result, argument in
-                modelLog.append("\(spec.id):\(argument)=\(result)")
+                modelLog.append(kind == .property ? "\(spec.id):\(result)->\(argument)" : "\(spec.id):\(argument)=\(result)")
                 _ = self.perform(spec, argument)
                 if spec.throwing { throw HookModelError(id: spec.id) }
             }
@@ -164,6 +182,9 @@ private final class RealRun: @unchecked Sendable {
     func perform(_ spec: HookSpec, _ argument: Int64) -> Int64 {
         switch spec.action {
         case .none: return 0
+        case .reenter where kind == .property:
+            // A set from inside a hook: stored without hooks.
+            box.value = argument &+ Int64(spec.amount)
         case .reenter: return call(argument) % 5
         case .removeSelf: tokens[spec.id]?.remove()
         case .remove(let other): tokens[other]?.remove()
@@ -179,9 +200,10 @@ private final class RealRun: @unchecked Sendable {
 
     func run(_ spec: HookSpec, _ call: inout CallBack) throws {
         let argument = try call.argument(0, as: Int64.self)
-        modelLog.append("\(spec.id):\(argument)")
+        modelLog.append(kind == .property ? "\(spec.id):\(argument)/\(box.value)" : "\(spec.id):\(argument)")
         let extra = perform(spec, argument)
         let amount = Int64(spec.amount)
+        if kind == .property { return try runOnSet(spec, &call, argument &+ amount &+ extra) }
         switch spec.kind {
         case .before:
             try call.setArgument(0, to: argument &+ amount &+ extra)
@@ -210,13 +232,38 @@ private final class RealRun: @unchecked Sendable {
             Issue.record("a typed hook runs through its own body")
         }
     }
+
+    /// `run` on a property's set: a before hook replaces the new value
+    /// (`changed`) and may veto, an instead hook stores it (as changed
+    /// by `amount`) as many times as it runs the original.
+    func runOnSet(_ spec: HookSpec, _ call: inout CallBack, _ changed: Int64) throws {
+        switch spec.kind {
+        case .before:
+            try call.setArgument(0, to: changed)
+            if spec.flag { try call.veto() }
+        case .instead:
+            for _ in 0..<spec.invocations {
+                try call.setArgument(0, to: try call.argument(0, as: Int64.self) &+ Int64(spec.amount))
+                try call.invokeOriginal()
+            }
+        case .after, .typedAfter: break
+        }
+        if spec.throwing { throw HookModelError(id: spec.id) }
+    }
 }
 
 /// The model: the same run by the documentation's rules.
 private final class ModelRun {
     /// A C function: every call has a result (zero where none was made).
     let isC: Bool
-    init(isC: Bool) { self.isC = isC }
+    /// A property: a call is a set.
+    let isProperty: Bool
+    /// The property's value.
+    var stored = 0
+    init(_ kind: ModelPointKind) {
+        isC = kind == .cEntry || kind == .patched
+        isProperty = kind == .property
+    }
 
     struct Attached {
         let spec: HookSpec
@@ -295,6 +342,7 @@ private final class ModelRun {
     }
 
     func call(_ x: Int) -> Int {
+        if isProperty { return set(x) }
         if inHook > 0 || suppressed || attached.isEmpty { return original(x) }
         let hooks = attached.map(\.spec)
         let befores = hooks.filter { $0.kind == .before }
@@ -314,9 +362,51 @@ private final class ModelRun {
         return original(record.argument)
     }
 
+    /// A set of the property (from inside one of its hooks, or without
+    /// hooks: stored only); the value stored after it. Its after hooks,
+    /// typed or not, do not run for a vetoed set; a typed one runs once a
+    /// value was stored (an instead hook may store none).
+    func set(_ x: Int) -> Int {
+        if inHook > 0 || suppressed || attached.isEmpty {
+            stored = x
+            return stored
+        }
+        let hooks = attached.map(\.spec)
+        let befores = hooks.filter { $0.kind == .before }
+        let insteads = hooks.filter { $0.kind == .instead }
+        let afters = hooks.filter { $0.kind == .after || $0.kind == .typedAfter }
+        var record = Record(argument: x)
+        let old = stored
+        for hook in befores { runHook(hook, &record, insteads) }
+        if record.vetoed { return stored }
+        runInstead(0, insteads, &record)
+        for hook in afters {
+            if hook.kind == .typedAfter {
+                guard ownerAlive(hook) else {
+                    changed()
+                    continue
+                }
+                guard record.result != nil else { continue }
+                inHook += 1
+                log.append("\(hook.id):\(old)->\(record.argument)")
+                _ = perform(hook, record.argument)
+                if hook.throwing { errors.append("after: hook #\(hook.id) threw") }
+                inHook -= 1
+                continue
+            }
+            runHook(hook, &record, insteads)
+        }
+        return stored
+    }
+
     /// The instead hook at `index`, or the original past the last one.
     func runInstead(_ index: Int, _ insteads: [HookSpec], _ record: inout Record) {
         guard index < insteads.count else {
+            if isProperty {
+                stored = record.argument
+                record.result = 0
+                return
+            }
             record.result = originalOutsideHooks(record.argument)
             return
         }
@@ -340,6 +430,7 @@ private final class ModelRun {
         inHook += 1
         defer { inHook -= 1 }
         let argument = record.argument
+        if isProperty { return runOnSet(hook, &record, insteads, insteadIndex: insteadIndex) }
         if hook.kind == .typedAfter {
             log.append("\(hook.id):\(argument)=\(record.result!)")
         } else {
@@ -380,9 +471,34 @@ private final class ModelRun {
         return true
     }
 
+    /// `runHook` on a property's set (in the hook, its owner alive).
+    func runOnSet(_ hook: HookSpec, _ record: inout Record, _ insteads: [HookSpec], insteadIndex: Int) -> Bool {
+        let argument = record.argument
+        log.append("\(hook.id):\(argument)/\(stored)")
+        let changed = argument &+ hook.amount &+ perform(hook, argument)
+        switch hook.kind {
+        case .before:
+            record.argument = changed
+            if hook.flag { record.vetoed = true }
+        case .instead:
+            for _ in 0..<hook.invocations {
+                record.argument &+= hook.amount
+                runInstead(insteadIndex + 1, insteads, &record)
+            }
+        case .after, .typedAfter: break
+        }
+        if hook.throwing {
+            errors.append("\(hook.kind): hook #\(hook.id) threw")
+            return hook.kind != .instead || hook.invocations > 0
+        }
+        return true
+    }
+
     func perform(_ spec: HookSpec, _ argument: Int) -> Int {
         switch spec.action {
         case .none: return 0
+        case .reenter where isProperty:
+            stored = set(argument &+ spec.amount)
         case .reenter: return call(argument) % 5
         case .removeSelf: remove(spec.id)
         case .remove(let other): remove(other)
@@ -404,7 +520,7 @@ private func hookModelRun(_ kind: ModelPointKind, seed: UInt64, steps: Int, verb
     var random = SeededGenerator(seed: seed)
     let real = try RealRun(kind)
     defer { try? real.end() }
-    let model = ModelRun(isC: kind != .closure)
+    let model = ModelRun(kind)
     var failures: [String] = []
     func say(_ line: String) { if verbose { print("[\(kind) \(seed)] \(line)") } }
 
