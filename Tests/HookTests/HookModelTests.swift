@@ -47,6 +47,14 @@ private struct HookSpec {
     let owner: Int?
     let action: Action
 
+    /// A typed after hook as a plain after hook (an async point's
+    /// synchronous after hooks work as its async ones).
+    var asAfter: HookSpec {
+        guard kind == .typedAfter else { return self }
+        return HookSpec(id: id, kind: .after, amount: amount, flag: flag, invocations: 0, throwing: throwing,
+                        owner: owner, action: action)
+    }
+
     var description: String {
         "#\(id) \(kind) amount \(amount)\(flag ? " flag" : "") x\(invocations)\(throwing ? " throws" : "")"
             + "\(owner.map { " owner \($0)" } ?? "") \(action)"
@@ -80,12 +88,17 @@ private enum ModelPointKind: CaseIterable, CustomStringConvertible {
     /// A `@Hooked` property: a call is a set (its result the value
     /// stored after it), a reentrant call a set from inside a hook.
     case property
+    /// An `AsyncClosureHook<Int64, Int64>`: async hooks (some suspend),
+    /// and for typed after hooks synchronous after hooks added through
+    /// `HookPoint` (with a `CallBack`), which work as after hooks.
+    case async
     var description: String {
         switch self {
         case .closure: "closure"
         case .cEntry: "C function's entry"
         case .patched: "C function hooked at its entry"
         case .property: "@Hooked property"
+        case .async: "async closure"
         }
     }
 }
@@ -96,18 +109,36 @@ private final class ModelBox {
     @Hooked var value: Int64 = 0
 }
 
+/// What the driver of a random run uses of the real hook point and its hooks.
+private protocol ModelReal: AnyObject {
+    var point: HookPoint! { get }
+    var errors: Shared<[String]> { get }
+    var tokens: [Int: HookToken] { get }
+    var owners: [ModelOwner?] { get set }
+    var nextID: Int { get set }
+    func add(_ spec: HookSpec)
+    /// A call, a call inside `point.withoutHooks`, and one inside the
+    /// thread's `withoutHooks` (nil: not for this kind of point).
+    func call(_ x: Int64) async -> Int64
+    func callWithoutPointHooks(_ x: Int64) async -> Int64
+    func callWithoutHooks(_ x: Int64) -> Int64?
+    func end() throws
+}
+
 /// The run through the real API: a hooked function and hooks doing what their specs say.
-private final class RealRun: @unchecked Sendable {
+private final class RealRun: ModelReal, @unchecked Sendable {
     let kind: ModelPointKind
     var point: HookPoint!
     /// A call of the hooked function.
-    var call: ((Int64) -> Int64)!
+    var invoke: ((Int64) -> Int64)!
+    func call(_ x: Int64) async -> Int64 { invoke(x) }
+    func callWithoutPointHooks(_ x: Int64) async -> Int64 { point.withoutHooks { invoke(x) } }
+    func callWithoutHooks(_ x: Int64) -> Int64? { withoutHooks { invoke(x) } }
     /// Adds a typed after hook.
     var addTypedAfter: ((AnyObject?, @escaping (Int64, Int64) throws -> Void) -> HookToken)!
     let errors = Shared<[String]>([])
     var tokens: [Int: HookToken] = [:]
     var owners: [ModelOwner?] = []
-    var bagged: [Bool] = []
     var depth = 0
     var nextID = 0
     let box = ModelBox()
@@ -119,7 +150,7 @@ private final class RealRun: @unchecked Sendable {
         case .closure:
             let point = ClosureHook<Int64, Int64>(name: "model") { [unowned self] x in self.original(x) }
             self.point = point
-            call = { [unowned point] in point($0) }
+            invoke = { [unowned point] in point($0) }
             addTypedAfter = { [unowned point] owner, body in point.afterReturning(owner: owner, body) }
         case .cEntry, .patched:
             let point: FunctionHook = kind == .cEntry
@@ -129,17 +160,18 @@ private final class RealRun: @unchecked Sendable {
             self.point = point
             let entry = point.entry(as: ModelCFunction.self)
             hk_model_set({ modelLog.append("o\($0)") }, entry)
-            call = kind == .cEntry ? { entry($0) } : { hk_model_patched($0) }
+            invoke = kind == .cEntry ? { entry($0) } : { hk_model_patched($0) }
             addTypedAfter = { [unowned point] owner, body in try! point.afterReturning(owner: owner, body) }
         case .property:
             let point = box.$value
             self.point = point
-            call = { [box] in
+            invoke = { [box] in
                 box.value = $0
                 return box.value
             }
             // (The old and the new value, as a typed after hook's result and argument.)
             addTypedAfter = { [unowned point] owner, body in point.didSet(owner: owner) { try body($0, $1) } }
+        case .async: preconditionFailure("an async point's run is an AsyncRealRun")
         }
         point.hookErrorHandler = { [errors] error, position in errors.mutate { $0.append("\(position): \(error)") } }
     }
@@ -156,7 +188,7 @@ private final class RealRun: @unchecked Sendable {
         if x > 0, x % 7 == 0, depth < 3 {
             depth += 1
             defer { depth -= 1 }
-            return call(x - 1) &+ 1
+            return invoke(x - 1) &+ 1
         }
         return x &* 2 &+ 1
     }
@@ -185,7 +217,7 @@ private final class RealRun: @unchecked Sendable {
         case .reenter where kind == .property:
             // A set from inside a hook: stored without hooks.
             box.value = argument &+ Int64(spec.amount)
-        case .reenter: return call(argument) % 5
+        case .reenter: return invoke(argument) % 5
         case .removeSelf: tokens[spec.id]?.remove()
         case .remove(let other): tokens[other]?.remove()
         case .add:
@@ -252,6 +284,112 @@ private final class RealRun: @unchecked Sendable {
     }
 }
 
+/// The run through an async hook point: the same hooks as async hooks,
+/// some suspending before their work; typed after hooks are synchronous
+/// after hooks added through `HookPoint`.
+private final class AsyncRealRun: ModelReal, @unchecked Sendable {
+    var point: HookPoint!
+    var async: AsyncClosureHook<Int64, Int64>!
+    let errors = Shared<[String]>([])
+    var tokens: [Int: HookToken] = [:]
+    var owners: [ModelOwner?] = []
+    var depth = 0
+    var nextID = 0
+
+    init() {
+        async = AsyncClosureHook<Int64, Int64>(name: "model") { [unowned self] x in await self.original(x) }
+        point = async
+        point.hookErrorHandler = { [errors] error, position in errors.mutate { $0.append("\(position): \(error)") } }
+    }
+
+    func call(_ x: Int64) async -> Int64 { try! await async(x) }
+    func callWithoutPointHooks(_ x: Int64) async -> Int64 { try! await async.withoutHooks { try await async(x) } }
+    func callWithoutHooks(_ x: Int64) -> Int64? { nil }
+    func end() throws {}
+
+    func original(_ x: Int64) async -> Int64 {
+        modelLog.append("o\(x)")
+        if x > 0, x % 7 == 0, depth < 3 {
+            depth += 1
+            defer { depth -= 1 }
+            return await call(x - 1) &+ 1
+        }
+        return x &* 2 &+ 1
+    }
+
+    func add(_ spec: HookSpec) {
+        let owner = spec.owner.flatMap { owners[$0] }
+        switch spec.kind {
+        case .before: tokens[spec.id] = async.before(owner: owner) { [unowned self] in try await self.run(spec, &$0) }
+        case .instead: tokens[spec.id] = async.instead(owner: owner) { [unowned self] in try await self.run(spec, &$0) }
+        case .after: tokens[spec.id] = async.after(owner: owner) { [unowned self] in try await self.run(spec, &$0) }
+        case .typedAfter:
+            tokens[spec.id] = point.after(owner: owner) { [unowned self] call in
+                let argument = try call.argument(0, as: Int64.self)
+                modelLog.append("\(spec.id):\(argument)")
+                _ = self.performSynchronously(spec)
+                let amount = Int64(spec.amount)
+                try call.setResult(call.hasResult ? try call.result(as: Int64.self) &* 3 &+ amount : amount)
+                if spec.throwing { throw HookModelError(id: spec.id) }
+            }
+        }
+    }
+
+    /// What a hook's action does; the value it adds to the hook's work.
+    func perform(_ spec: HookSpec, _ argument: Int64) async -> Int64 {
+        if spec.action == .reenter { return await call(argument) % 5 }
+        return performSynchronously(spec)
+    }
+
+    func performSynchronously(_ spec: HookSpec) -> Int64 {
+        switch spec.action {
+        case .none, .reenter: break
+        case .removeSelf: tokens[spec.id]?.remove()
+        case .remove(let other): tokens[other]?.remove()
+        case .add:
+            add(HookSpec(id: nextID, kind: .after, amount: spec.amount &+ 1, flag: false, invocations: 0, throwing: false,
+                         owner: nil, action: .none))
+            nextID += 1
+        case .releaseOwner(let owner): owners[owner] = nil
+        case .removeAll: point.removeAllHooks()
+        }
+        return 0
+    }
+
+    func run(_ spec: HookSpec, _ call: inout AsyncCallBack<Int64, Int64>) async throws {
+        // Some hooks suspend first (and may go on on another thread).
+        if spec.amount % 3 == 0 { await Task.yield() }
+        let argument = call.arguments
+        modelLog.append("\(spec.id):\(argument)")
+        let extra = await perform(spec, argument)
+        let amount = Int64(spec.amount)
+        switch spec.kind {
+        case .before:
+            call.arguments = argument &+ amount &+ extra
+            if spec.flag {
+                call.setResult(amount)
+                try call.veto()
+            }
+        case .instead:
+            var total: Int64 = 0
+            for _ in 0..<spec.invocations {
+                call.arguments = call.arguments &+ amount
+                try await call.invokeOriginal()
+                guard let result = call.result else { throw HookModelError(id: -1) }
+                total &+= result
+            }
+            if spec.throwing { throw HookModelError(id: spec.id) }
+            if spec.invocations > 0 || spec.flag { call.setResult(total &+ amount &+ extra) }
+            return
+        case .after:
+            call.setResult(call.result.map { $0 &* 3 &+ amount &+ extra } ?? amount &+ extra)
+        case .typedAfter:
+            Issue.record("a synchronous hook runs through its own body")
+        }
+        if spec.throwing { throw HookModelError(id: spec.id) }
+    }
+}
+
 /// The model: the same run by the documentation's rules.
 private final class ModelRun {
     /// A C function: every call has a result (zero where none was made).
@@ -260,9 +398,12 @@ private final class ModelRun {
     let isProperty: Bool
     /// The property's value.
     var stored = 0
+    /// An async point: its "typed" after hooks are synchronous after hooks.
+    let isAsync: Bool
     init(_ kind: ModelPointKind) {
         isC = kind == .cEntry || kind == .patched
         isProperty = kind == .property
+        isAsync = kind == .async
     }
 
     struct Attached {
@@ -351,6 +492,12 @@ private final class ModelRun {
         var record = Record(argument: x)
         for hook in befores { runHook(hook, &record, insteads) }
         if !record.vetoed { runInstead(0, insteads, &record) }
+        if isAsync {
+            for hook in afters { runHook(hook.asAfter, &record, insteads) }
+            if let result = record.result { return result }
+            errors.append("instead: missing result")
+            return original(record.argument)
+        }
         if isC, !afters.isEmpty, record.result == nil { record.result = 0 }
         for hook in afters {
             if hook.kind == .typedAfter, record.result == nil, ownerAlive(hook) { continue }
@@ -516,9 +663,9 @@ private final class ModelRun {
 }
 
 /// One random run of `steps` steps; what went wrong (empty: nothing).
-private func hookModelRun(_ kind: ModelPointKind, seed: UInt64, steps: Int, verbose: Bool = false) throws -> [String] {
+private func hookModelRun(_ kind: ModelPointKind, seed: UInt64, steps: Int, verbose: Bool = false) async throws -> [String] {
     var random = SeededGenerator(seed: seed)
-    let real = try RealRun(kind)
+    let real: any ModelReal = kind == .async ? AsyncRealRun() : try RealRun(kind)
     defer { try? real.end() }
     let model = ModelRun(kind)
     var failures: [String] = []
@@ -527,7 +674,6 @@ private func hookModelRun(_ kind: ModelPointKind, seed: UInt64, steps: Int, verb
     func newOwner() {
         let bagged = Bool.random(using: &random)
         real.owners.append(bagged ? BaggedModelOwner() : ModelOwner())
-        real.bagged.append(bagged)
         model.ownersAlive.append(true)
         model.bagged.append(bagged)
     }
@@ -537,7 +683,7 @@ private func hookModelRun(_ kind: ModelPointKind, seed: UInt64, steps: Int, verb
         let id = model.nextID
         model.nextID += 1
         real.nextID = model.nextID
-        let kind = HookSpec.Kind.allCases.randomElement(using: &random)!
+        let hookKind = HookSpec.Kind.allCases.randomElement(using: &random)!
         let alive = model.ownersAlive.indices.filter { model.ownersAlive[$0] }
         let owner = Int.random(in: 0..<4, using: &random) == 0 ? alive.randomElement(using: &random) : nil
         let known = Array(model.attached.map(\.spec.id))
@@ -551,10 +697,12 @@ private func hookModelRun(_ kind: ModelPointKind, seed: UInt64, steps: Int, verb
         case 6 where Int.random(in: 0..<4, using: &random) == 0: action = .removeAll
         default: action = .none
         }
-        return HookSpec(id: id, kind: kind, amount: Int.random(in: -3...9, using: &random),
+        return HookSpec(id: id, kind: hookKind, amount: Int.random(in: -3...9, using: &random),
                         flag: Int.random(in: 0..<6, using: &random) == 0,
-                        invocations: kind == .instead ? [0, 1, 1, 1, 2].randomElement(using: &random)! : 0,
-                        throwing: Int.random(in: 0..<10, using: &random) == 0, owner: owner, action: action)
+                        invocations: hookKind == .instead ? [0, 1, 1, 1, 2].randomElement(using: &random)! : 0,
+                        throwing: Int.random(in: 0..<10, using: &random) == 0, owner: owner,
+                        // (A synchronous hook cannot call an async point.)
+                        action: kind == .async && hookKind == .typedAfter && action == .reenter ? .none : action)
     }
 
     for step in 0..<steps {
@@ -595,19 +743,20 @@ private func hookModelRun(_ kind: ModelPointKind, seed: UInt64, steps: Int, verb
             switch mode {
             case 0:
                 say("call \(x) without hooks")
-                got = withoutHooks { real.call(Int64(x)) }
+                guard let result = real.callWithoutHooks(Int64(x)) else { continue }
+                got = result
                 model.suppressed = true
                 expected = model.call(x)
                 model.suppressed = false
             case 1:
                 say("call \(x) without this point's hooks")
-                got = real.point.withoutHooks { real.call(Int64(x)) }
+                got = await real.callWithoutPointHooks(Int64(x))
                 model.suppressed = true
                 expected = model.call(x)
                 model.suppressed = false
             default:
                 say("call \(x)")
-                got = real.call(Int64(x))
+                got = await real.call(Int64(x))
                 expected = model.call(x)
             }
             say("  \(modelLog.joined(separator: " ")) -> \(got)")
@@ -640,13 +789,13 @@ struct HookModelTests {
     /// `HOOK_SEED=N swift test --filter HookModelTests` replays seed N with
     /// every step and call printed.
     @Test(arguments: ModelPointKind.allCases, 0..<30)
-    fileprivate func randomHooksDoWhatTheModelSays(kind: ModelPointKind, batch: Int) throws {
+    fileprivate func randomHooksDoWhatTheModelSays(kind: ModelPointKind, batch: Int) async throws {
         if let seed = ProcessInfo.processInfo.environment["HOOK_SEED"].flatMap(UInt64.init) {
-            if batch == 0 { _ = try hookModelRun(kind, seed: seed, steps: 120, verbose: true) }
+            if batch == 0 { _ = try await hookModelRun(kind, seed: seed, steps: 120, verbose: true) }
             return
         }
         for seed in UInt64(batch * 10)..<UInt64(batch * 10 + 10) {
-            let failures = try hookModelRun(kind, seed: seed, steps: 120)
+            let failures = try await hookModelRun(kind, seed: seed, steps: 120)
             #expect(failures.isEmpty, "\(failures.first ?? "")")
             if !failures.isEmpty { return }
         }
