@@ -1,6 +1,7 @@
 import CHookTestSupport
 import Foundation
 import Hook
+import SwiftEntrySample
 import Testing
 
 // Random hooks on a hooked closure, a C function's hooked entry and a C
@@ -85,6 +86,8 @@ private enum ModelPointKind: CaseIterable, CustomStringConvertible {
     case cEntry
     /// An `EntryHook` of `hk_model_patched`, which calls itself.
     case patched
+    /// A `SwiftEntryHook` of `SwiftEntrySample.modelOriginal`, which calls itself.
+    case swiftEntry
     /// A `@Hooked` property: a call is a set (its result the value
     /// stored after it), a reentrant call a set from inside a hook.
     case property
@@ -97,6 +100,7 @@ private enum ModelPointKind: CaseIterable, CustomStringConvertible {
         case .closure: "closure"
         case .cEntry: "C function's entry"
         case .patched: "C function hooked at its entry"
+        case .swiftEntry: "Swift function hooked by name"
         case .property: "@Hooked property"
         case .async: "async closure"
         }
@@ -104,6 +108,12 @@ private enum ModelPointKind: CaseIterable, CustomStringConvertible {
 }
 
 private typealias ModelCFunction = @convention(c) (Int64) -> Int64
+
+/// The Swift function's hook point, found once: a look-up by name reads the
+/// symbol tables, most of a run's time when each run asked.
+nonisolated(unsafe) private let modelSwiftEntry = Result {
+    try SwiftEntryHook.named("SwiftEntrySample.modelOriginal(_:)", as: ((Int64) -> Int64).self)
+}
 
 private final class ModelBox {
     @Hooked var value: Int64 = 0
@@ -171,6 +181,12 @@ private final class RealRun: ModelReal, @unchecked Sendable {
             }
             // (The old and the new value, as a typed after hook's result and argument.)
             addTypedAfter = { [unowned point] owner, body in point.didSet(owner: owner) { try body($0, $1) } }
+        case .swiftEntry:
+            let point = try modelSwiftEntry.get()
+            self.point = point
+            modelReport = { modelLog.append("o\($0)") }
+            invoke = { modelOriginal($0) }
+            addTypedAfter = { [unowned point] owner, body in try! point.afterReturning(owner: owner) { try body($0, $1) } }
         case .async: preconditionFailure("an async point's run is an AsyncRealRun")
         }
         point.hookErrorHandler = { [errors] error, position in errors.mutate { $0.append("\(position): \(error)") } }
@@ -179,7 +195,10 @@ private final class RealRun: ModelReal, @unchecked Sendable {
     /// Puts a patched function back.
     func end() throws {
         if let entry = point as? EntryHook { try entry.restore() }
+        // (Kept patched for the next run, which uses the same point.)
+        if let entry = point as? SwiftEntryHook<Int64, Int64> { entry.removeAllHooks() }
         hk_model_set(nil, nil)
+        modelReport = nil
     }
 
     /// The closure's original: as `hk_model_original`.

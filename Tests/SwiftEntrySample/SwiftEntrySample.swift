@@ -95,3 +95,22 @@ public final class Worker: @unchecked Sendable {
 
 /// Calls itself: each level's call reaches the entry.
 public func factorial(_ n: Int) -> Int { n <= 1 ? 1 : n &* factorial(n &- 1) }
+
+/// Where `modelOriginal` reports each run (HookTests' random hook model).
+nonisolated(unsafe) public var modelReport: ((Int64) -> Void)?
+nonisolated(unsafe) private var modelDepth = 0
+
+/// The random hook model's Swift original (as its C ones): reports each
+/// run, returns 2x + 1 (wrapping), or, for a positive multiple of 7 (three
+/// levels deep at most), itself at x - 1 plus 1, by a direct call.
+/// (Not optimized: the recursion stays a call of its own entry.)
+@_optimize(none) @inline(never)
+public func modelOriginal(_ x: Int64) -> Int64 {
+    modelReport?(x)
+    if x > 0, x % 7 == 0, modelDepth < 3 {
+        modelDepth += 1
+        defer { modelDepth -= 1 }
+        return modelOriginal(x - 1) &+ 1
+    }
+    return x &* 2 &+ 1
+}
