@@ -88,6 +88,9 @@ private enum ModelPointKind: CaseIterable, CustomStringConvertible {
     case patched
     /// A `SwiftEntryHook` of `SwiftEntrySample.modelOriginal`, which calls itself.
     case swiftEntry
+    /// A `@HookableMethod` whose body calls the method (it has no typed
+    /// after hooks: plain after hooks stand for them).
+    case method
     /// A `@Hooked` property: a call is a set (its result the value
     /// stored after it), a reentrant call a set from inside a hook.
     case property
@@ -105,6 +108,7 @@ private enum ModelPointKind: CaseIterable, CustomStringConvertible {
         case .patched: "C function hooked at its entry"
         case .swiftEntry: "Swift function hooked by name"
         case .property: "@Hooked property"
+        case .method: "@HookableMethod"
         case .async: "async closure"
         }
     }
@@ -120,6 +124,21 @@ nonisolated(unsafe) private let modelSwiftEntry = Result {
 
 private final class ModelBox {
     @Hooked var value: Int64 = 0
+}
+
+/// The method kind's object: its body is the closure's original, calling the method.
+private final class ModelMethodObject {
+    var depth = 0
+    @HookableMethod(ModelMethodObject.body) var model
+    private func body(_ x: Int64) -> Int64 {
+        modelLog.append("o\(x)")
+        if x > 0, x % 7 == 0, depth < 3 {
+            depth += 1
+            defer { depth -= 1 }
+            return model(x - 1) &+ 1
+        }
+        return x &* 2 &+ 1
+    }
 }
 
 /// What the driver of a random run uses of the real hook point and its hooks.
@@ -155,6 +174,7 @@ private final class RealRun: ModelReal, @unchecked Sendable {
     var depth = 0
     var nextID = 0
     let box = ModelBox()
+    let object = ModelMethodObject()
 
     init(_ kind: ModelPointKind) throws {
         self.kind = kind
@@ -190,6 +210,9 @@ private final class RealRun: ModelReal, @unchecked Sendable {
             modelReport = { modelLog.append("o\($0)") }
             invoke = { modelOriginal($0) }
             addTypedAfter = { [unowned point] owner, body in try! point.afterReturning(owner: owner) { try body($0, $1) } }
+        case .method:
+            point = object.$model
+            invoke = { [object] in object.model($0) }
         case .async: preconditionFailure("an async point's run is an AsyncRealRun")
         }
         point.hookErrorHandler = { [errors] error, position in errors.mutate { $0.append("\(position): \(error)") } }
@@ -222,6 +245,8 @@ private final class RealRun: ModelReal, @unchecked Sendable {
         case .before: token = point.before(owner: owner) { [unowned self] in try self.run(spec, &$0) }
         case .instead: token = point.instead(owner: owner) { [unowned self] in try self.run(spec, &$0) }
         case .after: token = point.after(owner: owner) { [unowned self] in try self.run(spec, &$0) }
+        case .typedAfter where kind == .method:
+            token = point.after(owner: owner) { [unowned self] in try self.run(spec.asAfter, &$0) }
         case .typedAfter:
             token = addTypedAfter(owner) { [unowned self] result, argument in
                 modelLog.append(kind == .property ? "\(spec.id):\(result)->\(argument)" : "\(spec.id):\(argument)=\(result)")
@@ -420,12 +445,13 @@ private final class ModelRun {
     let isProperty: Bool
     /// The property's value.
     var stored = 0
-    /// An async point: its "typed" after hooks are synchronous after hooks.
-    let isAsync: Bool
+    /// An async point (its "typed" after hooks are synchronous after
+    /// hooks) or a method (plain after hooks): they work as after hooks.
+    let typedAfterIsPlain: Bool
     init(_ kind: ModelPointKind) {
         isC = kind == .cEntry || kind == .patched
         isProperty = kind == .property
-        isAsync = kind == .async
+        typedAfterIsPlain = kind == .async || kind == .method
     }
 
     struct Attached {
@@ -514,7 +540,7 @@ private final class ModelRun {
         var record = Record(argument: x)
         for hook in befores { runHook(hook, &record, insteads) }
         if !record.vetoed { runInstead(0, insteads, &record) }
-        if isAsync {
+        if typedAfterIsPlain {
             for hook in afters { runHook(hook.asAfter, &record, insteads) }
             if let result = record.result { return result }
             errors.append("instead: missing result")
