@@ -201,8 +201,15 @@ public protocol BindingTrigger: AnyObject {
     func stop()
 }
 
-/// Fires after each set of a `@Hooked` property (BND's KVO trigger): an
-/// `after` hook on the property's hook point.
+/// Fires after each set of a `@Hooked` property (BND's KVO trigger): a hook
+/// around the store on the property's hook point (an `instead` hook that
+/// stores, then fires; not for a vetoed set).
+///
+/// As a ``Binding``, it fires at most once per change (the reentrancy flag,
+/// shared with bindings): properties bound to each other by pairs of
+/// bindings, in a mesh, all get a set once through each binding, and a
+/// set that a firing causes on this thread, directly or not, does not
+/// fire it again.
 public final class HookTrigger: BindingTrigger, @unchecked Sendable {
     private let point: () throws(BindError) -> HookPoint
     private let lock = NSLock()
@@ -224,7 +231,19 @@ public final class HookTrigger: BindingTrigger, @unchecked Sendable {
         guard once.claim() else {
             throw BindError(.duplicateFish, "this HookTrigger already serves a binding")
         }
-        let token = point.after { call in if !call.isVetoed { fire() } }
+        // Its identity in the change the thread delivers (`_Change`).
+        // Without it, each set went along every path of bindings that did
+        // not pass a property twice: six properties bound pairwise both
+        // ways were set 326 times for one set. (Around the store, so that
+        // the triggers and bindings of one point nest and share the change;
+        // as `after` hooks each would begin a change of its own.)
+        let identity = _BoundPair()
+        let token = point.instead { call in
+            try _Change.once(ObjectIdentifier(identity)) { fires in
+                try call.invokeOriginal()
+                if fires { fire() }
+            }
+        }
         lock.withLock { self.token = token }
     }
 

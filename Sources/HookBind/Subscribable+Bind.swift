@@ -15,24 +15,46 @@ extension Observable {
     /// ```
     ///
     /// The object is held weakly and the binding ends with it (at once if it
-    /// is a `HookOwner`), or with ``Subscription/dispose()``. A change does
-    /// not come back to where it started (Hook's reentrancy guard).
+    /// is a `HookOwner`), or with ``Subscription/dispose()``. As a
+    /// ``Binding``'s, a binding made here delivers each change at most once,
+    /// in either direction (the reentrancy flag, shared with bindings):
+    /// observables and properties bound in a mesh all get a write once
+    /// each, and a change does not come back to where it started. A write
+    /// that code run by the change makes (a subscriber's) is part of the
+    /// change: a binding that delivered it already does not deliver it again.
     ///
     /// - Throws: ``BindError`` `.notHookable` if `keyPath` is not a `@Hooked` property.
     @discardableResult
     public func bind<Object: AnyObject>(_ object: Object, _ keyPath: ReferenceWritableKeyPath<Object, Value>) throws(BindError) -> Subscription {
         let property = try _propertyPoint(object, keyPath)
         // The property joins this observable's group (and its bindings' group).
-        _Groups.merge([_group, property._attachedObject(orAttach: { _Group() })])
+        let group = property._attachedObject(orAttach: { _Group() })
+        _Groups.merge([_group, group])
         return _Graph.locked(_group) {
             property._setThroughHooks(hookPoint._currentValue)
-            let toProperty = hookPoint.add(.after, owner: object) { object, call in
-                guard !call.isVetoed else { return }
-                object[keyPath: keyPath] = try call.argument(0, as: Value.self)
+            // The binding's identity in a change (`_Change`, as a `Binding`'s):
+            // without it, each write went along every path of bindings that
+            // did not pass a point twice, and 6 observables each bound to
+            // the same 6 properties set them 196,956 times for one write.
+            // Each direction an `instead` hook around the store, as a
+            // binding's on a property: a point's bindings of both kinds
+            // nest, so the change they deliver is one for all of them (as
+            // `after` hooks, each began a change of its own once the
+            // bindings' instead hooks had ended theirs, and delivered the
+            // write again).
+            let identity = _BoundPair()
+            let toProperty = hookPoint.add(.instead, owner: object) { object, call in
+                try _Change.run(ObjectIdentifier(identity), group) { deliver in
+                    try call.invokeOriginal()
+                    if deliver { object[keyPath: keyPath] = try call.argument(0, as: Value.self) }
+                }
             }
-            let fromProperty = property.add(.after, owner: object) { [weak self] _, call in
-                guard !call.isVetoed, let self else { return }
-                self.value = try call.argument(0, as: Value.self)
+            let fromProperty = property.add(.instead, owner: object) { [weak self] _, call in
+                guard let self else { return try call.invokeOriginal() }
+                try _Change.run(ObjectIdentifier(identity), group) { deliver in
+                    try call.invokeOriginal()
+                    if deliver { self.value = try call.argument(0, as: Value.self) }
+                }
             }
             let subscription = Subscription(toProperty, fromProperty)
             if let owner = object as? HookOwner { subscription.store(in: owner.hookBag) }
@@ -40,6 +62,10 @@ extension Observable {
         }
     }
 }
+
+/// The identity of an observable bound to a property (`Observable.bind`) in
+/// the change a thread delivers (see `_Change`).
+final class _BoundPair: @unchecked Sendable {}
 
 extension Computed {
     /// Sets `object`'s property at `keyPath` to `handler(value)` now and

@@ -1123,6 +1123,29 @@ struct ObservablePropertyBindingTests {
         #expect(field.text == "Hopper" && writes == 3 && heard == 2)
     }
 
+    /// Six observables each bound to the same six properties: a write
+    /// reaches all twelve, each binding delivering it once (36 sets of the
+    /// properties at most, 196,956 when each write went along every path
+    /// of bindings), and everything connected holds it.
+    @Test func observablesAndPropertiesBoundInAMeshGetAWriteOncePerBinding() throws {
+        let observables = (0..<6).map { Observable("start \($0)") }
+        let fields = (0..<6).map { _ in TextField() }
+        var subscriptions: [Subscription] = []
+        for observable in observables {
+            for field in fields { subscriptions.append(try observable.bind(field, \.text)) }
+        }
+        var sets = 0, heard = 0
+        for field in fields { field.$text.didSet { _, _ in sets += 1 } }
+        for observable in observables { observable.subscribe { _, _ in heard += 1 } }
+        observables[2].value = "mesh"
+        #expect(fields.allSatisfy { $0.text == "mesh" } && observables.allSatisfy { $0.value == "mesh" })
+        #expect(sets <= 36 && heard <= 36)
+        fields[4].text = "again"
+        #expect(fields.allSatisfy { $0.text == "again" } && observables.allSatisfy { $0.value == "again" })
+        #expect(sets <= 72 && heard <= 72)
+        withExtendedLifetime(subscriptions) {}
+    }
+
     @Test func bindingHandlersConvertValues() {
         let salary = Observable(120_000)
         let formatted = Computed { salary.value }

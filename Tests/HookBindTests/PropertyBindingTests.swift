@@ -48,6 +48,28 @@ struct PropertyBindingTests {
         #expect(textField.text == "Jim")
     }
 
+    /// Six fields bound pairwise both ways (30 bindings, each fired by a
+    /// `HookTrigger` on its source): a set reaches all six, each binding
+    /// delivering it once (at most 31 sets, 326 when each set went along
+    /// every path of bindings).
+    @Test func fieldsBoundPairwiseBothWaysGetASetOncePerBinding() throws {
+        let fields = (0..<6).map { _ in Field() }
+        var bindings: [PropertyBinding<String>] = []
+        for source in fields {
+            for destination in fields where destination !== source {
+                let binding = PropertyBinding(source: BoundProperty(source, \.text), destination: BoundProperty(destination, \.text))
+                try binding.addTrigger(HookTrigger(source, \.text))
+                bindings.append(binding)
+            }
+        }
+        var sets = 0
+        for field in fields { field.$text.didSet { _, _ in sets += 1 } }
+        fields[3].text = "mesh"
+        #expect(fields.allSatisfy { $0.text == "mesh" })
+        #expect(sets <= 31)
+        withExtendedLifetime(bindings) {}
+    }
+
     @Test func aNotificationFromAnotherSenderIsIgnored() throws {
         let person = Person(name: "a"), field = Field(), otherField = Field()
         let center = NotificationCenter()

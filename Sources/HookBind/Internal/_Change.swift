@@ -75,6 +75,27 @@ struct _Change {
         }
     }
 
+    /// Runs `body` as `id`'s part of the current change on this thread, as
+    /// `run` does, without a group's lock: for a `HookTrigger`, whose
+    /// binding takes its own (`body(false)`: `id` delivered this change
+    /// already). A change begun here holds no lock: a binding that delivers
+    /// in it takes its group's.
+    static func once(_ id: ObjectIdentifier, _ body: (Bool) throws -> Void) throws {
+        if let raw = _BindingThread.change {
+            return try deliver(raw.assumingMemoryBound(to: _Change.self), id, body)
+        }
+        try withUnsafeTemporaryAllocation(of: ObjectIdentifier.self, capacity: inlineCapacity) { buffer in
+            var change = _Change(buffer)
+            defer { if change.onHeap { change.ids.deallocate() } }
+            change.insert(id)
+            try withUnsafeMutablePointer(to: &change) { pointer in
+                _BindingThread.change = UnsafeMutableRawPointer(pointer)
+                defer { _BindingThread.change = nil }
+                try body(true)
+            }
+        }
+    }
+
     /// `binding`'s part of `change`: `body(true)` the first time, `body(false)`
     /// after (`body` runs outside any access to `change`: it may nest).
     private static func deliver(_ change: UnsafeMutablePointer<_Change>, _ binding: ObjectIdentifier,
