@@ -175,7 +175,10 @@ private final class MixedRun {
         expected = observables.map(\.value) + boxes.map { _ in 0 }
         let observed = observables
         sum = Computed { observed.reduce(0) { $0 &+ $1.value } }
-        observers = observables.map { o in o.subscribe { [counter] _, new in counter.sets += 1; if counter.trace { print("  write \(o.name) \(new)") } } }
+        observers = observables.map { o in o.subscribe { [counter, name = o.name] _, new in
+            counter.sets += 1
+            if counter.trace { print("  write \(name) \(new)") }
+        } }
         counter.trace = verbose
         subscription = sum.subscribe(SubscriptionOptions(notifyOnSubscription: true)) { [unowned self] _, new in heard = new }
         defer {
