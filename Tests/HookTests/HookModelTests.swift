@@ -756,11 +756,25 @@ private func hookModelRun(_ kind: ModelPointKind, seed: UInt64, steps: Int, verb
     for step in 0..<steps {
         let choice = Int.random(in: 0..<100, using: &random)
         switch choice {
-        case 0..<30:
+        case 0..<27:
             let spec = randomSpec()
             say("add \(spec.description)")
             real.add(spec)
             model.add(spec)
+        case 27..<30:
+            // Many hooks of one owner (a bag of more than 8 removes them
+            // grouped by point, with one change each).
+            guard let owner = model.ownersAlive.indices.filter({ model.ownersAlive[$0] }).randomElement(using: &random) else { continue }
+            let count = Int.random(in: 5...14, using: &random)
+            say("add \(count) after hooks of owner \(owner)")
+            for _ in 0..<count {
+                let spec = HookSpec(id: model.nextID, kind: .after, amount: Int.random(in: 0...3, using: &random), flag: false,
+                                    invocations: 0, throwing: false, owner: owner, action: .none)
+                model.nextID += 1
+                real.nextID = model.nextID
+                real.add(spec)
+                model.add(spec)
+            }
         case 30..<38:
             // Mostly an attached hook; sometimes any made so far (removed already, or detached).
             guard model.nextID > 0 else { continue }
