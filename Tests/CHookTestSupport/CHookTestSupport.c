@@ -267,3 +267,27 @@ __attribute__((noinline, optnone)) int64_t hk_model_patched(int64_t x) {
   }
   return (int64_t)((uint64_t)x * 2 + 1);
 }
+
+// MARK: the threaded model's originals and log
+
+int64_t hk_threads_original(int64_t x) { return (int64_t)((uint64_t)x * 2 + 1); }
+
+__attribute__((noinline, optnone)) int64_t hk_threads_patched(int64_t x) {
+  return (int64_t)((uint64_t)x * 2 + 1);
+}
+
+static _Thread_local int64_t hk_thread_log[64];
+static _Thread_local int hk_thread_log_count;
+
+void hk_thread_log_push(int64_t value) {
+  if (hk_thread_log_count < 64) hk_thread_log[hk_thread_log_count] = value;
+  hk_thread_log_count++;
+}
+
+int hk_thread_log_take(int64_t *out) {
+  int count = hk_thread_log_count < 64 ? hk_thread_log_count : 64;
+  for (int i = 0; i < count; i++) out[i] = hk_thread_log[i];
+  int all = hk_thread_log_count;
+  hk_thread_log_count = 0;
+  return all;
+}

@@ -2,6 +2,7 @@ import CHookTestSupport
 import Foundation
 import Hook
 import SwiftEntrySample
+import Synchronization
 import Testing
 
 // Random hooks on a hooked closure, a C function's hooked entry and a C
@@ -845,6 +846,166 @@ private func hookModelRun(_ kind: ModelPointKind, seed: UInt64, steps: Int, verb
     return failures
 }
 
+/// The hook point of the threaded model: a call through its hooks.
+private final class ThreadedPoint: @unchecked Sendable {
+    let point: HookPoint
+    let call: @Sendable (Int64) -> Int64
+    let end: () throws -> Void
+
+    init(_ kind: ModelPointKind) throws {
+        let signature = Signature(returning: .int64, arguments: [.int64])
+        switch kind {
+        case .closure:
+            let point = ClosureHook<Int64, Int64>(name: "threads") { $0 &* 2 &+ 1 }
+            self.point = point
+            call = { [unowned point] in point($0) }
+            end = {}
+        case .cEntry:
+            let point = try FunctionHook(cFunction: hk_threads_original as ModelCFunction, signature: signature, name: "threads")
+            self.point = point
+            let entry = point.entry(as: ModelCFunction.self)
+            call = { entry($0) }
+            end = {}
+        case .patched:
+            let point = try EntryHook(address: unsafeBitCast(hk_threads_patched as ModelCFunction, to: UnsafeRawPointer.self),
+                                      signature: signature, name: "threads")
+            self.point = point
+            call = { hk_threads_patched($0) }
+            end = { try point.restore() }
+        default:
+            preconditionFailure("the threaded model runs on closures and C functions")
+        }
+    }
+}
+
+/// A hook of the threaded model: pure, reporting its id to the thread's log.
+private struct ThreadedHook: Sendable {
+    let id: Int
+    let position: HookPosition
+    let amount: Int64
+}
+
+/// What a call does under `hooks` (the documented rules, with pure hooks):
+/// its result and the ids of the hooks it ran, in order.
+private func threadedModel(_ hooks: [ThreadedHook], _ x: Int64) -> (Int64, [Int64]) {
+    var log: [Int64] = []
+    var argument = x
+    for hook in hooks where hook.position == .before {
+        log.append(Int64(hook.id))
+        argument &+= hook.amount
+    }
+    let insteads = hooks.filter { $0.position == .instead }
+    func instead(_ index: Int) -> Int64 {
+        guard index < insteads.count else { return argument &* 2 &+ 1 }
+        log.append(Int64(insteads[index].id))
+        argument &+= insteads[index].amount
+        return instead(index + 1) &+ insteads[index].amount
+    }
+    var result = instead(0)
+    for hook in hooks where hook.position == .after {
+        log.append(Int64(hook.id))
+        result = result &* 3 &+ hook.amount
+    }
+    return (result, log)
+}
+
+/// Four threads call a hooked function while a fifth adds and removes pure
+/// hooks: each call must be what the model says of one of the lists of
+/// hooks that were there while it ran (from the last change that ended
+/// before it began to the last one that began before it ended), its
+/// result and the order its hooks ran in.
+private func threadedHookRun(_ kind: ModelPointKind, seed: UInt64) throws -> [String] {
+    let point = try ThreadedPoint(kind)
+    defer { try? point.end() }
+    var random = SeededGenerator(seed: seed)
+    // The changes, made in advance: the lists of hooks after each.
+    var lists: [[ThreadedHook]] = [[]]
+    var steps: [(add: ThreadedHook?, remove: Int?)] = []
+    var attached: [ThreadedHook] = []
+    for id in 0..<(underThreadSanitizer ? 60 : 200) {
+        if attached.count > 1, attached.count > 6 || Bool.random(using: &random) {
+            let index = Int.random(in: 0..<attached.count, using: &random)
+            steps.append((nil, attached[index].id))
+            attached.remove(at: index)
+        } else {
+            let hook = ThreadedHook(id: id, position: [.before, .instead, .after].randomElement(using: &random)!,
+                                    amount: Int64.random(in: 1...5, using: &random))
+            steps.append((hook, nil))
+            attached.append(hook)
+        }
+        lists.append(attached)
+    }
+    let (changes, snapshots) = (steps, lists)
+    /// How many changes began, and how many ended.
+    let began = Atomic<Int>(0), ended = Atomic<Int>(0)
+    let callers = 4
+    let failures = Shared<[String]>([])
+    let running = Atomic<Int>(callers)
+    onThreads(callers + 1) { index in
+        if index == callers {
+            var tokens: [Int: HookToken] = [:]
+            for (step, change) in changes.enumerated() {
+                began.store(step + 1, ordering: .sequentiallyConsistent)
+                if let hook = change.add {
+                    let id = Int64(hook.id), amount = hook.amount
+                    switch hook.position {
+                    case .before:
+                        tokens[hook.id] = point.point.before { call in
+                            hk_thread_log_push(id)
+                            try call.setArgument(0, to: try call.argument(0, as: Int64.self) &+ amount)
+                        }
+                    case .instead:
+                        tokens[hook.id] = point.point.instead { call in
+                            hk_thread_log_push(id)
+                            try call.setArgument(0, to: try call.argument(0, as: Int64.self) &+ amount)
+                            try call.invokeOriginal()
+                            try call.setResult(try call.result(as: Int64.self) &+ amount)
+                        }
+                    case .after:
+                        tokens[hook.id] = point.point.after { call in
+                            hk_thread_log_push(id)
+                            try call.setResult(try call.result(as: Int64.self) &* 3 &+ amount)
+                        }
+                    }
+                } else if let id = change.remove {
+                    tokens[id]?.remove()
+                }
+                ended.store(step + 1, ordering: .sequentiallyConsistent)
+                sched_yield()
+            }
+            return
+        }
+        defer { running.subtract(1, ordering: .relaxed) }
+        var x = Int64(index * 1_000)
+        var buffer = [Int64](repeating: 0, count: 64)
+        while ended.load(ordering: .sequentiallyConsistent) < changes.count {
+            x &+= 1
+            let first = ended.load(ordering: .sequentiallyConsistent)
+            let result = point.call(x)
+            let last = began.load(ordering: .sequentiallyConsistent)
+            let count = Int(hk_thread_log_take(&buffer))
+            let log = Array(buffer.prefix(count))
+            let seen = (first...last).contains { k in
+                let (expected, expectedLog) = threadedModel(snapshots[k], x)
+                return expected == result && expectedLog == log
+            }
+            // (Four callers and a changer share two cores here: the
+            // callers give way often, so that the changes go on.)
+            if x % 4 == 0 { sched_yield() }
+            if !seen {
+                failures.mutate {
+                    if $0.count < 3 {
+                        $0.append("\(kind), seed \(seed): a call of \(x) between changes \(first) and \(last) returned \(result) "
+                                  + "running hooks \(log): no list of hooks then gives that")
+                    }
+                }
+                return
+            }
+        }
+    }
+    return failures.value
+}
+
 @Suite("Random hooks against a model", .serialized)
 struct HookModelTests {
     /// 300 seeds of 120 steps for each kind of hook point;
@@ -859,6 +1020,19 @@ struct HookModelTests {
         for seed in UInt64(batch * 10)..<UInt64(batch * 10 + 10) {
             let failures = try await hookModelRun(kind, seed: seed, steps: 120)
             #expect(failures.isEmpty, "\(failures.first ?? "")")
+            if !failures.isEmpty { return }
+        }
+    }
+
+    /// Hooks added and removed while four threads call (20 seeds of 200
+    /// changes for each
+    /// of a closure, a C function's hooked entry and a C function hooked at
+    /// its entry).
+    @Test(arguments: [ModelPointKind.closure, .cEntry, .patched].filter { $0.isAvailable })
+    fileprivate func threadsCallWhileHooksChangeAsTheModelSays(kind: ModelPointKind) throws {
+        for seed in UInt64(0)..<20 {
+            let failures = try threadedHookRun(kind, seed: seed)
+            #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
             if !failures.isEmpty { return }
         }
     }

@@ -143,5 +143,13 @@ int64_t entry_for_binding(int64_t x);
 void hk_model_set(void (*log)(int64_t), int64_t (*recurse)(int64_t));
 int64_t hk_model_original(int64_t x);
 int64_t hk_model_patched(int64_t x);
+// The threaded model's originals: 2x + 1 (wrapping), through a hooked entry
+// and hooked at their entry; and a log of the calling thread (up to 64).
+int64_t hk_threads_original(int64_t x);
+int64_t hk_threads_patched(int64_t x);
+void hk_thread_log_push(int64_t value);
+// Copies the calling thread's log to `out` (room for 64), empties it, and
+// returns how many values it held.
+int hk_thread_log_take(int64_t *out);
 
 #endif
