@@ -158,6 +158,23 @@ private protocol ModelReal: AnyObject {
     func end() throws
 }
 
+extension ModelReal {
+    /// What a hook's action does to the hooks (every action but `.reenter`).
+    func performChange(_ spec: HookSpec) {
+        switch spec.action {
+        case .none, .reenter: break
+        case .removeSelf: tokens[spec.id]?.remove()
+        case .remove(let other): tokens[other]?.remove()
+        case .add:
+            add(HookSpec(id: nextID, kind: .after, amount: spec.amount &+ 1, flag: false, invocations: 0, throwing: false,
+                         owner: nil, action: .none))
+            nextID += 1
+        case .releaseOwner(let owner): owners[owner] = nil
+        case .removeAll: point.removeAllHooks()
+        }
+    }
+}
+
 /// The run through the real API: a hooked function and hooks doing what their specs say.
 private final class RealRun: ModelReal, @unchecked Sendable {
     let kind: ModelPointKind
@@ -260,21 +277,13 @@ private final class RealRun: ModelReal, @unchecked Sendable {
 
     /// What a hook's action does; the value it adds to the hook's work.
     func perform(_ spec: HookSpec, _ argument: Int64) -> Int64 {
-        switch spec.action {
-        case .none: return 0
-        case .reenter where kind == .property:
-            // A set from inside a hook: stored without hooks.
-            box.value = argument &+ Int64(spec.amount)
-        case .reenter: return invoke(argument) % 5
-        case .removeSelf: tokens[spec.id]?.remove()
-        case .remove(let other): tokens[other]?.remove()
-        case .add:
-            add(HookSpec(id: nextID, kind: .after, amount: spec.amount &+ 1, flag: false, invocations: 0, throwing: false,
-                         owner: nil, action: .none))
-            nextID += 1
-        case .releaseOwner(let owner): owners[owner] = nil
-        case .removeAll: point.removeAllHooks()
+        guard spec.action == .reenter else {
+            performChange(spec)
+            return 0
         }
+        guard kind == .property else { return invoke(argument) % 5 }
+        // A set from inside a hook: stored without hooks.
+        box.value = argument &+ Int64(spec.amount)
         return 0
     }
 
@@ -375,7 +384,7 @@ private final class AsyncRealRun: ModelReal, @unchecked Sendable {
             tokens[spec.id] = point.after(owner: owner) { [unowned self] call in
                 let argument = try call.argument(0, as: Int64.self)
                 modelLog.append("\(spec.id):\(argument)")
-                _ = self.performSynchronously(spec)
+                self.performChange(spec)
                 let amount = Int64(spec.amount)
                 try call.setResult(call.hasResult ? try call.result(as: Int64.self) &* 3 &+ amount : amount)
                 if spec.throwing { throw HookModelError(id: spec.id) }
@@ -386,21 +395,7 @@ private final class AsyncRealRun: ModelReal, @unchecked Sendable {
     /// What a hook's action does; the value it adds to the hook's work.
     func perform(_ spec: HookSpec, _ argument: Int64) async -> Int64 {
         if spec.action == .reenter { return await call(argument) % 5 }
-        return performSynchronously(spec)
-    }
-
-    func performSynchronously(_ spec: HookSpec) -> Int64 {
-        switch spec.action {
-        case .none, .reenter: break
-        case .removeSelf: tokens[spec.id]?.remove()
-        case .remove(let other): tokens[other]?.remove()
-        case .add:
-            add(HookSpec(id: nextID, kind: .after, amount: spec.amount &+ 1, flag: false, invocations: 0, throwing: false,
-                         owner: nil, action: .none))
-            nextID += 1
-        case .releaseOwner(let owner): owners[owner] = nil
-        case .removeAll: point.removeAllHooks()
-        }
+        performChange(spec)
         return 0
     }
 
