@@ -24,9 +24,11 @@ import Hook
 ///
 /// ## What a change carries
 /// A property posts its new value (as stored, after any `before` hook
-/// replaced it). A method, closure or C function posts its result, or,
-/// when it returns `Void`, its one argument (a setter); a call with several
-/// arguments and no result posts no value and can only reach callbacks.
+/// replaced it). A method, closure or C function posts its result (as its
+/// original returned it, before the point's `after` hooks; nothing for a
+/// call that threw or was vetoed), or, when it returns `Void`, its one
+/// argument (a setter); a call with several arguments and no result posts
+/// no value and can only reach callbacks.
 public struct Fish: CustomStringConvertible {
     @usableFromInline
     enum Role { case post, observer, both }

@@ -88,6 +88,43 @@ struct BindingTests {
         binding.unbind()
     }
 
+    /// Six setter closures bound pairwise both ways (15 bindings): a call
+    /// reaches all six, each binding delivering it once (16 calls at most;
+    /// 76 when each binding's hook began a change of its own). A vetoed
+    /// call posts nothing, and a result is posted as the original
+    /// returned it, before the point's after hooks.
+    @Test func closuresBoundPairwiseBothWaysAreCalledOncePerBinding() throws {
+        final class Setter: @unchecked Sendable {
+            var value = 0, calls = 0
+            var hook: ClosureHook<Int, Void>!
+            init() { hook = ClosureHook(name: "set") { [unowned self] in value = $0; calls += 1 } }
+        }
+        let setters = (0..<6).map { _ in Setter() }
+        var bindings: [Binding] = []
+        for i in 0..<6 {
+            for j in (i + 1)..<6 {
+                let (a, b) = (setters[i], setters[j])
+                bindings.append(try Binding.bind([.both(a.hook) { [weak a] call in a?.hook(try call.argument(0, as: Int.self)) },
+                                                  .both(b.hook) { [weak b] call in b?.hook(try call.argument(0, as: Int.self)) }]))
+            }
+        }
+        setters[2].hook(42)
+        #expect(setters.allSatisfy { $0.value == 42 })
+        #expect(setters.reduce(0) { $0 + $1.calls } <= 16)
+        let veto = setters[0].hook.before { call in if try call.argument(0, as: Int.self) < 0 { try call.veto() } }
+        setters[0].hook(-1)
+        #expect(setters.allSatisfy { $0.value == 42 })
+        veto.remove()
+
+        let double = ClosureHook(name: "double") { (x: Int) in x * 2 }
+        let holder = Holder()
+        double.after { call in try call.setResult(try call.result(as: Int.self) + 1) }
+        try Binding.bind([.post(double), .observer(holder, \.value)])
+        #expect(double(5) == 11)        // the caller gets what the after hook made
+        #expect(holder.value == 10)     // the binding posted what the original returned
+        withExtendedLifetime(bindings) {}
+    }
+
     @Test func throwingClosureThatThrowsSendsNothing() throws {
         struct Refused: Error {}
         let parse = ThrowingClosureHook(name: "parse") { (text: String) throws -> Int in

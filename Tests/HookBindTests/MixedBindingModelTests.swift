@@ -7,7 +7,7 @@ import Testing
 // observables bound both ways to `@Hooked` properties (Fisticuffs'
 // `bind(_:_:)`), properties bound to each other (`Binding.bind` with `.both`
 // fishes, or a pair of `PropertyBinding`s, one each way, fired by
-// `HookTrigger`s), computeds over the observables, writes to either end, bindings
+// `HookTrigger`s; setter closures are bound by `Binding`s too), computeds over the observables, writes to either end, bindings
 // ended, objects dropped. The documentation's promises, stated plainly: every
 // write counts, so a write of `v` to an observable or a property reaches,
 // through the hooks of each endpoint it sets, every endpoint connected to it
@@ -31,6 +31,19 @@ private final class MixedCounter: @unchecked Sendable {
 private final class MixedBox {
     @Hooked var value = 0
     init(_ counter: MixedCounter) { $value.didSet { [unowned self] _, new in counter.sets += 1; if counter.trace { print("  set box \(counter.names[ObjectIdentifier(self)] ?? -1) \(new)") } } }
+}
+
+/// A setter closure as an endpoint (bound by `Binding` only): its value is
+/// the last argument its original got.
+private final class MixedSetter: @unchecked Sendable {
+    var value = 0
+    var hook: ClosureHook<Int, Void>!
+    init(_ counter: MixedCounter) {
+        hook = ClosureHook(name: "set") { [unowned self, counter] in
+            value = $0
+            counter.sets += 1
+        }
+    }
 }
 
 /// An owner of hooks whose bindings end as soon as it goes.
@@ -89,6 +102,7 @@ private final class MixedRun {
         switch boxes[b] {
         case let box as MixedBox: box.value
         case let box as MixedOwnedBox: box.value
+        case let setter as MixedSetter: setter.value
         default: nil
         }
     }
@@ -97,6 +111,7 @@ private final class MixedRun {
         switch boxes[b] {
         case let box as MixedBox: box.value = value
         case let box as MixedOwnedBox: box.value = value
+        case let setter as MixedSetter: setter.hook(value)
         default: break
         }
     }
@@ -105,7 +120,11 @@ private final class MixedRun {
     var observers: [Subscription] = []
 
     func newBox() -> AnyObject {
-        let box: AnyObject = Bool.random(using: &random) ? MixedOwnedBox(counter) : MixedBox(counter)
+        let box: AnyObject = switch Int.random(in: 0..<5, using: &random) {
+        case 0, 1: MixedOwnedBox(counter)
+        case 2, 3: MixedBox(counter)
+        default: MixedSetter(counter)
+        }
         counter.names[ObjectIdentifier(box)] = counter.names.count
         return box
     }
@@ -191,7 +210,7 @@ private final class MixedRun {
             case 0..<20:
                 let o = Int.random(in: 0..<observableCount, using: &random)
                 let b = Int.random(in: 0..<boxes.count, using: &random)
-                guard let box = boxes[b] else { continue }
+                guard let box = boxes[b], !(box is MixedSetter) else { continue }
                 what = "step \(step): bind observable \(o) to box \(b)"
                 // The property is set to the observable's value through its
                 // hooks, before the new binding's hooks exist.
@@ -212,10 +231,13 @@ private final class MixedRun {
                     switch object {
                     case let box as MixedBox: .both(box, \.value)
                     case let box as MixedOwnedBox: .both(box, \.value)
+                    case let setter as MixedSetter:
+                        // Receives by calling the setter (weakly: it may go first).
+                        .both(setter.hook) { [weak setter] call in setter?.hook(try call.argument(0, as: Int.self)) }
                     default: preconditionFailure()
                     }
                 }
-                if Bool.random(using: &random) {
+                if Bool.random(using: &random) || first is MixedSetter || second is MixedSetter {
                     let binding = try! Binding.bind([fish(first), fish(second)])
                     edges.append(MixedEdge(ends: .boxes(b, c), binding: binding))
                 } else {
