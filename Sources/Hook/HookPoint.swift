@@ -404,7 +404,10 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     final func _runInsteadHooks(_ call: inout CallBack, original: UnsafeRawPointer?) {
         guard !call._vetoed else { return }
         call._original = original
-        if isCFunction { memset(call.resultPointer, 0, shape.resultBufferSize) }
+        // A C function's call returns zero where no hook or original made a
+        // result; one a before hook set stays (zeroed, it was lost where no
+        // instead hook ran the original, while a closure kept it).
+        if isCFunction, !call._hasResult { memset(call.resultPointer, 0, shape.resultBufferSize) }
         call._position = .instead
         _runInstead(at: 0, &call)
     }

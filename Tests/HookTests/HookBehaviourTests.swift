@@ -68,6 +68,18 @@ struct HookBehaviourTests {
         #expect(hook.entry(as: AddFn.self)(100, 100) == 0)
     }
 
+    /// A result a before hook set (without vetoing) is the call's result
+    /// where no instead hook runs the original, for a C function as for a
+    /// closure (the instead phase zeroed it: the caller got 0).
+    @Test func aResultABeforeHookSetStaysWhereNoInsteadHookRunsTheOriginal() throws {
+        let hook = try makeAddHook()
+        hook.before { call in try call.setResult(Int32(77)) }
+        let instead = hook.instead { _ in }  // runs no original
+        #expect(hook.entry(as: AddFn.self)(2, 3) == 77)
+        instead.remove()
+        #expect(hook.entry(as: AddFn.self)(2, 3) == 5)  // the original's result replaces it
+    }
+
     @Test func severalHooksPerPositionRunInTheOrderAdded() throws {
         let hook = try makeAddHook()
         let log = Shared<[String]>([])

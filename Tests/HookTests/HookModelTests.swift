@@ -44,6 +44,7 @@ private struct HookSpec {
     /// result even without running the original.
     let flag: Bool
     /// Instead: how many times it runs the original (the next hook).
+    /// Before (1): sets `amount` as the result without vetoing (a function's).
     let invocations: Int
     let throwing: Bool
     let owner: Int?
@@ -296,10 +297,8 @@ private final class RealRun: ModelReal, @unchecked Sendable {
         switch spec.kind {
         case .before:
             try call.setArgument(0, to: argument &+ amount &+ extra)
-            if spec.flag {
-                try call.setResult(amount)
-                try call.veto()
-            }
+            if spec.flag || spec.invocations == 1 { try call.setResult(amount) }
+            if spec.flag { try call.veto() }
             if spec.throwing { throw HookModelError(id: spec.id) }
         case .instead:
             var total: Int64 = 0
@@ -409,10 +408,8 @@ private final class AsyncRealRun: ModelReal, @unchecked Sendable {
         switch spec.kind {
         case .before:
             call.arguments = argument &+ amount &+ extra
-            if spec.flag {
-                call.setResult(amount)
-                try call.veto()
-            }
+            if spec.flag || spec.invocations == 1 { call.setResult(amount) }
+            if spec.flag { try call.veto() }
         case .instead:
             var total: Int64 = 0
             for _ in 0..<spec.invocations {
@@ -632,10 +629,8 @@ private final class ModelRun {
         switch hook.kind {
         case .before:
             record.argument = argument &+ hook.amount &+ extra
-            if hook.flag {
-                record.result = hook.amount
-                record.vetoed = true
-            }
+            if hook.flag || hook.invocations == 1 { record.result = hook.amount }
+            if hook.flag { record.vetoed = true }
             if hook.throwing { threw("before") }
         case .instead:
             var total = 0
@@ -743,7 +738,8 @@ private func hookModelRun(_ kind: ModelPointKind, seed: UInt64, steps: Int, verb
         }
         return HookSpec(id: id, kind: hookKind, amount: Int.random(in: -3...9, using: &random),
                         flag: Int.random(in: 0..<6, using: &random) == 0,
-                        invocations: hookKind == .instead ? [0, 1, 1, 1, 2].randomElement(using: &random)! : 0,
+                        invocations: hookKind == .instead ? [0, 1, 1, 1, 2].randomElement(using: &random)!
+                            : hookKind == .before && Int.random(in: 0..<6, using: &random) == 0 ? 1 : 0,
                         throwing: Int.random(in: 0..<10, using: &random) == 0, owner: owner,
                         // (A synchronous hook cannot call an async point.)
                         action: kind == .async && hookKind == .typedAfter && action == .reenter ? .none : action)
