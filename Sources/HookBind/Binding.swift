@@ -156,48 +156,39 @@ public final class Binding: @unchecked Sendable {
     /// store and its delivery run together under the group's lock; other
     /// hook points deliver after their original returned
     /// (`callAndDeliver`). The hook captures the binding alone and finds
-    /// its poster by the call's hook point.
+    /// its poster by the call's hook point. On a point shared by every
+    /// object of a class (`target`, the member's object), it runs for that
+    /// object's calls only.
     private func attach(to point: HookPoint, storing: Bool, target: UInt, owner: AnyObject?) -> HookToken {
-        guard target != 0 else { return attach(to: point, storing: storing) }
-        // A point shared by every object of a class: the hook runs for the member's object only.
-        // (Two closures, each capturing the binding alone: its context, no allocation.)
+        let body = hook(storing: storing)
+        return target == 0 ? point.instead(body) : point._add(.instead, onlyForTarget: target, owner: owner, body)
+    }
+
+    /// The body of the binding's hook. The hooks hold the binding; a call
+    /// borrows it: a retain for the call would be a write to the binding's
+    /// reference count that every thread setting one of its members shares.
+    /// (Two closures, each capturing the binding alone: its context, no
+    /// allocation.)
+    private func hook(storing: Bool) -> HookBody {
         if storing {
-            return point._add(.instead, onlyForTarget: target, owner: owner) { [self] call in
+            return { [self] call in
                 let binding = Unmanaged.passUnretained(self)
                 guard !unbound.load(ordering: .relaxed) else { return try call.invokeOriginal() }
                 try binding._withUnsafeGuaranteedRef { try $0.storeAndDeliver(&call) }
             }
         }
-        return point._add(.instead, onlyForTarget: target, owner: owner) { [self] call in
+        return { [self] call in
             let binding = Unmanaged.passUnretained(self)
             guard !unbound.load(ordering: .relaxed) else { return try call.invokeOriginal() }
             try binding._withUnsafeGuaranteedRef { try $0.callAndDeliver(&call) }
         }
     }
 
-    private func attach(to point: HookPoint, storing: Bool) -> HookToken {
-        // The hooks hold the binding; a call borrows it: a retain for the
-        // call would be a write to the binding's reference count that every
-        // thread setting one of its members shares. (Two closures, each
-        // capturing the binding alone: its context, no allocation.)
-        if storing {
-            return point.instead { [self] call in
-                let binding = Unmanaged.passUnretained(self)
-                guard !unbound.load(ordering: .relaxed) else { return try call.invokeOriginal() }
-                try binding._withUnsafeGuaranteedRef { try $0.storeAndDeliver(&call) }
-            }
-        }
-        return point.instead { [self] call in
-            let binding = Unmanaged.passUnretained(self)
-            guard !unbound.load(ordering: .relaxed) else { return try call.invokeOriginal() }
-            try binding._withUnsafeGuaranteedRef { try $0.callAndDeliver(&call) }
-        }
-    }
-
-    /// A property's store and its delivery under the group's lock. (One
-    /// method for both hooks: the two closures that did this were the same
-    /// code, and the optimizer merged them, reaching the one every set runs
-    /// through a thunk, 24 instructions more a three-way set.)
+    /// A property's store and its delivery under the group's lock. (A
+    /// method: two closures, for a point of its own and one shared by a
+    /// class, each did this, and the optimizer merged the same code,
+    /// reaching the one every set runs through a thunk, 24 instructions more
+    /// a three-way set.)
     private func storeAndDeliver(_ call: inout CallBack) throws {
         // (The closure handed to `_Change.run` captures the binding as an
         // `Unmanaged`, a plain word: capturing the reference, the optimizer

@@ -237,7 +237,7 @@ public final class HookTrigger: BindingTrigger, @unchecked Sendable {
         // ways were set 326 times for one set. (Around the store, so that
         // the triggers and bindings of one point nest and share the change;
         // as `after` hooks each would begin a change of its own.)
-        let identity = _BoundPair()
+        let identity = _DeliveryIdentity()
         let token = point.instead { call in
             try _Change.once(ObjectIdentifier(identity)) { fires in
                 try call.invokeOriginal()

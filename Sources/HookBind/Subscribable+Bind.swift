@@ -42,7 +42,7 @@ extension Observable {
             // `after` hooks, each began a change of its own once the
             // bindings' instead hooks had ended theirs, and delivered the
             // write again).
-            let identity = _BoundPair()
+            let identity = _DeliveryIdentity()
             let toProperty = hookPoint.add(.instead, owner: object) { object, call in
                 try _Change.run(ObjectIdentifier(identity), group) { deliver in
                     try call.invokeOriginal()
@@ -63,9 +63,10 @@ extension Observable {
     }
 }
 
-/// The identity of an observable bound to a property (`Observable.bind`) in
-/// the change a thread delivers (see `_Change`).
-final class _BoundPair: @unchecked Sendable {}
+/// The identity, in the change a thread delivers (see `_Change`), of what
+/// delivers without being a `Binding`: an observable bound to a property
+/// (`Observable.bind`), a `HookTrigger`.
+final class _DeliveryIdentity: @unchecked Sendable {}
 
 extension Computed {
     /// Sets `object`'s property at `keyPath` to `handler(value)` now and

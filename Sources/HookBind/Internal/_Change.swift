@@ -62,31 +62,31 @@ struct _Change {
         }
         let lease = _Groups.lock(group)
         defer { _Groups.unlock(lease) }
-        try withUnsafeTemporaryAllocation(of: ObjectIdentifier.self, capacity: inlineCapacity) { buffer in
-            var change = _Change(buffer)
-            defer { if change.onHeap { change.ids.deallocate() } }
-            change.root = (lease.root ?? group.unmanagedRoot).toOpaque()
-            change.insert(binding)
-            try withUnsafeMutablePointer(to: &change) { pointer in
-                _BindingThread.change = UnsafeMutableRawPointer(pointer)
-                defer { _BindingThread.change = nil }
-                try body(true)
-            }
-        }
+        try begin(binding, root: (lease.root ?? group.unmanagedRoot).toOpaque(), body)
     }
 
     /// Runs `body` as `id`'s part of the current change on this thread, as
-    /// `run` does, without a group's lock: for a `HookTrigger`, whose
-    /// binding takes its own (`body(false)`: `id` delivered this change
-    /// already). A change begun here holds no lock: a binding that delivers
-    /// in it takes its group's.
+    /// `run` does, without a group's lock (`body(false)`: `id` delivered
+    /// this change already): for a `HookTrigger`, whose binding takes its
+    /// own, and a call of a method, closure or function, whose original
+    /// runs outside any lock (`Binding.callAndDeliver`). A change begun here
+    /// holds no lock: a binding that delivers in it takes its group's.
     static func once(_ id: ObjectIdentifier, _ body: (Bool) throws -> Void) throws {
         if let raw = _BindingThread.change {
             return try deliver(raw.assumingMemoryBound(to: _Change.self), id, body)
         }
+        try begin(id, root: nil, body)
+    }
+
+    /// A change begun by `id` (the thread has none), on this stack, named by
+    /// the thread state while `body(true)` runs; `root`: the group lock its
+    /// beginning holds, if any.
+    @inline(__always)
+    private static func begin(_ id: ObjectIdentifier, root: UnsafeMutableRawPointer?, _ body: (Bool) throws -> Void) throws {
         try withUnsafeTemporaryAllocation(of: ObjectIdentifier.self, capacity: inlineCapacity) { buffer in
             var change = _Change(buffer)
             defer { if change.onHeap { change.ids.deallocate() } }
+            change.root = root
             change.insert(id)
             try withUnsafeMutablePointer(to: &change) { pointer in
                 _BindingThread.change = UnsafeMutableRawPointer(pointer)
