@@ -74,6 +74,37 @@ struct GroupThreadTests {
         #expect(chain.allSatisfy { $0.value == final })
     }
 
+    /// Observables bound to properties and properties bound to each other,
+    /// in a mesh with cycles (o0 - a, o0 - b, o1 - b, o1 - c, a <-> b <-> c
+    /// by bindings, c - o0), written at every endpoint by four threads at
+    /// once: each write and its delivery are one step for the others, so
+    /// once the writers stop everything holds one value.
+    @Test(.timeLimit(.minutes(1)))
+    func aMeshOfObservablesAndPropertiesWrittenOnFourThreadsConverges() throws {
+        let observables = [Observable(0), Observable(0)]
+        let boxes = (0..<3).map { _ in Holder() }
+        var subscriptions = [try observables[0].bind(boxes[0], \.value), try observables[0].bind(boxes[1], \.value),
+                             try observables[1].bind(boxes[1], \.value), try observables[1].bind(boxes[2], \.value),
+                             try observables[0].bind(boxes[2], \.value)]
+        let bindings = [try Binding.bind([.both(boxes[0], \.value), .both(boxes[1], \.value)]),
+                        try Binding.bind([.both(boxes[1], \.value), .both(boxes[2], \.value)])]
+        nonisolated(unsafe) let endpoints = (observables, boxes)
+        onThreads(4) { thread in
+            for i in 0..<2_000 {
+                let value = thread * 10_000 + i
+                switch (thread + i) % 5 {
+                case 0, 1: endpoints.0[(thread + i) % 2].value = value
+                default: endpoints.1[(thread + i) % 3].value = value
+                }
+            }
+        }
+        let final = observables[0].value
+        #expect(observables.allSatisfy { $0.value == final } && boxes.allSatisfy { $0.value == final })
+        for subscription in subscriptions { subscription.dispose() }
+        subscriptions = []
+        withExtendedLifetime(bindings) {}
+    }
+
     /// A batch writing two observables that share nothing is seen whole: a
     /// reader on another thread never sees one written and not the other.
     @Test func aBatchSpanningTwoGroupsIsOneStep() throws {
