@@ -837,6 +837,17 @@ private func hookModelRun(_ kind: ModelPointKind, seed: UInt64, steps: Int, verb
     return failures
 }
 
+/// The threaded model's Swift function's hook point, found once.
+nonisolated(unsafe) private let threadsSwiftEntry = Result {
+    try SwiftEntryHook.named("SwiftEntrySample.threadsOriginal(_:)", as: ((Int64) -> Int64).self)
+}
+
+/// The threaded model's method: 2x + 1.
+private final class ThreadsMethodObject: @unchecked Sendable {
+    @HookableMethod(ThreadsMethodObject.body) var double
+    private func body(_ x: Int64) -> Int64 { x &* 2 &+ 1 }
+}
+
 /// The hook point of the threaded model: a call through its hooks.
 private final class ThreadedPoint: @unchecked Sendable {
     let point: HookPoint
@@ -863,8 +874,19 @@ private final class ThreadedPoint: @unchecked Sendable {
             self.point = point
             call = { hk_threads_patched($0) }
             end = { try point.restore() }
+        case .swiftEntry:
+            let point = try threadsSwiftEntry.get()
+            self.point = point
+            call = { threadsOriginal($0) }
+            // (Kept patched for the next run, which uses the same point.)
+            end = { point.removeAllHooks() }
+        case .method:
+            let object = ThreadsMethodObject()
+            point = object.$double
+            call = { object.double($0) }
+            end = {}
         default:
-            preconditionFailure("the threaded model runs on closures and C functions")
+            preconditionFailure("the threaded model runs on functions and methods")
         }
     }
 }
@@ -1016,10 +1038,10 @@ struct HookModelTests {
     }
 
     /// Hooks added and removed while four threads call (20 seeds of 200
-    /// changes for each
-    /// of a closure, a C function's hooked entry and a C function hooked at
-    /// its entry).
-    @Test(arguments: [ModelPointKind.closure, .cEntry, .patched].filter { $0.isAvailable })
+    /// changes for each of a closure, a C function's hooked entry, a C
+    /// function hooked at its entry, a Swift function hooked by name and a
+    /// `@HookableMethod`).
+    @Test(arguments: [ModelPointKind.closure, .cEntry, .patched, .swiftEntry, .method].filter { $0.isAvailable })
     fileprivate func threadsCallWhileHooksChangeAsTheModelSays(kind: ModelPointKind) throws {
         for seed in UInt64(0)..<20 {
             let failures = try threadedHookRun(kind, seed: seed)

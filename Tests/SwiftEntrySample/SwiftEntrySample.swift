@@ -114,3 +114,7 @@ public func modelOriginal(_ x: Int64) -> Int64 {
     }
     return x &* 2 &+ 1
 }
+
+/// The threaded hook model's Swift original: 2x + 1 (wrapping).
+@inline(never)
+public func threadsOriginal(_ x: Int64) -> Int64 { x &* 2 &+ 1 }
