@@ -43,6 +43,14 @@ public struct HookableMethod<Object: AnyObject, each A, R> {
     @inlinable
     static var _pointOffset: Int { MemoryLayout<(Object) -> (repeat each A) -> R>.stride }
 
+    /// The storage's address in `object`: the object's plus the offset
+    /// remembered for the class and key path (the accessors of an
+    /// unoptimized build).
+    @usableFromInline
+    static func _cellByOffset(_ object: Object, _ storage: ReferenceWritableKeyPath<Object, HookableMethod<Object, repeat each A, R>>) -> UnsafeRawPointer {
+        UnsafeRawPointer(Unmanaged.passUnretained(object).toOpaque()) + _KeyPathResolver.cellOffset(object, storage)
+    }
+
     /// The method's hook point: `object.$deposit` (made on first need).
     public static subscript(
         _enclosingInstance object: Object,
@@ -60,7 +68,16 @@ public struct HookableMethod<Object: AnyObject, each A, R> {
     ) -> (repeat each A) -> R {
         let method = object[keyPath: storage].method
         // The word is read atomically: another thread may be making the point.
-        let cell = withUnsafeMutablePointer(to: &object[keyPath: storage]) { UnsafeRawPointer($0) }
+        // The storage's address in an access of its own; unoptimized, where
+        // ThreadSanitizer takes that access for a write (two threads calling
+        // the method raced), by the offset remembered for the class and key
+        // path, as `@Hookable`'s slots and `@Hooked`'s accessors.
+        let cell: UnsafeRawPointer
+        if _isDebugAssertConfiguration() {
+            cell = _cellByOffset(object, storage)
+        } else {
+            cell = withUnsafeMutablePointer(to: &object[keyPath: storage]) { UnsafeRawPointer($0) }
+        }
         let bits = hk_word_load(cell + _pointOffset)
         guard bits != 0 else { return method(object) }
         let point = Unmanaged<MethodHook<repeat each A, R>>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).takeUnretainedValue()
