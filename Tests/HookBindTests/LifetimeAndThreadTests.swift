@@ -144,10 +144,7 @@ struct BindingEndpointLifetimeTests {
         }
         HookPoint.reclaimRetiredHooks()
         #expect(binding != nil)
-        #expect(weakClosure == nil)
-        #expect(weakFunction == nil)
-        #expect(weakPoster == nil)
-        #expect(weakWallet == nil)
+        #expect(releasedSoon { weakClosure == nil && weakFunction == nil && weakPoster == nil && weakWallet == nil })
     }
 
     @Test func whileBoundClosureHookPointsAreHeldWeakly() throws {

@@ -135,3 +135,17 @@ func expectSeededRunsPass(batch: Int, first: UInt64 = 0, sourceLocation: SourceL
         if !failures.isEmpty { return }
     }
 }
+
+/// Whether `condition` holds within two seconds (polled each millisecond):
+/// hooks removed or detached are released by whichever thread reclaims their
+/// batch of retired snapshots, and a test running beside this one (any hook
+/// change may reclaim) may have taken them and still be releasing them a
+/// moment after this test's own change or reclaim returned. (As HookTests'.)
+func releasedSoon(_ condition: () -> Bool) -> Bool {
+    var waited = 0
+    while !condition() && waited < 2_000 {
+        usleep(1_000)
+        waited += 1
+    }
+    return condition()
+}
