@@ -5,8 +5,10 @@ import SwiftEntrySample
 import Synchronization
 import Testing
 
-// Random hooks on a hooked closure, a C function's hooked entry and a C
-// function hooked at its entry, checked call by call against a plain
+// Random hooks on every kind of hook point (a closure, a C function's
+// hooked entry, a C function hooked at its entry, a Swift function hooked
+// by name, a `@HookableMethod`, a `@Hooked` property, an async closure),
+// checked call by call against a plain
 // model of what the documentation says a call does: before hooks in the
 // order added (each may change the argument, or set a result and veto),
 // instead hooks nested (the first added outermost, each running the next,
@@ -19,7 +21,9 @@ import Testing
 // hooks of an owner that went skipped, and detached at the next change of
 // the point or when a call meets them (at once for a `HookOwner`). A C
 // function's call always has a result: zero where no hook or original made
-// one (its after hooks, typed or not, see it; nothing is reported).
+// one (its after hooks, typed or not, see it; nothing is reported). And on
+// threads: calls made while another thread adds and removes hooks each see
+// one of the lists of hooks there while they ran.
 
 /// What a hook of a random run is and does.
 private struct HookSpec {
