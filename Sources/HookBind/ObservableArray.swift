@@ -17,7 +17,10 @@ public struct ArrayChange<Element> {
         }
     }
 
-    /// The elements before the change.
+    /// The elements before the change: those the change set before it
+    /// ended with (the array made with, for the first), so change sets
+    /// follow each other. (Where an edit was stored without a call, this
+    /// is not the `[Element]` call's old value: see ``ObservableArray``.)
     public let oldElements: [Element]
     /// The elements after it.
     public let elements: [Element]
@@ -58,6 +61,15 @@ public struct ArrayChange<Element> {
 /// Offsets out of range throw ``BindError`` (`.indexOutOfRange`) naming the
 /// offset and the count; the array is left as it was.
 ///
+/// Change sets follow each other: each goes from the elements the one
+/// before it ended with to the elements stored, so a table view that
+/// applies them stays in step. An edit stored without a call (one that a
+/// subscriber makes while it hears a change of this array, which, as with
+/// an ``Observable``, is stored without calling the subscribers again; or
+/// one made in the hook point's `withoutHooks`) is heard with the next
+/// change, which describes both. A vetoed write, or one an `instead` hook
+/// took over without storing, delivers no change set.
+///
 /// Cost: a change keeps the old array beside the new one (subscribers get
 /// both), so an edit copies the elements once, and the change set compares
 /// the elements' identities (one word each) from both ends; only what lies
@@ -72,12 +84,11 @@ public final class ObservableArray<Element>: Subscribable, @unchecked Sendable {
 
     public init(_ elements: [Element] = [], name: String = "array") {
         storage = Observable(elements, name: name)
-        identities = _Identities(count: elements.count)
-        // After the graph's own hook, before any subscriber: work out the change.
-        // It runs for a vetoed write too, which drops the pending edits.
+        identities = _Identities(elements)
+        // After the graph's own hook, before any subscriber: work out the
+        // change. It runs for a vetoed write too, which delivers nothing.
         storage.hookPoint._addBookkeepingHook { [identities] call in
-            identities.settle(vetoed: call.isVetoed, stored: try call.argument(0, as: [Element].self),
-                              old: try call.oldValue(as: [Element].self))
+            identities.settle(stored: !call.isVetoed && call.hasResult ? try call.argument(0, as: [Element].self) : nil)
         }
     }
 
@@ -108,13 +119,21 @@ public final class ObservableArray<Element>: Subscribable, @unchecked Sendable {
     public func edit<R, E: Error>(_ body: (inout ArrayEditor<Element>) throws(E) -> R) throws(E) -> R {
         let root = storage._lock()
         defer { _Groups.unlock(root) }
-        // Start from what is stored: in a batch, edits not yet delivered.
-        let base = identities.pending ?? (identities.current, false)
-        var editor = ArrayEditor(storage.hookPoint._currentValue, base.ids, identities)
+        // Start from what is stored (in a batch, or after edits stored
+        // without a call, edits not yet delivered).
+        let base = identities.stored ?? identities.heardIDs
+        var editor = ArrayEditor(storage.hookPoint._currentValue, base.ids ?? identities.fresh(storage.hookPoint._currentValue.count), identities)
         let result = try body(&editor)
         if editor.edited {
-            identities.pending = (editor.ids, base.replaced || editor.replaced)
+            // A write of this array under way (this edit is made by one of
+            // its `before` hooks): its identities are its own again after.
+            let interrupted = identities.proposed
+            identities.proposed = _Identities.Known(ids: editor.ids, replaced: base.ids == nil || base.replaced || editor.replaced)
             storage._write(editor.elements, root)
+            // Not taken by a call: stored without one (in a batch, by a
+            // hook of this array, in `withoutHooks`).
+            if let stored = identities.proposed { identities.stored = stored }
+            identities.proposed = interrupted
         }
         return result
     }
@@ -244,44 +263,76 @@ public struct ArrayEditor<Element> {
 
 /// The identities of an array's elements, and the change being delivered.
 /// Only touched under the array's group lock.
+///
+/// A change set goes from what change subscribers heard last (`heard`,
+/// `current`) to what the call stored, so change sets follow each other
+/// also where edits were stored without a call (in a batch, by one of the
+/// array's own hooks, in `withoutHooks`): `stored` keeps the identities of
+/// what they stored until a call delivers it.
 final class _Identities<Element>: @unchecked Sendable {
-    /// One identity per stored element.
+    /// Identities, one per element (nil: not known, all new), and whether
+    /// the array was replaced since subscribers heard it.
+    struct Known {
+        var ids: [UInt64]?
+        var replaced: Bool
+    }
+    /// The elements change subscribers heard last (the array made with, or
+    /// the last change set's `elements`), and one identity for each.
+    @exclusivity(unchecked) var heard: [Element]
     @exclusivity(unchecked) var current: [UInt64]
-    /// The identities of what edits stored and no call delivered yet (an
-    /// edit in progress, a batch); nil: the stored array is `current`.
-    @exclusivity(unchecked) var pending: (ids: [UInt64], replaced: Bool)?
+    /// The identities of the stored array where it is not `heard`: edits
+    /// stored without a call.
+    @exclusivity(unchecked) var stored: Known?
+    /// The identities of the array the write under way stores, taken by
+    /// the call (`settle`).
+    @exclusivity(unchecked) var proposed: Known?
     /// The change the current call delivers, for change subscribers.
     @exclusivity(unchecked) var delivering: ArrayChange<Element>?
     @exclusivity(unchecked) private var counter: UInt64 = 0
 
-    init(count: Int) {
+    init(_ elements: [Element]) {
+        heard = elements
         current = []
-        current = (0..<count).map { _ in next() }
+        current = fresh(elements.count)
     }
+
+    var heardIDs: Known { Known(ids: current, replaced: false) }
 
     func next() -> UInt64 {
         counter &+= 1
         return counter
     }
 
-    /// After a call at the array's hook point: adopt the new identities
-    /// and work out the change.
-    func settle(vetoed: Bool, stored: [Element], old: [Element]) {
+    /// `count` new identities.
+    func fresh(_ count: Int) -> [UInt64] { (0..<count).map { _ in next() } }
+
+    /// After a call at the array's hook point, with the array it stored
+    /// (nil: vetoed, or an `instead` hook stored none): the change from
+    /// what change subscribers heard last to it, and it heard from now on.
+    func settle(stored value: [Element]?) {
         delivering = nil
-        let pending = self.pending
-        self.pending = nil
-        guard !vetoed else { return }
-        var ids: [UInt64]
-        var replaced: Bool
-        if let pending, pending.ids.count == stored.count {
-            (ids, replaced) = pending
-        } else {
-            // Replaced by a hook, or written another way: all new elements.
-            (ids, replaced) = (stored.map { _ in next() }, true)
+        let proposed = self.proposed
+        self.proposed = nil
+        guard let value else {
+            // A batch's write at its end, vetoed: what is stored is the
+            // array from before the batch, whose identities are not kept.
+            if proposed == nil, stored != nil { stored = Known(ids: nil, replaced: true) }
+            return
         }
-        let previous = current
+        // The edit's identities, or those of the edits a batch stored; all
+        // new if a hook replaced the array or it was written another way.
+        let known = proposed ?? stored
+        stored = nil
+        let ids: [UInt64], replaced: Bool
+        if let known, let knownIDs = known.ids, knownIDs.count == value.count {
+            (ids, replaced) = (knownIDs, known.replaced)
+        } else {
+            (ids, replaced) = (fresh(value.count), true)
+        }
+        let change = Self.change(from: current, to: ids, old: heard, new: value, replaced: replaced)
+        heard = value
         current = ids
-        delivering = Self.change(from: previous, to: ids, old: old, new: stored, replaced: replaced)
+        delivering = change
     }
 
     static func change(from oldIDs: [UInt64], to newIDs: [UInt64], old: [Element], new: [Element], replaced: Bool) -> ArrayChange<Element> {

@@ -219,6 +219,156 @@ struct ObservableArrayTests {
         #expect(heardTotal.value == nil || heardTotal.value == total.value)
     }
 
+    /// A change subscriber that edits the array while it hears a change
+    /// stores the edit without a call (as an `Observable`'s subscriber
+    /// that writes it: no recursion); the next change set goes from what
+    /// subscribers heard, so it describes that edit too.
+    @Test func anEditByAChangeSubscriberIsInTheNextChangeSet() throws {
+        let array = ObservableArray([1, 2, 3])
+        let changes = record(array)
+        let subscription = array.subscribeChanges { change in
+            if change.elements.count == 4 { array.append(14) }
+        }
+        array.append(4)
+        #expect(array.value == [1, 2, 3, 4, 14])
+        #expect(changes.value.count == 1)
+        try array.remove(at: 0)
+        #expect(changes.value.count == 2)
+        let change = changes.value[1]
+        #expect(change.oldElements == [1, 2, 3, 4] && change.elements == [2, 3, 4, 14])
+        #expect(change.deletions == [0] && change.insertions == [3] && change.moves.isEmpty)
+        subscription.dispose()
+    }
+
+    /// Four threads append, remove, move and batch at once: each change set
+    /// begins where the one before it ended and describes its change
+    /// exactly, and the last one ends at the array's elements.
+    @Test func changeSetsFromFourThreadsFollowEachOther() {
+        let array = ObservableArray<Int>([])
+        let changes = Shared<[ArrayChange<Int>]>([])
+        let subscription = array.subscribeChanges { change in changes.mutate { $0.append(change) } }
+        onThreads(4) { t in
+            for i in 0..<800 {
+                switch (i + t) % 5 {
+                case 0, 1: array.append(t * 100_000 + i)
+                case 2: _ = try? array.remove(at: 0)
+                case 3: try? array.edit { (editor: inout ArrayEditor<Int>) throws(BindError) in
+                        if editor.count > 1 { try editor.move(from: 0, to: editor.count - 1) }
+                    }
+                default: batch {
+                        array.append(-(t * 100_000 + i) - 1)
+                        _ = try? array.remove(at: 0)
+                    }
+                }
+            }
+        }
+        var heard: [Int] = []
+        for (i, change) in changes.value.enumerated() {
+            #expect(change.oldElements == heard, "change \(i)")
+            expect(change, describes: change.oldElements, change.elements, "change \(i)")
+            heard = change.elements
+        }
+        #expect(heard == array.value)
+        subscription.dispose()
+    }
+
+    /// Edits made where no call delivers them at once (by a change
+    /// subscriber while it hears a change, in `withoutHooks`, by a `before`
+    /// hook of the array's own point while the write it interrupts is
+    /// under way) among plain edits, batches, vetoed writes and writes an
+    /// `instead` hook takes over: every change set goes from the elements
+    /// the last one ended with (or the array made with) to the elements
+    /// stored, described exactly, and the array holds what the edits, in
+    /// the order they stored, make. Seeded (`ARRAY_SEED=N` runs one seed
+    /// and prints its steps).
+    @Test func changeSetsGoFromWhatWasHeardToWhatIsStoredWhereverTheEditIsMade() throws {
+        let only = ProcessInfo.processInfo.environment["ARRAY_SEED"].flatMap(UInt64.init)
+        for seed in only.map({ [$0] }) ?? Array(1...60) {
+            try heardToStored(seed: seed, verbose: only != nil)
+        }
+    }
+
+    func heardToStored(seed start: UInt64, verbose: Bool) throws {
+        var seed = start
+        func random(_ range: Range<Int>) -> Int {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return range.lowerBound + Int((seed >> 33) % UInt64(range.count))
+        }
+        let initial = Array(0..<12)
+        let array = ObservableArray(initial)
+        let changes = record(array)
+        var next = 100
+        /// One random edit of `elements` (kept between 4 and 30 long),
+        /// made by `editor` too.
+        func randomEdit(_ editor: inout ArrayEditor<Int>) throws(BindError) {
+            let kind = editor.count < 4 ? 0 : (editor.count > 30 ? 1 : random(0..<4))
+            next += 1
+            switch kind {
+            case 0: try editor.insert(next, at: random(0..<editor.count + 1))
+            case 1: try editor.remove(at: random(0..<editor.count))
+            case 2: try editor.replace(at: random(0..<editor.count), with: next)
+            default: try editor.move(from: random(0..<editor.count), to: random(0..<editor.count))
+            }
+        }
+        func edit() throws { try array.edit { (editor: inout ArrayEditor<Int>) throws(BindError) in try randomEdit(&editor) } }
+        for step in 0..<80 {
+            let kind = random(0..<7)
+            let before = array.value
+            var token: HookToken?
+            switch kind {
+            case 0: try edit()
+            case 1: try array.hookPoint.withoutHooks { try edit() }
+            case 2:
+                // A change subscriber edits the array while it hears this change.
+                var done = false
+                let subscription = array.subscribeChanges { _ in
+                    guard !done else { return }
+                    done = true
+                    try? array.edit { (editor: inout ArrayEditor<Int>) throws(BindError) in try randomEdit(&editor) }
+                }
+                try edit()
+                subscription.dispose()
+            case 3:
+                // A before hook edits the array before the write it interrupts stores.
+                var done = false
+                token = array.hookPoint.before { _ in
+                    guard !done else { return }
+                    done = true
+                    try? array.edit { (editor: inout ArrayEditor<Int>) throws(BindError) in try randomEdit(&editor) }
+                }
+                try edit()
+            case 4:
+                token = array.hookPoint.before { call in try call.veto() }
+                try edit()
+                #expect(array.value == before, "seed \(start), step \(step): a vetoed write stored")
+            case 5:
+                token = array.hookPoint.instead { _ in }
+                try edit()
+                #expect(array.value == before, "seed \(start), step \(step): a write taken over stored")
+            default:
+                try batch { () throws(BindError) in
+                    for _ in 0..<random(1..<4) { try array.edit { (editor: inout ArrayEditor<Int>) throws(BindError) in try randomEdit(&editor) } }
+                }
+            }
+            token?.remove()
+            if verbose { print("seed \(start) step \(step) kind \(kind): \(before) -> \(array.value); \(changes.value.count) changes") }
+        }
+        // A last plain edit delivers whatever is still unheard.
+        try edit()
+        var heard = initial
+        for (i, change) in changes.value.enumerated() {
+            let context = "seed \(start), change \(i)"
+            #expect(change.oldElements == heard, "\(context): from \(change.oldElements), but \(heard) was heard last")
+            if change.isReplacement {
+                #expect(change.deletions == Array(change.oldElements.indices) && change.insertions == Array(change.elements.indices), "\(context)")
+            } else {
+                expect(change, describes: change.oldElements, change.elements, context)
+            }
+            heard = change.elements
+        }
+        #expect(heard == array.value, "seed \(start): the last change set ends at \(heard), the array is \(array.value)")
+    }
+
     @Test func replacingTheWholeArrayIsOneReplacement() {
         let array = ObservableArray([1, 2, 3])
         let changes = record(array)
