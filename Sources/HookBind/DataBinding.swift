@@ -57,7 +57,9 @@ public final class DataBinding<View: HookOwner, Model: AnyObject>: @unchecked Se
 
     /// Calls `block` with the current value of the model's property at
     /// `keyPath` at once, then after every change of it that this view did
-    /// not make with ``update(_:_:)``.
+    /// not make with ``update(_:_:)`` (a set that stores nothing, vetoed or
+    /// taken over by an `instead` hook that did not run the original, is
+    /// no change).
     ///
     /// - Throws: ``BindError`` `.notHookable` if the property is not `@Hooked`,
     ///   `.objectGone` if the view is gone.
@@ -78,7 +80,9 @@ public final class DataBinding<View: HookOwner, Model: AnyObject>: @unchecked Se
         guard let view else { throw BindError(.objectGone, "the view bound to \(Model.self) is gone") }
         let point = try _propertyPoint(model, keyPath)
         let token = point.add(.after, owner: view) { [updating] view, call in
-            guard !call.isVetoed, !updating.isCurrentThread else { return }
+            // Not for a set that stored nothing (vetoed, or an `instead`
+            // hook that did not run the original): the model did not change.
+            guard !call.isVetoed, call.hasResult, !updating.isCurrentThread else { return }
             block(view, try call.argument(0, as: Value.self))
         }
         token.store(in: view.hookBag)

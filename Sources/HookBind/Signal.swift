@@ -118,7 +118,9 @@ public enum KVO {
     /// Calls `block` after every set of `object`'s `@Hooked` property at
     /// `keyPath`, with the old and new values; with `initial`, first once
     /// with the current value (``PropertyChange/isInitial``). Every set
-    /// counts, also one with the same value (as with KVO).
+    /// counts, also one with the same value (as with KVO); a set that
+    /// stores nothing (vetoed, or taken over by an `instead` hook that did
+    /// not run the original) does not.
     ///
     /// ```swift
     /// try KVO.observe(self, \.testCount, observer: self, initial: true) { change in
@@ -147,7 +149,9 @@ public enum KVO {
             block(PropertyChange(oldValue: current, newValue: current, isInitial: true))
         }
         monitor.token = point.after(owner: observer) { [flag = monitor.flag] call in
-            guard !flag.isClosed, !call.isVetoed else { return }
+            // Not for a set that stored nothing (vetoed, or an `instead`
+            // hook that did not run the original).
+            guard !flag.isClosed, !call.isVetoed, call.hasResult else { return }
             let change = PropertyChange(oldValue: try call.oldValue(as: Value.self),
                                         newValue: try call.argument(0, as: Value.self), isInitial: false)
             block(change)

@@ -2,8 +2,10 @@ import Hook
 
 extension Observable {
     /// Every value set, in order, as an `AsyncSequence` (not the current
-    /// value: the first element is the next set). Ends when the observable
-    /// deinitializes; a consumer that stops detaches its hook.
+    /// value: the first element is the next set; a set that stores nothing,
+    /// vetoed or taken over by an `instead` hook that did not run the
+    /// original, is not one). Ends when the observable deinitializes; a
+    /// consumer that stops detaches its hook.
     ///
     /// ```swift
     /// for await name in person.name.values { print(name) }
@@ -12,7 +14,7 @@ extension Observable {
     /// - Parameter bufferingPolicy: `.unbounded` by default (as `AsyncStream`'s);
     ///   `.bufferingNewest(1)` keeps only the latest value while the consumer is behind.
     public func values(bufferingPolicy: AsyncStream<Value>.Continuation.BufferingPolicy = .unbounded) -> AsyncStream<Value> {
-        hookPoint._stream(bufferingPolicy: bufferingPolicy) { call in try call.argument(0, as: Value.self) }
+        hookPoint._stream(bufferingPolicy: bufferingPolicy) { call in call.hasResult ? try call.argument(0, as: Value.self) : nil }
     }
 
     /// ``values(bufferingPolicy:)`` with every value kept.

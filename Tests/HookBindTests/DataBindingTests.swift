@@ -91,6 +91,25 @@ struct DataBindingTests {
         #expect(view.shown == ["model ", "other ", "other b"])
     }
 
+    /// A set of the model that stores nothing (vetoed, or taken over by an
+    /// `instead` hook that does not run the original) is not shown: the
+    /// view shows what the model holds.
+    @Test func aSetThatStoresNothingIsNotShown() throws {
+        let model = IQModel()
+        let view = IQView()
+        try view.bind(model).bind(\.title) { view, value in view.shown.append(value) }
+        let point = try PropertyHook.of(model, \.title)
+        var token = point.instead { _ in }
+        model.title = "taken over"
+        token.remove()
+        token = point.before { call in try call.veto() }
+        model.title = "vetoed"
+        token.remove()
+        model.title = "stored"
+        #expect(view.shown == ["", "stored"])
+        #expect(model.title == "stored")
+    }
+
     @Test func aPlainPropertyIsRefusedWithItsName() throws {
         let model = IQModel()
         let view = IQView()

@@ -326,9 +326,15 @@ struct BindingAllocationTests {
     func aComputedThatGoesWhileQueuedOrPublishingIsFreedOnceThrough() throws {
         let cases = GoneWhileQueued()
         cases.runEach()   // warm: the types, this thread's records
-        let kept = try #require(keptAllocations {
-            for _ in 0..<100 { cases.runEach() }
-        })
+        // Counted on this thread: a hook snapshot this thread retired and a
+        // test running beside it freed counts as kept. So up to three tries;
+        // a core left behind keeps 200 allocations a try.
+        var kept = Int.max
+        for _ in 0..<3 where kept > 8 {
+            kept = try #require(keptAllocations {
+                for _ in 0..<100 { cases.runEach() }
+            })
+        }
         #expect(kept <= 8, "\(kept) allocations kept by 300 computeds gone while queued")
         cases.expectTheGraphStillWorks()
     }

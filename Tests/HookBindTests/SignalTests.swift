@@ -172,6 +172,22 @@ struct PropertyObservationTests {
         #expect(lines.value == ["0 ==> 0", "0 ==> 2"])
     }
 
+    /// A set an `instead` hook took over without running the original
+    /// stored nothing: no change, as a vetoed one.
+    @Test func aSetThatStoresNothingIsNoChange() throws {
+        let controller = CountingController()
+        let lines = Shared<[String]>([])
+        let monitor = try KVO.observe(controller, \.testCount) { change in
+            lines.mutate { $0.append("\(change.oldValue) ==> \(change.newValue)") }
+        }
+        let token = controller.$testCount.instead { _ in }
+        controller.testCount = 7
+        token.remove()
+        controller.testCount = 2
+        #expect(lines.value == ["0 ==> 2"])
+        monitor.close()
+    }
+
     @Test func aPlainPropertyIsRefused() throws {
         let holder = Holder()
         #expect(throws: BindError.self) { try KVO.observe(holder, \.plain) { _ in } }

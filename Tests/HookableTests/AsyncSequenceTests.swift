@@ -68,6 +68,22 @@ struct AsyncSequenceTests {
         #expect(record.description == "twice(2) -> 4")
     }
 
+    /// A vetoed write, or one an `instead` hook took over without storing,
+    /// is no value set: the sequence skips it.
+    @Test func aWriteThatStoresNothingIsNotAValue() async throws {
+        let number = Observable(0)
+        var iterator = number.values.makeAsyncIterator()
+        var token = number.hookPoint.instead { _ in }
+        number.value = 1
+        token.remove()
+        token = number.hookPoint.before { call in try call.veto() }
+        number.value = 2
+        token.remove()
+        number.value = 3
+        #expect(number.value == 3)
+        #expect(await iterator.next() == 3)
+    }
+
     @Test func observableAndSignalValues() async throws {
         var name: Observable<String>? = Observable("a")
         let names = name!.values
