@@ -21,7 +21,8 @@ import Synchronization
 ///
 /// Every write counts, also one that stores an equal value; a write that
 /// stores nothing (vetoed, or taken over by an `instead` hook that did not
-/// store) is no change, and subscribers after the change do not hear it. A
+/// store) is no change: subscribers after the change do not hear it, and
+/// computeds that read the value do not evaluate again. A
 /// subscriber that writes the observable it listens to stores the value
 /// without being called again (Hook's reentrancy guard), so it cannot
 /// recurse; computeds still see that write.
@@ -86,7 +87,8 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     /// read): until then it would do nothing, and a lone subscriber's hook
     /// takes the hook point's fastest path. (Owned by the point, which this
     /// observable owns: `self` is alive when it runs.) It runs for vetoed
-    /// writes too: the write is over, whatever the hooks did.
+    /// writes too: the write is over, whatever the hooks did (and if it
+    /// stored nothing, nothing changed).
     private func _addGraphHook(to point: PropertyHook<Value>) {
         // Unmanaged: a method called on an `unowned(unsafe)` capture
         // retains it for the call.
@@ -95,7 +97,9 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
             me._withUnsafeGuaranteedRef { me in
                 me._ifRead { node in
                     node.storedByHook = true
-                    if !call.isVetoed { _Graph.changed(node) }
+                    // Not for a set that stored nothing (vetoed, or an
+                    // `instead` hook that did not run the original).
+                    if !call.isVetoed, call.hasResult { _Graph.changed(node) }
                 }
             }
         }

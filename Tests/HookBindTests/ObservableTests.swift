@@ -112,6 +112,27 @@ struct ObservableTests {
         #expect(heard == ["1->3"])
     }
 
+    /// Nor to the computeds that read it: they do not evaluate again (a
+    /// computed of a value that is not `Equatable` would publish its
+    /// unchanged value to its subscribers).
+    @Test func aSetThatStoresNothingIsNoChangeToComputeds() {
+        struct Box { var value: Int }
+        let count = Observable(1)
+        let boxed = Computed { Box(value: count.value) }
+        var heard: [Int] = []
+        let subscription = boxed.subscribe { _, new in heard.append(new.value) }
+        let swallow = count.hookPoint.instead { _ in }
+        count.value = 2
+        #expect(boxed.value.value == 1)
+        #expect(boxed.evaluationCount == 1)
+        #expect(heard.isEmpty)
+        swallow.remove()
+        count.value = 3
+        #expect(heard == [3])
+        #expect(boxed.evaluationCount == 2)
+        subscription.dispose()
+    }
+
     /// Subscribers of a computed are typed after hooks: alone (a set without
     /// a call record) or among others, each hears each change once, in the
     /// order subscribed, and one disposed of hears no more.
