@@ -203,7 +203,8 @@ public protocol BindingTrigger: AnyObject {
 
 /// Fires after each set of a `@Hooked` property (BND's KVO trigger): a hook
 /// around the store on the property's hook point (an `instead` hook that
-/// stores, then fires; not for a vetoed set).
+/// stores, then fires; not for a set that stored nothing: vetoed, or taken
+/// over by an `instead` hook that did not run the original).
 ///
 /// As a ``Binding``, it fires at most once per change (the reentrancy flag,
 /// shared with bindings): properties bound to each other by pairs of
@@ -241,7 +242,9 @@ public final class HookTrigger: BindingTrigger, @unchecked Sendable {
         let token = point.instead { call in
             try _Change.once(ObjectIdentifier(identity)) { fires in
                 try call.invokeOriginal()
-                if fires { fire() }
+                // Not for a set that stored nothing (an `instead` hook
+                // inside this one did not run the original).
+                if fires, call.hasResult { fire() }
             }
         }
         lock.withLock { self.token = token }

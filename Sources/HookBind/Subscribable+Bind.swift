@@ -22,6 +22,8 @@ extension Observable {
     /// each, and a change does not come back to where it started. A write
     /// that code run by the change makes (a subscriber's) is part of the
     /// change: a binding that delivered it already does not deliver it again.
+    /// A write that stores nothing (vetoed, or taken over by an `instead`
+    /// hook that does not run the original) is not delivered.
     ///
     /// - Throws: ``BindError`` `.notHookable` if `keyPath` is not a `@Hooked` property.
     @discardableResult
@@ -46,14 +48,16 @@ extension Observable {
             let toProperty = hookPoint.add(.instead, owner: object) { object, call in
                 try _Change.run(ObjectIdentifier(identity), group) { deliver in
                     try call.invokeOriginal()
-                    if deliver { object[keyPath: keyPath] = try call.argument(0, as: Value.self) }
+                    // Not a write that stored nothing (an `instead` hook
+                    // inside this one did not run the original).
+                    if deliver, call.hasResult { object[keyPath: keyPath] = try call.argument(0, as: Value.self) }
                 }
             }
             let fromProperty = property.add(.instead, owner: object) { [weak self] _, call in
                 guard let self else { return try call.invokeOriginal() }
                 try _Change.run(ObjectIdentifier(identity), group) { deliver in
                     try call.invokeOriginal()
-                    if deliver { self.value = try call.argument(0, as: Value.self) }
+                    if deliver, call.hasResult { self.value = try call.argument(0, as: Value.self) }
                 }
             }
             let subscription = Subscription(toProperty, fromProperty)

@@ -133,6 +133,25 @@ struct ObservableTests {
         subscription.dispose()
     }
 
+    /// An observable bound to a property: a write at either end that
+    /// stores nothing (an `instead` hook that does not run the original)
+    /// does not reach the other end.
+    @Test func aSetThatStoresNothingIsNotDeliveredByABind() throws {
+        let number = Observable(0), holder = Holder()
+        let subscription = try number.bind(holder, \.value)
+        var token = holder.$value.instead { _ in }
+        holder.value = 7
+        token.remove()
+        #expect(holder.value == 0 && number.value == 0)
+        token = number.hookPoint.instead { _ in }
+        number.value = 8
+        token.remove()
+        #expect(holder.value == 0 && number.value == 0)
+        holder.value = 5
+        #expect(number.value == 5)
+        subscription.dispose()
+    }
+
     /// Subscribers of a computed are typed after hooks: alone (a set without
     /// a call record) or among others, each hears each change once, in the
     /// order subscribed, and one disposed of hears no more.

@@ -70,6 +70,25 @@ struct PropertyBindingTests {
         withExtendedLifetime(bindings) {}
     }
 
+    /// A set that stores nothing (taken over by an `instead` hook that does
+    /// not run the original, or vetoed) does not fire the trigger.
+    @Test func aSetThatStoresNothingDoesNotFire() throws {
+        let source = Holder()
+        let trigger = HookTrigger(source, \.value)
+        let fired = Shared(0)
+        try trigger.start { fired.mutate { $0 += 1 } }
+        var token = source.$value.instead { _ in }
+        source.value = 9
+        token.remove()
+        token = source.$value.before { call in try call.veto() }
+        source.value = 8
+        token.remove()
+        #expect(fired.value == 0)
+        source.value = 10
+        #expect(fired.value == 1)
+        trigger.stop()
+    }
+
     @Test func aNotificationFromAnotherSenderIsIgnored() throws {
         let person = Person(name: "a"), field = Field(), otherField = Field()
         let center = NotificationCenter()
