@@ -196,7 +196,9 @@ public final class Binding: @unchecked Sendable {
         let binding = Unmanaged.passUnretained(self)
         try _Change.run(ObjectIdentifier(self), group) { deliver in
             try call.invokeOriginal()
-            if deliver { try binding._withUnsafeGuaranteedRef { try $0.deliver(&call) } }
+            // Not a set that stored nothing (an `instead` hook inside this
+            // one did not run the original), as a vetoed one.
+            if deliver, call.hasResult { try binding._withUnsafeGuaranteedRef { try $0.deliver(&call) } }
         }
     }
 

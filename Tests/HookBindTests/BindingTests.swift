@@ -53,6 +53,31 @@ struct BindingTests {
         #expect(target.value == 4)
     }
 
+    /// A set an `instead` hook took over without running the original
+    /// stored nothing: no member hears of it (a callback got the argument
+    /// never stored, a property was set to the poster's unchanged value).
+    @Test func aSetThatStoresNothingTravelsNowhere() throws {
+        let source = Label(), target = Label()
+        let heard = Shared<[String]>([])
+        let binding = try Binding.bind([
+            .both(source, \.text), .both(target, \.text),
+            .observer { call in
+                let text = try call.argument(0, as: String.self)
+                heard.mutate { $0.append(text) }
+            },
+        ])
+        let targetSets = Shared(0)
+        target.$text.after { _ in targetSets.mutate { $0 += 1 } }
+        let token = source.$text.instead { _ in }
+        source.text = "swallowed"
+        token.remove()
+        #expect(source.text == "" && target.text == "")
+        #expect(heard.value.isEmpty && targetSets.value == 0)
+        source.text = "stored"
+        #expect(target.text == "stored" && heard.value == ["stored"] && targetSets.value == 1)
+        binding.unbind()
+    }
+
     @Test func methodPosterSendsItsResult() throws {
         let wallet = Wallet(), display = Holder()
         try Binding.bind([.post(wallet, \.deposit), .observer(display, \.value)])
