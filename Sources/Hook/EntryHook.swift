@@ -431,10 +431,11 @@ final class _EntryRegistry: @unchecked Sendable {
         try setInstalled(at: point.address, symbol: point.symbol, installed)
     }
 
-    func setInstalled(at address: UnsafeRawPointer, symbol: String, _ installed: Bool) throws(HookError) {
+    /// (`unless`: asked under the registry's lock, nothing done if true.)
+    func setInstalled(at address: UnsafeRawPointer, symbol: String, _ installed: Bool, unless: (() -> Bool)? = nil) throws(HookError) {
         try locked { (entries) throws(HookError) in
             let key = UInt(bitPattern: address)
-            guard var entry = entries[key], entry.isInstalled != installed else { return }
+            guard var entry = entries[key], entry.isInstalled != installed, unless?() != true else { return }
             try patch(entry, install: installed, symbol: symbol)
             entry.isInstalled = installed
             entries[key] = entry

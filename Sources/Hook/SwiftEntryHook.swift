@@ -551,6 +551,12 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
         try _EntryRegistry.shared.setInstalled(at: address, symbol: function, false)
     }
 
+    /// ``uninstall()``, unless (`unlessHooked`) a hook is on the point when
+    /// the registry's lock is held (`SwiftTrace.stop()`).
+    func uninstall(unlessHooked: Bool) throws(HookError) {
+        try _EntryRegistry.shared.setInstalled(at: address, symbol: function, false, unless: unlessHooked ? { self.hookCount > 0 } : nil)
+    }
+
     /// Patches the function's entry again after ``uninstall()`` or ``restore()``.
     public func install() throws(HookError) {
         try _EntryRegistry.shared.setInstalled(at: address, symbol: function, true)

@@ -76,9 +76,9 @@ public final class SwiftTrace: @unchecked Sendable {
                 skipped.append("\(name): async")
                 continue
             }
-            do {
+            do throws(HookError) {
                 let point = try _SwiftRawPoint.install(function)
-                tokens.append(point.instead { call in
+                let token = point.instead { call in
                     let depth = hk_swift_trace_depth(1)
                     let start = Self.now()
                     var threw = false
@@ -87,7 +87,17 @@ public final class SwiftTrace: @unchecked Sendable {
                     _ = hk_swift_trace_depth(-1)
                     threw = threw || point.threwInCall
                     report(Call(name: name, nanoseconds: elapsed, depth: Int(depth), threw: threw))
-                })
+                }
+                // Installed again, now that the hook is there: another
+                // trace's `stop()` may have found the point without hooks
+                // between the install and the hook, and put the bytes back.
+                do throws(HookError) {
+                    try point.install()
+                } catch {
+                    token.remove()
+                    throw error
+                }
+                tokens.append(token)
                 functions.append(name)
                 points.append(point)
             } catch {
@@ -106,8 +116,10 @@ public final class SwiftTrace: @unchecked Sendable {
     deinit { stop() }
 
     /// Stops tracing: its hooks are removed, and each function no other
-    /// trace follows gets its first bytes back. Idempotent; also done when
-    /// the trace deinitializes.
+    /// trace (or hook) follows gets its first bytes back. Idempotent; also
+    /// done when the trace deinitializes. Traces of the same functions may
+    /// start and stop on any threads: each hears every call made while it
+    /// runs.
     public func stop() {
         let tokens = self.tokens.withLock { tokens in
             defer { tokens = [] }
@@ -115,7 +127,10 @@ public final class SwiftTrace: @unchecked Sendable {
         }
         guard !tokens.isEmpty else { return }
         for token in tokens { token.remove() }
-        for point in points where point.hookCount == 0 { try? point.uninstall() }
+        // Only where no hook is left, asked under the registry's lock: a
+        // trace begun meanwhile has its hook there, or installs again
+        // once it has (see `init`).
+        for point in points { try? point.uninstall(unlessHooked: true) }
     }
 
     /// Modules never traced: what the hooks run on.

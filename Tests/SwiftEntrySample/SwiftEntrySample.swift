@@ -118,3 +118,8 @@ public func modelOriginal(_ x: Int64) -> Int64 {
 /// The threaded hook model's Swift original: 2x + 1 (wrapping).
 @inline(never)
 public func threadsOriginal(_ x: Int64) -> Int64 { x &* 2 &+ 1 }
+
+/// Traced by two threads at once, each starting and stopping its own
+/// trace (SwiftTraceTests).
+@inline(never)
+public func tracedByTwo(_ x: Int) -> Int { x &+ 1 }

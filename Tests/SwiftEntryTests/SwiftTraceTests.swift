@@ -2,6 +2,7 @@ import Hook
 import SwiftEntrySample
 import Synchronization
 import Testing
+import Foundation
 
 extension SwiftEntrySuites {
 @Suite struct SwiftTraceTests {
@@ -36,6 +37,35 @@ extension SwiftEntrySuites {
         #expect(throws: SampleError.empty) { try parseNumber("") }
         #expect(try parseNumber("12") == 12)
         #expect(calls.withLock { $0.map(\.threw) } == [true, false])
+    }
+
+    /// Two threads each start a trace of the same function, call it and
+    /// stop the trace, over and over: each trace hears each of its
+    /// thread's calls while it runs, whatever the other's stop does (a
+    /// stop puts the function's bytes back only where no trace follows it,
+    /// and a trace that began meanwhile patches them again).
+    @Test func twoTracesOfOneFunctionStartedAndStoppedOnTwoThreads() throws {
+        let missed = Atomic<Int>(0), heard = Atomic<Int>(0)
+        let threads = (0..<2).map { t in
+            Thread {
+                for i in 0..<300 {
+                    let mine = Atomic<Int>(0)
+                    let me = pthread_self()
+                    guard let trace = try? SwiftTrace("SwiftEntrySample.tracedByTwo(_:)", { _ in
+                        if pthread_equal(pthread_self(), me) != 0 { mine.add(1, ordering: .relaxed) }
+                    }) else { missed.add(1000, ordering: .relaxed); return }
+                    #expect(tracedByTwo(i + t) == i + t + 1)
+                    #expect(tracedByTwo(i) == i + 1)
+                    trace.stop()
+                    let count = mine.load(ordering: .relaxed)
+                    heard.add(count, ordering: .relaxed)
+                    if count != 2 { missed.add(1, ordering: .relaxed) }
+                }
+            }
+        }
+        for thread in threads { thread.start() }
+        while !threads.allSatisfy(\.isFinished) { usleep(1_000) }
+        #expect(missed.load(ordering: .relaxed) == 0, "\(heard.load(ordering: .relaxed)) calls heard of 1,200")
     }
 
     @Test func whatCannotBeTracedIsSaid() throws {
