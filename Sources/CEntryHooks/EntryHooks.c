@@ -360,6 +360,24 @@ static int ends_flow(const ZydisDecodedInstruction *in) {
 
 static void put_absolute(uint8_t *out, uint64_t value) { memcpy(out, &value, 8); }
 
+// A relocated call whose return address lies past the patch (the call is
+// the last displaced instruction) pushes that address in the function and
+// jumps: the callee returns into the function, not into the stub. A return
+// address in the stub, which has no unwind information, stopped every
+// exception thrown through the call (the unwinder found no frame there and
+// the program ended: a C++ function whose first instructions call the
+// function that throws, traced by hook-trace or hooked at its entry), and
+// cut backtraces short. `push imm32` (sign-extended), then the high half:
+// 13 bytes.
+static int push_return(uint8_t *out, uint64_t address) {
+  const uint32_t low = (uint32_t)address, high = (uint32_t)(address >> 32);
+  out[0] = 0x68;                                          // push imm32
+  memcpy(out + 1, &low, 4);
+  out[5] = 0xC7; out[6] = 0x44; out[7] = 0x24; out[8] = 0x04;  // mov dword [rsp+4], imm32
+  memcpy(out + 9, &high, 4);
+  return 13;
+}
+
 void hk_entry_keep_loaded(const void *address) {
   Dl_info info;
   if (!dladdr(address, &info) || !info.dli_fname) return;
@@ -402,13 +420,12 @@ int hk_entry_plan_make(const void *function, uint64_t size, const void *stub_add
           ZydisMnemonicGetString(in.mnemonic), offset + displaced, HK_ENTRY_PATCH_SIZE);
       return -1;
     }
-    if (length + 16 + 14 > HK_ENTRY_STUB_SIZE) {
+    if (length + 27 + 14 > HK_ENTRY_STUB_SIZE) {
       say(why, why_size, "the relocated instructions do not fit the stub");
       return -1;
     }
     plan->old_offset[plan->count] = (uint8_t)displaced;
     plan->new_offset[plan->count] = (uint16_t)length;
-    const uintptr_t copy_at = (uintptr_t)stub_address + length;
     uintptr_t target = branch_target(&in, at);
     if ((in.attributes & ZYDIS_ATTRIB_IS_RELATIVE) && !target && !is_rip_relative(&in)) {
       say(why, why_size, "%s at +%d: a relative operand the relocator does not handle",
@@ -417,7 +434,15 @@ int hk_entry_plan_make(const void *function, uint64_t size, const void *stub_add
     }
     if (target) {
       int cc = condition_code(&in);
-      if (in.mnemonic == ZYDIS_MNEMONIC_CALL) {
+      if (in.mnemonic == ZYDIS_MNEMONIC_CALL && displaced + in.length >= HK_ENTRY_PATCH_SIZE) {
+        // The last displaced instruction: the callee returns into the
+        // function, past the patch, not into the stub (see push_return).
+        length += push_return(stub + length, at + in.length);
+        const uint8_t code[6] = {0xFF, 0x25, 0x00, 0x00, 0x00, 0x00};
+        memcpy(stub + length, code, 6);
+        put_absolute(stub + length + 6, target);
+        length += 14;
+      } else if (in.mnemonic == ZYDIS_MNEMONIC_CALL) {
         // call [rip+2]; jmp +8; .quad target: returns to the jmp, which skips the address.
         const uint8_t code[8] = {0xFF, 0x15, 0x02, 0x00, 0x00, 0x00, 0xEB, 0x08};
         memcpy(stub + length, code, 8);
@@ -442,7 +467,19 @@ int hk_entry_plan_make(const void *function, uint64_t size, const void *stub_add
         return -1;
       }
     } else {
-      memcpy(stub + length, (const void *)at, in.length);
+      // `call [rip+disp]` (a call through the GOT, -fno-plt), the last
+      // displaced instruction: as a direct call, the callee returns into
+      // the function; the call becomes `jmp [rip+disp]` after the push.
+      int jumps = in.mnemonic == ZYDIS_MNEMONIC_CALL && displaced + in.length >= HK_ENTRY_PATCH_SIZE && is_rip_relative(&in)
+                  && in.length == 6 && ((const uint8_t *)at)[0] == 0xFF && ((const uint8_t *)at)[1] == 0x15;
+      if (jumps) {
+        length += push_return(stub + length, at + in.length);
+        memcpy(stub + length, (const void *)at, in.length);
+        stub[length + 1] = 0x25;
+      } else {
+        memcpy(stub + length, (const void *)at, in.length);
+      }
+      const uintptr_t copy_at = (uintptr_t)stub_address + length;
       if (is_rip_relative(&in)) {
         if (in.address_width != 64 || in.raw.disp.size != 32) {
           say(why, why_size, "%s at +%d: an instruction-pointer-relative operand of an unusual form",

@@ -53,6 +53,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <unwind.h>
 
 // The stubs are x86-64 System V code: elsewhere the library builds as the two
 // functions of its header, and the launcher refuses to run (see the
@@ -1216,6 +1217,113 @@ void _exit(int status) {
   image_ends();
   real(status);
   __builtin_unreachable();
+}
+
+// MARK: - Interposed: exceptions and forced unwinds
+
+// An exception (or a thread's forced unwind: pthread_exit, cancellation)
+// walks the thread's stack by its unwind tables, and a return address
+// replaced by hk_trace_return has none: the unwinder gives up and the
+// program ends (std::terminate). So before an unwinder walks, every return
+// address of the thread that the tracer replaced is put back: the calls it
+// unwinds are not reported (their records are dropped at the thread's next
+// traced return, as after a longjmp); and once a handler catches the
+// exception, those of the calls still under way (the handler's and its
+// callers') are replaced again. (uftrace does the same.)
+
+// Calls `body` on each live frame of this thread whose return slot lies at
+// or above `floor`, newest first. A frame a longjmp or an unwind skipped,
+// still recorded, lies below a newer live one (a caller's frame is above
+// its callee's): left out.
+static void frames_each(uintptr_t floor, void (*body)(frame *, uintptr_t *)) {
+  thread_state *s = state_here;
+  if (s == NULL) return;
+  uintptr_t newest = floor;
+  for (int i = s->depth - 1; i >= 0; i--) {
+    frame *fr = &s->frames[i];
+    uintptr_t *slot = (uintptr_t *)(fr->stack - sizeof(uintptr_t));
+    if ((uintptr_t)slot < newest) continue;
+    newest = (uintptr_t)slot + 1;
+    body(fr, slot);
+  }
+}
+
+static void frame_restore(frame *fr, uintptr_t *slot) {
+  if (*slot == (uintptr_t)hk_trace_return) *slot = fr->return_address;
+}
+
+static void frame_replace(frame *fr, uintptr_t *slot) {
+  if (*slot == fr->return_address) *slot = (uintptr_t)hk_trace_return;
+}
+
+// Every replaced return address of this thread put back (all of them lie
+// above this function's frame).
+__attribute__((noinline)) static void frames_restore(void) {
+  frames_each((uintptr_t)__builtin_frame_address(0), frame_restore);
+}
+
+static void *next_definition(const char *name) {
+  inside++;
+  void *found = dlsym(RTLD_NEXT, name);
+  inside--;
+  return found;
+}
+
+_Unwind_Reason_Code _Unwind_RaiseException(struct _Unwind_Exception *exception) {
+  static _Unwind_Reason_Code (*real)(struct _Unwind_Exception *);
+  if (real == NULL) real = next_definition("_Unwind_RaiseException");
+  frames_restore();
+  return real(exception);
+}
+
+_Unwind_Reason_Code _Unwind_Resume_or_Rethrow(struct _Unwind_Exception *exception) {
+  static _Unwind_Reason_Code (*real)(struct _Unwind_Exception *);
+  if (real == NULL) real = next_definition("_Unwind_Resume_or_Rethrow");
+  frames_restore();
+  return real(exception);
+}
+
+// (After a cleanup: a handler that caught another exception meanwhile, in
+// a destructor, replaced the addresses of the calls this one unwinds.)
+void _Unwind_Resume(struct _Unwind_Exception *exception) {
+  static void (*real)(struct _Unwind_Exception *);
+  if (real == NULL) real = next_definition("_Unwind_Resume");
+  frames_restore();
+  real(exception);
+  __builtin_unreachable();
+}
+
+_Unwind_Reason_Code _Unwind_ForcedUnwind(struct _Unwind_Exception *exception, _Unwind_Stop_Fn stop, void *argument) {
+  static _Unwind_Reason_Code (*real)(struct _Unwind_Exception *, _Unwind_Stop_Fn, void *);
+  if (real == NULL) real = next_definition("_Unwind_ForcedUnwind");
+  frames_restore();
+  return real(exception, stop, argument);
+}
+
+// glibc's pthread_exit and cancellation reach libgcc's unwinder by a
+// dlsym of their own, past the definitions above.
+void pthread_exit(void *value) {
+  static void (*real)(void *);
+  if (real == NULL) real = next_definition("pthread_exit");
+  frames_restore();
+  real(value);
+  __builtin_unreachable();
+}
+
+// The handler's frame and its callers' are the calls still under way: their
+// return addresses are replaced again (the handler called this, so they lie
+// above the caller's stack pointer: this frame's address + 16).
+void *__cxa_begin_catch(void *exception) {
+  static void *(*real)(void *);
+  if (real == NULL) real = next_definition("__cxa_begin_catch");
+  void *object = real(exception);
+  const uintptr_t floor = (uintptr_t)__builtin_frame_address(0) + 16;
+  // The calls the exception unwound are over: their records go now (a
+  // handler in a loop that no traced call returns to would pile them up).
+  thread_state *s = state_here;
+  while (s && s->depth > 0 && s->frames[s->depth - 1].stack - sizeof(uintptr_t) < floor) s->depth--;
+  frames_each(floor, frame_replace);
+  return object;
 }
 
 // MARK: - Start and end

@@ -216,6 +216,18 @@ __asm__(".text\n.globl entry_rip_relative\n.type entry_rip_relative, @function\n
         "entry_rip_relative:\n movq entry_global(%rip), %rax\n addq %rdi, %rax\n ret\n"
         ".size entry_rip_relative, .-entry_rip_relative\n");
 
+// Its displaced bytes end with a call (as -O1 compiles a function that only
+// calls another: push, call, pop, ret): the callee sees where it returns.
+static const void *entry_call_return;
+__attribute__((noinline, used)) int32_t entry_call_callee(int32_t x) {
+  entry_call_return = __builtin_return_address(0);
+  return x + 1;
+}
+__asm__(".text\n.globl entry_calls_first\n.type entry_calls_first, @function\n"
+        "entry_calls_first:\n pushq %rax\n call entry_call_callee\n popq %rcx\n ret\n"
+        ".size entry_calls_first, .-entry_calls_first\n");
+const void *entry_call_returns_to(void) { return entry_call_return; }
+
 // For HookBind's entry-hook fish (a function of its own: one hook point per function).
 __attribute__((noinline)) int64_t entry_for_binding(int64_t x) {
   int64_t y = x + 1;

@@ -311,6 +311,28 @@ struct EntryHookTests {
         #expect(bytes(at: function, 16) == before)
     }
 
+    /// A call among the displaced bytes, the last of them: relocated, it
+    /// returns into the function past the patch, not into the stub (whose
+    /// code has no unwind information: an exception thrown through it, or
+    /// a backtrace, stopped there).
+    @Test func aCallTheJumpDisplacesReturnsIntoTheFunction() throws {
+        let function = address(entry_calls_first as @convention(c) (Int32) -> Int32)
+        #expect(entry_calls_first(1) == 2)
+        // push %rax (1 byte), call (5): the callee returns to +6.
+        let inFunction = { (returned: UnsafeRawPointer?) in returned == function + 6 }
+        #expect(inFunction(entry_call_returns_to()))
+        let hook = try EntryHook(symbol: "entry_calls_first", signature: Signature(returning: .int32, arguments: [.int32]))
+        defer { try? hook.restore() }
+        let seen = Shared<[Int32]>([])
+        hook.before { call in
+            let x = try call.argument(0, as: Int32.self)
+            seen.mutate { $0.append(x) }
+        }
+        #expect(entry_calls_first(5) == 6)
+        #expect(seen.value == [5])
+        #expect(inFunction(entry_call_returns_to()), "returned to \(String(describing: entry_call_returns_to())), not into the function at \(function)")
+    }
+
     @Test func errorsNameTheSymbol() throws {
         expectEntryError(.symbolNotFound, point: "hk_no_such_function", containing: "no loaded object defines 'hk_no_such_function'") {
             _ = try EntryHook(symbol: "hk_no_such_function", signature: int64Unary)

@@ -83,6 +83,7 @@ func program(_ name: String) -> String? {
 
 /// A C compiler on PATH, if any.
 let cCompiler = ["cc", "clang", "gcc"].lazy.compactMap { program($0) }.first
+let cxxCompiler = ["c++", "clang++", "g++"].lazy.compactMap { program($0) }.first
 
 /// hook-trace runs programs with a library preloaded; a build with a
 /// sanitizer instruments that library too, which a plain program cannot load.
@@ -309,6 +310,81 @@ struct HookTraceTests {
         #expect(counts(summaries(traced.errors).first ?? [:]).count == 4_096)
         #expect(traced.errors.contains("hook-trace: more than 4096 functions match; 'many_"), "\(traced.errors.prefix(300))")
         #expect(traced.errors.contains("and those after it are not traced (narrow -e)"))
+    }
+
+    /// A C++ program whose exceptions pass through traced functions (thrown
+    /// by one, caught by another, rethrown, thrown and caught in a
+    /// destructor while another unwinds) and a thread that ends with
+    /// pthread_exit inside two: it runs as untraced (the thread's
+    /// destructors run), and each call that returns is counted, those that
+    /// caught an exception included. (The unwinder found the tracer's
+    /// return address, with no unwind information, where a traced call's
+    /// was: an exception ended the program with std::terminate, and
+    /// pthread_exit skipped the destructors above it; and where the
+    /// displaced first bytes of a function made a call, its callee returned
+    /// into the stub, with none either.)
+    @Test(.enabled(if: cxxCompiler != nil, "needs a C++ compiler"))
+    func exceptionsAndThreadExitsThroughTracedCalls() throws {
+        let cxx = try #require(cxxCompiler)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-cxx-\(getpid())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let library = """
+            #include <pthread.h>
+            #include <stdexcept>
+            extern "C" {
+            int x_throws(int x) { if (x % 2) throw std::runtime_error("odd"); return x; }
+            int x_middle(int x) {
+              struct Cleanup { ~Cleanup() { try { x_throws(1); } catch (...) {} } } cleanup;
+              return x_throws(x) + 1;
+            }
+            int x_catches(int x) { try { return x_middle(x); } catch (const std::exception &) { return -1; } }
+            int x_rethrows(int x) { try { return x_middle(x); } catch (...) { throw; } }
+            __attribute__((noinline)) void x_exits(int x) { volatile int v = x; if (v) pthread_exit(nullptr); }
+            }
+            """
+        let main = """
+            #include <cstdio>
+            #include <pthread.h>
+            extern "C" { int x_catches(int); int x_rethrows(int); void x_exits(int); }
+            static int cleaned;
+            static void *thread_body(void *) {
+              struct Flag { ~Flag() { cleaned = 1; } } flag;   // run by pthread_exit's unwind
+              x_exits(0);
+              x_exits(1);
+              return nullptr;
+            }
+            int main() {
+              long sum = 0;
+              for (int i = 0; i < 10; i++) sum += x_catches(i);
+              int caught = 0;
+              for (int i = 0; i < 4; i++) { try { x_rethrows(i); } catch (...) { caught++; } }
+              pthread_t thread;
+              pthread_create(&thread, nullptr, thread_body, nullptr);
+              pthread_join(thread, nullptr);
+              printf("sum %ld caught %d cleaned %d\\n", sum, caught, cleaned);
+              return 0;
+            }
+            """
+        try library.write(to: folder.appendingPathComponent("x.cpp"), atomically: true, encoding: .utf8)
+        try main.write(to: folder.appendingPathComponent("main.cpp"), atomically: true, encoding: .utf8)
+        let lib = folder.appendingPathComponent("libx.so").path, exe = folder.appendingPathComponent("x").path
+        let built = try run([cxx, "-shared", "-fPIC", "-O1", "-o", lib, folder.appendingPathComponent("x.cpp").path, "-lpthread"])
+        #expect(built.status == 0, "\(built.errors)")
+        #expect(try run([cxx, "-O1", "-o", exe, folder.appendingPathComponent("main.cpp").path, "-L", folder.path, "-lx",
+                         "-lpthread", "-Wl,-rpath," + folder.path]).status == 0)
+        let plain = try run([exe])
+        #expect(plain.status == 0 && plain.output == "sum 20 caught 2 cleaned 1\n", "\(plain)")
+        let summary = try run([launcher, "-c", "-e", "x_*", exe])
+        #expect(summary.status == 0, "\(summary.errors.prefix(600))")
+        #expect(summary.output == plain.output)
+        let calls = counts(summaries(summary.errors).first ?? [:])
+        // Every x_catches call returns (five after catching); x_rethrows
+        // returns for even numbers only.
+        #expect(calls["x_catches"] == 10 && calls["x_rethrows"] == 2 && calls["x_exits"] == 1, "\(calls)")
+        let lines = try run([launcher, "-e", "x_*", exe])
+        #expect(lines.status == 0, "\(lines.errors.prefix(600))")
+        #expect(lines.output == plain.output)
     }
 
     @Test func badInputEndsWithAMessageAndAStatus() throws {

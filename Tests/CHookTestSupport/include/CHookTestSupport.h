@@ -131,6 +131,8 @@ int32_t entry_too_short(void);
 int64_t entry_with_loop(int64_t n);
 int32_t entry_branch_inside(int32_t n);
 int64_t entry_rip_relative(int64_t x);   // entry_global + x
+int32_t entry_calls_first(int32_t x);    // x + 1, by a call its first bytes make
+const void *entry_call_returns_to(void); // where that call's callee last returned to
 extern int64_t entry_global;
 // Returns x; hooked at its entry by HookBind's tests.
 int64_t entry_for_binding(int64_t x);
