@@ -30,6 +30,8 @@
 ///   Overloads: `$name_label1_label2` (`_` for an unlabeled parameter) and the
 ///   selector `name(label1:label2:)`; overloads with the same labels
 ///   `$name_Type1_Type2`. `MethodHook.of(object, \.$name)` is `object.$name`.
+///   A name in backticks (a keyword: `` func `default`() ``) gives `$default`
+///   and the selector `default`.
 /// - `@Unhooked` leaves a member alone.
 /// - Overrides: a hook runs once per call, around the most derived
 ///   implementation, when the subclass is `@Hookable` too: its override uses

@@ -237,8 +237,8 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
 
     /// `name(label:_:)`.
     static func fullName(_ function: FunctionDeclSyntax) -> String {
-        let labels = function.signature.parameterClause.parameters.map { "\($0.firstName.text):" }.joined()
-        return "\(function.name.text)(\(labels))"
+        let labels = function.signature.parameterClause.parameters.map { "\($0.firstName.bareText):" }.joined()
+        return "\(function.name.bareText)(\(labels))"
     }
 
     /// The name of a method's `$name` peer and its selector. A method whose
@@ -248,13 +248,13 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
     /// overloads with the same labels add their parameter types instead:
     /// `$name_Int`, `$name_String_Int`.
     static func peerName(of function: FunctionDeclSyntax, in declaration: some DeclGroupSyntax) -> (name: String, selector: String, problem: String?) {
-        let base = function.name.text
+        let base = function.name.bareText
         let siblings = declaration.memberBlock.members.compactMap { $0.decl.as(FunctionDeclSyntax.self) }.filter {
-            $0.name.text == base && !hasAttribute($0.attributes, ["Unhooked"]) && !hasModifier($0.modifiers, ["static", "class"])
+            $0.name.bareText == base && !hasAttribute($0.attributes, ["Unhooked"]) && !hasModifier($0.modifiers, ["static", "class"])
         }
         guard siblings.count > 1 else { return ("$" + base, base, nil) }
         func labels(_ f: FunctionDeclSyntax) -> String {
-            f.signature.parameterClause.parameters.map { $0.firstName.text == "_" ? "_" : $0.firstName.text }.joined(separator: "_")
+            f.signature.parameterClause.parameters.map { $0.firstName.text == "_" ? "_" : $0.firstName.bareText }.joined(separator: "_")
         }
         func types(_ f: FunctionDeclSyntax) -> String {
             let text = f.signature.parameterClause.parameters.map { p in

@@ -47,8 +47,8 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
     /// tells overloads with the same labels apart. The override cannot
     /// spell the slot itself: the base class may name overloads it does not see.
     static func slotFinder(_ function: FunctionDeclSyntax) -> String {
-        let labels = function.signature.parameterClause.parameters.map { $0.firstName.text == "_" ? "_" : "_" + $0.firstName.text }
-        return "_hookableSlot_" + function.name.text + labels.joined()
+        let labels = function.signature.parameterClause.parameters.map { $0.firstName.text == "_" ? "_" : "_" + $0.firstName.bareText }
+        return "_hookableSlot_" + function.name.bareText + labels.joined()
     }
 
     /// The metatype of the method's function type, `((Int) throws -> Int).self`.
@@ -179,7 +179,7 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
         // hooks already run around the override.
         var statements = body.statements
         if options.isOverride {
-            let rewriter = SuperCallRewriter(name: function.name.text, address: slot, point: point,
+            let rewriter = SuperCallRewriter(name: function.name.bareText, address: slot, point: point,
                                              isAsync: signature.isAsync, canThrow: signature.canThrow)
             statements = rewriter.rewrite(statements).cast(CodeBlockItemListSyntax.self)
         }
@@ -223,7 +223,7 @@ final class SuperCallRewriter: SyntaxRewriter {
     override func visit(_ node: FunctionCallExprSyntax) -> ExprSyntax {
         guard let member = node.calledExpression.as(MemberAccessExprSyntax.self),
               member.base?.is(SuperExprSyntax.self) == true,
-              member.declName.baseName.text == name else {
+              member.declName.baseName.bareText == name else {
             return super.visit(node)
         }
         let inner = (canThrow ? "try " : "") + (isAsync ? "await " : "")

@@ -20,7 +20,7 @@ public struct HookablePropertyMacro: AccessorMacro, PeerMacro {
     static func parts(_ declaration: some DeclSyntaxProtocol) -> (name: String, type: String, access: String)? {
         guard let variable = declaration.as(VariableDeclSyntax.self), variable.bindings.count == 1,
               let binding = variable.bindings.first,
-              let name = binding.pattern.as(IdentifierPatternSyntax.self)?.identifier.text,
+              let name = binding.pattern.as(IdentifierPatternSyntax.self)?.identifier.bareText,
               let type = valueType(of: binding) else { return nil }
         var access = ""
         for modifier in variable.modifiers where modifier.detail == nil {

@@ -82,6 +82,28 @@ final class Counter: @unchecked Sendable {
     var log: [String] { lock.lock(); defer { lock.unlock() }; return _log }
 }
 
+/// Members named with keywords, in backticks: the names the macro makes
+/// from them (`$default`, `_$default`, the selector `default`) go without
+/// the backticks (they broke the expansion: `_$ \`default\``).
+@Hookable
+class Keyworded {
+    var `class` = "c"
+    func `default`(_ x: Int) -> Int { x + 1 }
+    func `return`(`in` value: Int) -> Int { value * 2 }
+}
+
+@Hookable
+final class KeywordedChild: Keyworded {
+    override func `default`(_ x: Int) -> Int { super.default(x) + 10 }
+}
+
+@Hookable
+actor KeywordActor {
+    var `for`: Int = 1
+    func `switch`() -> Int { `for` }
+    @Unhooked func setFor(_ value: Int) { `for` = value }
+}
+
 @Suite("@Hookable classes")
 struct HookableClassTests {
     @Test func methodsAndPropertiesAreHookedPerInstance() throws {
@@ -383,5 +405,24 @@ struct HookableClassTests {
         let count = hk_test_malloc_count() - before
         #expect(total != 0)
         #expect(count == 0)
+    }
+
+    @Test func membersNamedWithKeywordsAreHooked() async throws {
+        let object = Keyworded()
+        let seen = Mutex<[String]>([])
+        object.$default.before { call in seen.withLock { $0.append(call.selector) } }
+        object.$return.after { call in seen.withLock { $0.append(call.selector) } }
+        object.$class.after { call in seen.withLock { $0.append(call.selector) } }
+        #expect(object.default(1) == 2)
+        #expect(object.return(in: 3) == 6)
+        object.class = "d"
+        let child = KeywordedChild()
+        child.$default.before { call in seen.withLock { $0.append("child " + call.selector) } }
+        #expect(child.default(1) == 12)
+        let actor = KeywordActor()
+        await actor.$for.after { call in seen.withLock { $0.append("actor " + call.selector) } }
+        await actor.setFor(5)
+        #expect(await actor.switch() == 5)
+        #expect(seen.withLock { $0 } == ["default", "return", "class", "child default", "actor for"])
     }
 }
