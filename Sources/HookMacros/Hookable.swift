@@ -32,6 +32,9 @@
 ///   `$name_Type1_Type2`. `MethodHook.of(object, \.$name)` is `object.$name`.
 ///   A name in backticks (a keyword: `` func `default`() ``) gives `$default`
 ///   and the selector `default`.
+/// - A class isolated to a global actor (`@MainActor`) works as any: its
+///   methods' slots are `nonisolated(unsafe)` (the slot is an atomic word),
+///   so a `nonisolated` method is hooked too.
 /// - `@Unhooked` leaves a member alone.
 /// - Overrides: a hook runs once per call, around the most derived
 ///   implementation, when the subclass is `@Hookable` too: its override uses

@@ -137,7 +137,10 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
         if options.isOverride { return [] }
         let signature = Signature(function)
         let access = accessModifier(function)
-        let storageModifier = options.inActor ? "nonisolated(unsafe)" : "final"
+        // (Nonisolated in a class too: a class isolated to a global actor
+        // (`@MainActor`) isolates its stored properties, and a
+        // `nonisolated` method could not reach its slot.)
+        let storageModifier = options.inActor ? "nonisolated(unsafe)" : "nonisolated(unsafe) final"
         let projectionModifier = options.inActor ? "nonisolated" : "final"
         let point = signature.pointType
         let storage = "_" + options.peer
@@ -155,7 +158,7 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
         ] + (options.inActor || options.isFinal ? [] : [
             """
             /// Where an override of `\(raw: options.selector)` finds `\(raw: storage)`.
-            \(raw: access)final func \(raw: slotFinder(function))(_: \(raw: functionType(signature)).Type) -> UnsafeMutableRawPointer {
+            \(raw: access)nonisolated final func \(raw: slotFinder(function))(_: \(raw: functionType(signature)).Type) -> UnsafeMutableRawPointer {
                 \(raw: address(options, storage))
             }
             """,

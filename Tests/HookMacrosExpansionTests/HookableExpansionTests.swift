@@ -49,7 +49,7 @@ struct HookableExpansionTests {
                 }
 
                 /// Where `$deposit` keeps its hook point, once made.
-                final var _$deposit = Hook._HookableSlot<Hook.MethodHook<Int, Int>>()
+                nonisolated(unsafe) final var _$deposit = Hook._HookableSlot<Hook.MethodHook<Int, Int>>()
 
                 /// The hook point of `deposit` of this instance (made on first need).
                 final var $deposit: Hook.MethodHook<Int, Int> {
@@ -81,7 +81,7 @@ struct HookableExpansionTests {
                 }
 
                 /// Where `$load` keeps its hook point, once made.
-                public final var _$load = Hook._HookableSlot<Hook.AsyncMethodHook<Int, String>>()
+                public nonisolated(unsafe) final var _$load = Hook._HookableSlot<Hook.AsyncMethodHook<Int, String>>()
 
                 /// The hook point of `load` of this instance (made on first need).
                 public final var $load: Hook.AsyncMethodHook<Int, String> {
@@ -99,7 +99,7 @@ struct HookableExpansionTests {
                 }
 
                 /// Where `$reset` keeps its hook point, once made.
-                final var _$reset = Hook._HookableSlot<Hook.MethodHook<Void>>()
+                nonisolated(unsafe) final var _$reset = Hook._HookableSlot<Hook.MethodHook<Void>>()
 
                 /// The hook point of `reset` of this instance (made on first need).
                 final var $reset: Hook.MethodHook<Void> {
@@ -117,7 +117,7 @@ struct HookableExpansionTests {
                 }
 
                 /// Where `$total` keeps its hook point, once made.
-                private final var _$total = Hook._HookableSlot<Hook.MethodHook<[Int], Int>>()
+                private nonisolated(unsafe) final var _$total = Hook._HookableSlot<Hook.MethodHook<[Int], Int>>()
 
                 /// The hook point of `total` of this instance (made on first need).
                 private final var $total: Hook.MethodHook<[Int], Int> {
@@ -149,7 +149,7 @@ struct HookableExpansionTests {
                 }
 
                 /// Where `$move_to` keeps its hook point, once made.
-                final var _$move_to = Hook._HookableSlot<Hook.MethodHook<String, Void>>()
+                nonisolated(unsafe) final var _$move_to = Hook._HookableSlot<Hook.MethodHook<String, Void>>()
 
                 /// The hook point of `move(to:)` of this instance (made on first need).
                 final var $move_to: Hook.MethodHook<String, Void> {
@@ -166,7 +166,7 @@ struct HookableExpansionTests {
                 }
 
                 /// Where `$move_by` keeps its hook point, once made.
-                final var _$move_by = Hook._HookableSlot<Hook.MethodHook<Int, Void>>()
+                nonisolated(unsafe) final var _$move_by = Hook._HookableSlot<Hook.MethodHook<Int, Void>>()
 
                 /// The hook point of `move(by:)` of this instance (made on first need).
                 final var $move_by: Hook.MethodHook<Int, Void> {
@@ -184,7 +184,7 @@ struct HookableExpansionTests {
                 }
 
                 /// Where `$scale_Int` keeps its hook point, once made.
-                final var _$scale_Int = Hook._HookableSlot<Hook.MethodHook<Int, Int>>()
+                nonisolated(unsafe) final var _$scale_Int = Hook._HookableSlot<Hook.MethodHook<Int, Int>>()
 
                 /// The hook point of `scale(_:)` of this instance (made on first need).
                 final var $scale_Int: Hook.MethodHook<Int, Int> {
@@ -202,7 +202,7 @@ struct HookableExpansionTests {
                 }
 
                 /// Where `$scale_Double` keeps its hook point, once made.
-                final var _$scale_Double = Hook._HookableSlot<Hook.MethodHook<Double, Double>>()
+                nonisolated(unsafe) final var _$scale_Double = Hook._HookableSlot<Hook.MethodHook<Double, Double>>()
 
                 /// The hook point of `scale(_:)` of this instance (made on first need).
                 final var $scale_Double: Hook.MethodHook<Double, Double> {
@@ -256,7 +256,7 @@ struct HookableExpansionTests {
                 }
 
                 /// Where `$scale` keeps its hook point, once made.
-                public final var _$scale = Hook._HookableSlot<Hook.MethodHook<Int, Double, Int>>()
+                public nonisolated(unsafe) final var _$scale = Hook._HookableSlot<Hook.MethodHook<Int, Double, Int>>()
 
                 /// The hook point of `scale` of this instance (made on first need).
                 public final var $scale: Hook.MethodHook<Int, Double, Int> {
@@ -264,7 +264,7 @@ struct HookableExpansionTests {
                 }
 
                 /// Where an override of `scale` finds `_$scale`.
-                public final func _hookableSlot_scale__by(_: ((Int, Double) throws -> Int).Type) -> UnsafeMutableRawPointer {
+                public nonisolated final func _hookableSlot_scale__by(_: ((Int, Double) throws -> Int).Type) -> UnsafeMutableRawPointer {
                     Hook._hookableAddress(self, \\Shape._$scale)
                 }
             }

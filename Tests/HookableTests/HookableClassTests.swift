@@ -104,6 +104,16 @@ actor KeywordActor {
     @Unhooked func setFor(_ value: Int) { `for` = value }
 }
 
+/// A class isolated to the main actor, with a `nonisolated` method: its
+/// hook point's slot is `nonisolated(unsafe)` (isolated, the method could
+/// not reach it: "cannot form key path to main actor-isolated property").
+@MainActor @Hookable
+final class ScreenModel {
+    var title = ""
+    func load(_ n: Int) -> Int { n + 1 }
+    nonisolated func format(_ x: Int) -> String { "#\(x)" }
+}
+
 @Suite("@Hookable classes")
 struct HookableClassTests {
     @Test func methodsAndPropertiesAreHookedPerInstance() throws {
@@ -424,5 +434,14 @@ struct HookableClassTests {
         await actor.setFor(5)
         #expect(await actor.switch() == 5)
         #expect(seen.withLock { $0 } == ["default", "return", "class", "child default", "actor for"])
+    }
+
+    @MainActor @Test func aMainActorClassWithANonisolatedMethod() async throws {
+        let model = ScreenModel()
+        model.$format.before { call in try call.setArgument(0, to: 7) }
+        model.$load.after { call in try call.setResult(0) }
+        #expect(model.load(1) == 0)
+        let formatted = await Task.detached { model.format(1) }.value
+        #expect(formatted == "#7")
     }
 }
