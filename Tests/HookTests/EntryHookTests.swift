@@ -333,6 +333,38 @@ struct EntryHookTests {
         #expect(inFunction(entry_call_returns_to()), "returned to \(String(describing: entry_call_returns_to())), not into the function at \(function)")
     }
 
+    /// The relocated call under threads: four threads call the function
+    /// while its entry is patched and restored 300 times; every call
+    /// returns x + 1, and its callee returns into the function.
+    @Test func threadsCallWhileAnEntryWhoseFirstBytesCallIsPatchedAndRestored() throws {
+        let returnsTo = UInt(bitPattern: address(entry_calls_first as @convention(c) (Int32) -> Int32) + 6)
+        let hook = try EntryHook(symbol: "entry_calls_first", signature: Signature(returning: .int32, arguments: [.int32]))
+        defer { try? hook.restore() }
+        let hooked = Atomic<Int>(0)
+        hook.before { _ in hooked.add(1, ordering: .relaxed) }
+        let stop = Atomic<Bool>(false), wrong = Atomic<Int>(0)
+        let group = DispatchGroup()
+        for t in 0..<4 {
+            group.enter()
+            Thread {
+                var i = Int32(t * 1_000_000)
+                while !stop.load(ordering: .relaxed) {
+                    if entry_calls_first(i) != i + 1 || UInt(bitPattern: entry_call_returns_to()) != returnsTo { wrong.add(1, ordering: .relaxed) }
+                    i &+= 1
+                }
+                group.leave()
+            }.start()
+        }
+        for _ in 0..<300 {
+            try hook.uninstall()
+            try hook.install()
+        }
+        stop.store(true, ordering: .relaxed)
+        group.wait()
+        #expect(wrong.load(ordering: .relaxed) == 0)
+        #expect(hooked.load(ordering: .relaxed) > 0)
+    }
+
     @Test func errorsNameTheSymbol() throws {
         expectEntryError(.symbolNotFound, point: "hk_no_such_function", containing: "no loaded object defines 'hk_no_such_function'") {
             _ = try EntryHook(symbol: "hk_no_such_function", signature: int64Unary)
