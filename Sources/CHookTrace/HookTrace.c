@@ -272,6 +272,10 @@ static pthread_key_t state_key;
 static int summary_mode;
 static int output_fd = 2;
 static int started;
+// The process whose image this state is: a child of vfork (or of clone
+// with shared memory) runs on the parent's memory, whose records,
+// counters and writer thread are the parent's (see image_ends).
+static pid_t image_pid;
 static double ns_per_tick = 1.0;
 static uint64_t ns_per_tick_q32 = 1ull << 32;   // ns_per_tick in 32.32 fixed point
 static uint64_t publish_ticks = 3000000;         // about a millisecond
@@ -1177,7 +1181,11 @@ static void too_deep_print(void);
 // Before exec or _exit: what this process image traced goes out now (the
 // lines, and with -c its table), since no destructor will run.
 static void image_ends(void) {
-  if (!started) return;
+  // A child of vfork that execs or exits: the memory is the parent's, which
+  // goes on tracing once the child is gone (writing the parent's summary
+  // and ending its writer here lost the parent's later calls, and printed
+  // its calls so far as the child's).
+  if (!started || getpid() != image_pid) return;
   inside++;
   writer_end();
   inside--;
@@ -1189,9 +1197,17 @@ static void image_ends(void) {
 
 // MARK: - Interposed: dlopen (new objects), exec and _exit (write out first)
 
+// The definition after this library's (its own calls untraced).
+static void *next_definition(const char *name) {
+  inside++;
+  void *found = dlsym(RTLD_NEXT, name);
+  inside--;
+  return found;
+}
+
 void *dlopen(const char *file, int mode) {
   static void *(*real)(const char *, int);
-  if (real == NULL) real = dlsym(RTLD_NEXT, "dlopen");
+  if (real == NULL) real = next_definition("dlopen");
   void *handle = real(file, mode);
   if (handle && started) trace_new_imports();
   return handle;
@@ -1200,7 +1216,7 @@ void *dlopen(const char *file, int mode) {
 #define FORWARD_EXEC(name, params, args)                    \
   int name params {                                         \
     static int(*real) params;                               \
-    if (real == NULL) real = dlsym(RTLD_NEXT, #name);       \
+    if (real == NULL) real = next_definition(#name);        \
     image_ends();                                           \
     return real args;                                       \
   }
@@ -1213,7 +1229,7 @@ FORWARD_EXEC(fexecve, (int fd, char *const argv[], char *const envp[]), (fd, arg
 
 void _exit(int status) {
   static void (*real)(int);
-  if (real == NULL) real = dlsym(RTLD_NEXT, "_exit");
+  if (real == NULL) real = next_definition("_exit");
   image_ends();
   real(status);
   __builtin_unreachable();
@@ -1260,13 +1276,6 @@ static void frame_replace(frame *fr, uintptr_t *slot) {
 // above this function's frame).
 __attribute__((noinline)) static void frames_restore(void) {
   frames_each((uintptr_t)__builtin_frame_address(0), frame_restore);
-}
-
-static void *next_definition(const char *name) {
-  inside++;
-  void *found = dlsym(RTLD_NEXT, name);
-  inside--;
-  return found;
 }
 
 _Unwind_Reason_Code _Unwind_RaiseException(struct _Unwind_Exception *exception) {
@@ -1438,6 +1447,7 @@ static void after_fork_in_child(void) {
     }
   }
   if (state_here) state_here->tid = (pid_t)syscall(SYS_gettid);
+  image_pid = getpid();
 }
 
 __attribute__((constructor)) static void hook_trace_start(void) {
@@ -1464,6 +1474,7 @@ __attribute__((constructor)) static void hook_trace_start(void) {
   pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
   calibrate();
   if (!summary_mode) writer_start();
+  image_pid = getpid();
   started = 1;
   trace_new_imports();
   inside--;

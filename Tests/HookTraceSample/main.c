@@ -6,6 +6,8 @@
 //   threads T N  T threads, each running the loop N times; status 0
 //   fork N       the loop N times in a child (which ends with _exit) and in the parent; status 0
 //   exec N       runs itself again as `loop N` (execv); status 3 (the new image's)
+//   vfork N      the loop N times, then a vfork child that execs /bin/true (one
+//                that fails, `_exit`s), then the loop N times again; status 0
 //   fail         four calls that fail: open and close of nothing, strtol, fopen; status 1
 //   deep N       qsort nested N deep (its comparator sorts again, one level down);
 //                prints the depth reached; status 0
@@ -138,6 +140,25 @@ int main(int argc, char **argv) {
     int status = 0;
     waitpid(child, &status, 0);
     printf("parent total %zu, child status %d\n", total, WEXITSTATUS(status));
+    return 0;
+  }
+  if (strcmp(mode, "vfork") == 0) {
+    size_t total = loop(n);
+    fflush(stdout);
+    int statuses = 0;
+    for (int round = 0; round < 2; round++) {
+      pid_t child = vfork();
+      if (child == 0) {
+        char *args[] = {"true", NULL};
+        execv(round == 0 ? "/bin/true" : "/nonexistent/true", args);
+        _exit(7);
+      }
+      int status = 0;
+      waitpid(child, &status, 0);
+      statuses = statuses * 10 + WEXITSTATUS(status);
+    }
+    total += loop(n);
+    printf("total %zu, children %d\n", total, statuses);
     return 0;
   }
   if (strcmp(mode, "exec") == 0) {

@@ -205,6 +205,22 @@ struct HookTraceTests {
         #expect(counts(images.last ?? [:]) == ["strdup": 30, "strlen": 30, "free": 30])
     }
 
+    /// A child of vfork that execs, or fails to and `_exit`s, runs on the
+    /// parent's memory: the parent's calls before and after are all its
+    /// own, in one table. (The child's exec wrote the parent's table so far
+    /// as its own and ended the parent's tracing: 100 of 200 calls were
+    /// counted, in two tables.)
+    @Test func aVforkChildThatExecsLeavesTheParentsTrace() throws {
+        let plain = try run([sample, "vfork", "100"])
+        #expect(plain.status == 0 && plain.output == "total 2400, children 7\n", "\(plain)")
+        let traced = try run([launcher, "-c", "-L", "-e", "strdup+strlen+free", sample, "vfork", "100"])
+        #expect(traced.status == 0 && traced.output == plain.output, "\(traced.errors)")
+        // /bin/true's image is traced too (its table has none of these calls).
+        let tables = summaries(traced.errors).filter { !$0.isEmpty }
+        #expect(tables.count == 1, "\(traced.errors)")
+        #expect(counts(tables.first ?? [:]) == ["strdup": 200, "strlen": 200, "free": 200], "\(traced.errors)")
+    }
+
     /// A function patched while threads are inside it: four threads call
     /// ferror in a loop (through a pointer: the program does not import it);
     /// loading libbz2, which imports it, makes hook-trace patch its entry
