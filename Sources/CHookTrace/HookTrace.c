@@ -726,15 +726,43 @@ void hook_trace_flush(void) {
 extern void hk_trace_entry(void);
 extern void hk_trace_return(void);
 
+static const void *trace_enter(const traced_function *f, const entry_registers *r, uintptr_t *return_slot);
+static uintptr_t trace_exit(const return_registers *r, uintptr_t stack);
+
 // Called by hk_trace_entry: returns where to go on (the original).
+//
+// The tracer's work on a call, here and in hk_trace_exit, is `inside`: a
+// signal handler that interrupts it and makes traced calls of its own runs
+// them untraced. (Traced, they took the frame being filled or read, and
+// the record being written: the interrupted call returned to the handler
+// call's return address, and the program crashed.) A handler that
+// interrupts the traced function itself is traced as any code.
 __attribute__((used)) const void *hk_trace_enter(const traced_function *f, const entry_registers *r,
                                                   uintptr_t *return_slot) {
   if (inside || !started) return f->original;
+  inside++;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  const void *next = trace_enter(f, r, return_slot);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  inside--;
+  return next;
+}
+
+// Called by hk_trace_return: returns the real return address.
+__attribute__((used)) uintptr_t hk_trace_exit(const return_registers *r, uintptr_t stack) {
+  inside++;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  uintptr_t back = trace_exit(r, stack);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  inside--;
+  return back;
+}
+
+__attribute__((always_inline)) static inline const void *trace_enter(const traced_function *f, const entry_registers *r,
+                                                                     uintptr_t *return_slot) {
   thread_state *s = state_here;
   if (s == NULL) {
-    inside++;
     s = state_make();
-    inside--;
     if (s == NULL) return f->original;
   }
   if (s->depth >= MAX_DEPTH) {
@@ -759,8 +787,7 @@ __attribute__((used)) const void *hk_trace_enter(const traced_function *f, const
   return f->original;
 }
 
-// Called by hk_trace_return: returns the real return address.
-__attribute__((used)) uintptr_t hk_trace_exit(const return_registers *r, uintptr_t stack) {
+__attribute__((always_inline)) static inline uintptr_t trace_exit(const return_registers *r, uintptr_t stack) {
   uint64_t end = __rdtsc();
   thread_state *s = state_here;
   // Frames a longjmp skipped lie below the caller's stack: drop them.

@@ -6,6 +6,8 @@
 //   threads T N  T threads, each running the loop N times; status 0
 //   fork N       the loop N times in a child (which ends with _exit) and in the parent; status 0
 //   exec N       runs itself again as `loop N` (execv); status 3 (the new image's)
+//   signals N    N calls of strlen while a timer's signal every 20 µs calls it
+//                too, from its handler; prints the main loop's total; status 0
 //   vfork N      the loop N times, then a vfork child that execs /bin/true (one
 //                that fails, `_exit`s), then the loop N times again; status 0
 //   fail         four calls that fail: open and close of nothing, strtol, fopen; status 1
@@ -21,15 +23,24 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 static const char *volatile text = "hello, world";
+
+// `signals`: the timer's handler calls strlen too.
+static volatile size_t alarm_length;
+static void on_alarm(int signal) {
+  (void)signal;
+  alarm_length += strlen(text);
+}
 
 static size_t loop(long n) {
   size_t total = 0;
@@ -140,6 +151,23 @@ int main(int argc, char **argv) {
     int status = 0;
     waitpid(child, &status, 0);
     printf("parent total %zu, child status %d\n", total, WEXITSTATUS(status));
+    return 0;
+  }
+  if (strcmp(mode, "signals") == 0) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = on_alarm;
+    sigaction(SIGALRM, &action, NULL);
+    sigset_t alarm_only;   // (a mask inherited from the parent may block it)
+    sigemptyset(&alarm_only);
+    sigaddset(&alarm_only, SIGALRM);
+    pthread_sigmask(SIG_UNBLOCK, &alarm_only, NULL);
+    struct itimerval every = {{0, 20}, {0, 20}}, off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &every, NULL);
+    size_t total = 0;
+    for (long i = 0; i < n; i++) total += strlen(text);
+    setitimer(ITIMER_REAL, &off, NULL);
+    printf("total %zu, signals %s\n", total, alarm_length > 0 ? "handled" : "none");
     return 0;
   }
   if (strcmp(mode, "vfork") == 0) {

@@ -205,6 +205,22 @@ struct HookTraceTests {
         #expect(counts(images.last ?? [:]) == ["strdup": 30, "strlen": 30, "free": 30])
     }
 
+    /// A signal handler that calls a traced function, interrupting traced
+    /// calls of it every 20 µs: the program runs as untraced, and every
+    /// call of the main loop is counted. (A handler that interrupted the
+    /// tracer's own work on a call took the frame it was filling or
+    /// reading: the call returned to the handler's call's return address,
+    /// and the program crashed.)
+    @Test func aSignalHandlerCallingATracedFunction() throws {
+        let plain = try run([sample, "signals", "1000000"])
+        #expect(plain.status == 0 && plain.output == "total 12000000, signals handled\n", "\(plain)")
+        let traced = try run([launcher, "-c", "-e", "strlen", sample, "signals", "1000000"])
+        #expect(traced.status == 0 && traced.output == plain.output, "\(traced.errors.prefix(400))")
+        #expect((counts(summaries(traced.errors).first ?? [:])["strlen"] ?? 0) >= 1_000_000, "\(traced.errors.prefix(400))")
+        let lines = try run([launcher, "-o", "/dev/null", "-e", "strlen", sample, "signals", "300000"])
+        #expect(lines.status == 0 && lines.output == "total 3600000, signals handled\n", "\(lines.errors.prefix(400))")
+    }
+
     /// A child of vfork that execs, or fails to and `_exit`s, runs on the
     /// parent's memory: the parent's calls before and after are all its
     /// own, in one table. (The child's exec wrote the parent's table so far
