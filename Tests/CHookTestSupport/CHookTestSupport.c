@@ -1,5 +1,7 @@
 #define _GNU_SOURCE
 #include "CHookTestSupport.h"
+#include <signal.h>
+#include <sys/time.h>
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
@@ -192,6 +194,39 @@ int64_t entry_call_target_loop(int64_t from, int64_t count) {
     if (entry_target(i) != i * 2 + 1) wrong++;
   }
   return wrong;
+}
+
+// Calls entry_target(0 ..< count) directly while a timer's signal every
+// 20 µs calls it too, from its handler; returns how many results were
+// wrong, and in *handled how many calls the handler made.
+static volatile int64_t signal_wrong, signal_calls;
+static void signal_calls_target(int signal) {
+  (void)signal;
+  int64_t x = 1000000 + signal_calls;
+  if (entry_target(x) != x * 2 + 1) signal_wrong++;
+  signal_calls++;
+}
+int64_t entry_call_target_under_signals(int64_t count, int64_t *handled) {
+  struct sigaction action, old;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = signal_calls_target;
+  sigaction(SIGALRM, &action, &old);
+  sigset_t alarm_only;
+  sigemptyset(&alarm_only);
+  sigaddset(&alarm_only, SIGALRM);
+  pthread_sigmask(SIG_UNBLOCK, &alarm_only, NULL);
+  signal_wrong = 0;
+  signal_calls = 0;
+  struct itimerval every = {{0, 20}, {0, 20}}, off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &every, NULL);
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < count; i++) {
+    if (entry_target(i) != i * 2 + 1) wrong++;
+  }
+  setitimer(ITIMER_REAL, &off, NULL);
+  sigaction(SIGALRM, &old, NULL);
+  *handled = signal_calls;
+  return wrong + signal_wrong;
 }
 
 // Shorter than the 5-byte jump (a `ret` at +1 after `xor eax, eax`), in

@@ -365,6 +365,22 @@ struct EntryHookTests {
         #expect(hooked.load(ordering: .relaxed) > 0)
     }
 
+    /// A signal handler that calls a hooked function, every 20 µs while
+    /// the thread calls it in a loop: every result right, every call of the
+    /// loop hooked, and the handler's too, but those that interrupted a
+    /// call of the point while it ran its hooks or original (run unhooked,
+    /// as any call a hook makes of its own point).
+    @Test func aSignalHandlerCallsTheHookedFunction() throws {
+        let hook = try EntryHook(symbol: "entry_target", signature: int64Unary)
+        defer { try? hook.restore() }
+        let seen = Atomic<Int>(0)
+        hook.after { _ in seen.add(1, ordering: .relaxed) }
+        var handled: Int64 = 0
+        #expect(entry_call_target_under_signals(1_000_000, &handled) == 0)
+        #expect(handled > 0)
+        #expect(seen.load(ordering: .relaxed) >= 1_000_000 && seen.load(ordering: .relaxed) <= 1_000_000 + Int(handled))
+    }
+
     @Test func errorsNameTheSymbol() throws {
         expectEntryError(.symbolNotFound, point: "hk_no_such_function", containing: "no loaded object defines 'hk_no_such_function'") {
             _ = try EntryHook(symbol: "hk_no_such_function", signature: int64Unary)
