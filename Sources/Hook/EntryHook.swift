@@ -180,7 +180,8 @@ extension _EntryHookMaking where Self == EntryHook {
     /// Hooks the entry of the function that starts at `address`.
     ///
     /// - Throws: as ``init(symbol:signature:in:)``; `.invalidValue` if
-    ///   `address` lies inside a known function rather than at its start.
+    ///   `address` lies inside a known function rather than at its start,
+    ///   or is not in executable code (a heap, stack or data address).
     public init(address: UnsafeRawPointer, signature: Signature, name: String? = nil) throws(HookError) {
         try _requireX86_64(name ?? "function at \(address)", "entry hooks relocate x86-64 machine code")
         self = try _EntryRegistry.shared.install(address: address, signature: signature, name: name)
@@ -333,6 +334,14 @@ final class _EntryRegistry: @unchecked Sendable {
             if known, info.address != address {
                 let offset = UInt(bitPattern: address) &- UInt(bitPattern: info.address)
                 throw HookError(.invalidValue, point: symbol, "\(address) is +\(offset) into '\(foundName!)', not the start of a function")
+            }
+            // Not code: the patch would write into the data and make its
+            // page read-only (a heap address was patched, and the next
+            // write to its page crashed).
+            switch hk_entry_is_executable(address) {
+            case 1: break
+            case 0: throw HookError(.invalidValue, point: symbol, "\(address) is not in executable code (a heap, stack or data address); nothing was patched")
+            default: throw HookError(.invalidValue, point: symbol, "\(address) is in no mapping of this process; nothing was patched")
             }
             var object = info
             let path = known ? withUnsafeBytes(of: &object.object) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) } : "?"

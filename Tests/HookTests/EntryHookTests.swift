@@ -381,6 +381,27 @@ struct EntryHookTests {
         #expect(seen.load(ordering: .relaxed) >= 1_000_000 && seen.load(ordering: .relaxed) <= 1_000_000 + Int(handled))
     }
 
+    /// An address that is not code (the heap, the stack) is refused, and
+    /// its page stays writable. (A heap address was patched: its page
+    /// became read-execute, and the next write to it crashed.)
+    @Test func anAddressThatIsNotCodeIsRefused() throws {
+        let heap = UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 16)
+        defer { heap.deallocate() }
+        heap.initializeMemory(as: UInt8.self, repeating: 0x90, count: 64)   // nops: it decodes
+        let name = "0x" + String(UInt(bitPattern: heap), radix: 16)
+        expectEntryError(.invalidValue, point: name, containing: "is not in executable code") {
+            _ = try EntryHook(address: UnsafeRawPointer(heap), signature: int64Unary)
+        }
+        heap.storeBytes(of: 1, toByteOffset: 0, as: UInt8.self)
+        #expect(heap.load(as: UInt8.self) == 1)
+        var local = 0
+        try withUnsafeMutablePointer(to: &local) { pointer in
+            expectEntryError(.invalidValue, point: "on the stack", containing: "is not in executable code") {
+                _ = try EntryHook(address: UnsafeRawPointer(pointer), signature: int64Unary, name: "on the stack")
+            }
+        }
+    }
+
     @Test func errorsNameTheSymbol() throws {
         expectEntryError(.symbolNotFound, point: "hk_no_such_function", containing: "no loaded object defines 'hk_no_such_function'") {
             _ = try EntryHook(symbol: "hk_no_such_function", signature: int64Unary)
