@@ -1484,10 +1484,26 @@ __attribute__((constructor)) static void hook_trace_start(void) {
   hk_import_own_image(&own_base, &own_dynamic);
   summary_mode = getenv("HOOK_TRACE_SUMMARY") != NULL;
   library_calls_only = getenv("HOOK_TRACE_LIBRARY_CALLS") != NULL;
+  // Where the lines go: the -o file, or the launcher's stderr through the
+  // copy it made at a high number (HOOK_TRACE_FD), both kept out of the
+  // program's way (a program that points its fd 2 at its own log, or
+  // opens a file as fd 3 after closing it, got the trace in its file);
+  // fd 2 if neither is there.
   const char *output = getenv("HOOK_TRACE_OUTPUT");
+  const char *inherited = getenv("HOOK_TRACE_FD");
   if (output && *output) {
     int fd = open(output, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd >= 0) output_fd = fd;
+    if (fd >= 0) {
+      int high = fcntl(fd, F_DUPFD_CLOEXEC, 1000);
+      if (high >= 0) {
+        close(fd);
+        fd = high;
+      }
+      output_fd = fd;
+    }
+  } else if (inherited && *inherited) {
+    int fd = atoi(inherited);
+    if (fd > 2 && fcntl(fd, F_GETFD) >= 0) output_fd = fd;
   }
   if (pattern_text && *pattern_text) {
     char *copy = strdup(pattern_text);

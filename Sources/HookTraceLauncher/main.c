@@ -194,6 +194,17 @@ int main(int argc, char **argv) {
     setenv("HOOK_TRACE_OUTPUT", realpath(output, absolute) ? absolute : output, 1);
   } else {
     unsetenv("HOOK_TRACE_OUTPUT");
+    // The trace goes to this stderr, through a copy of it at a high number
+    // that the program inherits: a program that points its own fd 2 at a
+    // log file does not get the trace in it.
+    int copy = fcntl(2, F_DUPFD, 1000);
+    if (copy >= 0) {
+      char number[16];
+      snprintf(number, sizeof number, "%d", copy);
+      setenv("HOOK_TRACE_FD", number, 1);
+    } else {
+      unsetenv("HOOK_TRACE_FD");
+    }
   }
   execv(found, argv + i);
   fprintf(stderr, "hook-trace: cannot run '%s': %s\n", program, strerror(errno));

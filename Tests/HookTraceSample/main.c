@@ -6,6 +6,8 @@
 //   threads T N  T threads, each running the loop N times; status 0
 //   fork N       the loop N times in a child (which ends with _exit) and in the parent; status 0
 //   exec N       runs itself again as `loop N` (execv); status 3 (the new image's)
+//   log FILE     points its stderr at FILE (dup2), then the loop 10 times and a line
+//                to stderr; status 0
 //   signals N    N calls of strlen while a timer's signal every 20 µs calls it
 //                too, from its handler; prints the main loop's total; status 0
 //   vfork N      the loop N times, then a vfork child that execs /bin/true (one
@@ -151,6 +153,16 @@ int main(int argc, char **argv) {
     int status = 0;
     waitpid(child, &status, 0);
     printf("parent total %zu, child status %d\n", total, WEXITSTATUS(status));
+    return 0;
+  }
+  if (strcmp(mode, "log") == 0 && argc > 2) {
+    int log = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (log < 0) return 5;
+    dup2(log, 2);
+    close(log);
+    size_t total = loop(10);
+    fprintf(stderr, "the program's own line\n");
+    printf("total %zu\n", total);
     return 0;
   }
   if (strcmp(mode, "signals") == 0) {

@@ -205,6 +205,18 @@ struct HookTraceTests {
         #expect(counts(images.last ?? [:]) == ["strdup": 30, "strlen": 30, "free": 30])
     }
 
+    /// A program that points its stderr at a log file of its own: the trace
+    /// goes where hook-trace's stderr goes, not into the program's log (it
+    /// wrote into the program's fd 2, whatever that had become).
+    @Test func aProgramsOwnStderrRedirectionKeepsTheTraceOut() throws {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-log-\(getpid()).txt").path
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let traced = try run([launcher, "-e", "strlen", sample, "log", log])
+        #expect(traced.status == 0 && traced.output == "total 120\n", "\(traced)")
+        #expect(try String(contentsOfFile: log, encoding: .utf8) == "the program's own line\n")
+        #expect(traced.errors.split(separator: "\n").filter { $0.contains("strlen(") }.count >= 10, "\(traced.errors)")
+    }
+
     /// A signal handler that calls a traced function, interrupting traced
     /// calls of it every 20 µs: the program runs as untraced, and every
     /// call of the main loop is counted. (A handler that interrupted the

@@ -8,6 +8,8 @@
 //   HOOK_TRACE_PATTERNS        symbol patterns (fnmatch globs) joined by '+'; unset: every import
 //   HOOK_TRACE_SUMMARY=1       count and time calls, print a table at exit (`-c`)
 //   HOOK_TRACE_OUTPUT=FILE     append there instead of writing to standard error (`-o`)
+//   HOOK_TRACE_FD=N            without -o: the launcher's stderr, copied at N (>= 1000), so
+//                              that a program's own redirection of its fd 2 keeps the trace out
 //   HOOK_TRACE_LIBRARY_CALLS=1 import slots only: calls from one object to another (`-L`)
 #ifndef CHOOKTRACE_H
 #define CHOOKTRACE_H
