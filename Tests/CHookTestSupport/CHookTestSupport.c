@@ -2,6 +2,9 @@
 #include "CHookTestSupport.h"
 #include <signal.h>
 #include <sys/time.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
@@ -197,8 +200,12 @@ int64_t entry_call_target_loop(int64_t from, int64_t count) {
 }
 
 // Calls entry_target(0 ..< count) directly while a timer's signal every
-// 20 µs calls it too, from its handler; returns how many results were
-// wrong, and in *handled how many calls the handler made.
+// 100 µs calls it too, from its handler; returns how many results were
+// wrong, and in *handled how many calls the handler made. The timer signals
+// this thread only (SIGEV_THREAD_ID: the test process's other threads run
+// other tests), and a signal still pending when it stops is discarded
+// (SIG_IGN) before the old action comes back: the default action of
+// SIGALRM ends the process.
 static volatile int64_t signal_wrong, signal_calls;
 static void signal_calls_target(int signal) {
   (void)signal;
@@ -207,7 +214,7 @@ static void signal_calls_target(int signal) {
   signal_calls++;
 }
 int64_t entry_call_target_under_signals(int64_t count, int64_t *handled) {
-  struct sigaction action, old;
+  struct sigaction action, old, ignore;
   memset(&action, 0, sizeof action);
   action.sa_handler = signal_calls_target;
   sigaction(SIGALRM, &action, &old);
@@ -217,13 +224,27 @@ int64_t entry_call_target_under_signals(int64_t count, int64_t *handled) {
   pthread_sigmask(SIG_UNBLOCK, &alarm_only, NULL);
   signal_wrong = 0;
   signal_calls = 0;
-  struct itimerval every = {{0, 20}, {0, 20}}, off = {{0, 0}, {0, 0}};
-  setitimer(ITIMER_REAL, &every, NULL);
+  struct sigevent event;
+  memset(&event, 0, sizeof event);
+  event.sigev_notify = SIGEV_THREAD_ID;
+  event.sigev_signo = SIGALRM;
+  event._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+  timer_t timer;
   int64_t wrong = 0;
+  if (timer_create(CLOCK_MONOTONIC, &event, &timer) != 0) {
+    sigaction(SIGALRM, &old, NULL);
+    *handled = 0;
+    return -1;
+  }
+  struct itimerspec every = {{0, 100000}, {0, 100000}};
+  timer_settime(timer, 0, &every, NULL);
   for (int64_t i = 0; i < count; i++) {
     if (entry_target(i) != i * 2 + 1) wrong++;
   }
-  setitimer(ITIMER_REAL, &off, NULL);
+  timer_delete(timer);
+  memset(&ignore, 0, sizeof ignore);
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGALRM, &ignore, NULL);
   sigaction(SIGALRM, &old, NULL);
   *handled = signal_calls;
   return wrong + signal_wrong;

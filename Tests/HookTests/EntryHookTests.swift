@@ -365,7 +365,7 @@ struct EntryHookTests {
         #expect(hooked.load(ordering: .relaxed) > 0)
     }
 
-    /// A signal handler that calls a hooked function, every 20 µs while
+    /// A signal handler that calls a hooked function, every 100 µs while
     /// the thread calls it in a loop: every result right, every call of the
     /// loop hooked, and the handler's too, but those that interrupted a
     /// call of the point while it ran its hooks or original (run unhooked,
@@ -376,9 +376,9 @@ struct EntryHookTests {
         let seen = Atomic<Int>(0)
         hook.after { _ in seen.add(1, ordering: .relaxed) }
         var handled: Int64 = 0
-        #expect(entry_call_target_under_signals(1_000_000, &handled) == 0)
+        #expect(entry_call_target_under_signals(300_000, &handled) == 0)
         #expect(handled > 0)
-        #expect(seen.load(ordering: .relaxed) >= 1_000_000 && seen.load(ordering: .relaxed) <= 1_000_000 + Int(handled))
+        #expect(seen.load(ordering: .relaxed) >= 300_000 && seen.load(ordering: .relaxed) <= 300_000 + Int(handled), "\(handled) calls by the handler")
     }
 
     /// An address that is not code (the heap, the stack) is refused, and
@@ -395,7 +395,7 @@ struct EntryHookTests {
         heap.storeBytes(of: 1, toByteOffset: 0, as: UInt8.self)
         #expect(heap.load(as: UInt8.self) == 1)
         var local = 0
-        try withUnsafeMutablePointer(to: &local) { pointer in
+        withUnsafeMutablePointer(to: &local) { pointer in
             expectEntryError(.invalidValue, point: "on the stack", containing: "is not in executable code") {
                 _ = try EntryHook(address: UnsafeRawPointer(pointer), signature: int64Unary, name: "on the stack")
             }

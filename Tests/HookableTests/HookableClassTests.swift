@@ -430,7 +430,7 @@ struct HookableClassTests {
         child.$default.before { call in seen.withLock { $0.append("child " + call.selector) } }
         #expect(child.default(1) == 12)
         let actor = KeywordActor()
-        await actor.$for.after { call in seen.withLock { $0.append("actor " + call.selector) } }
+        actor.$for.after { call in seen.withLock { $0.append("actor " + call.selector) } }
         await actor.setFor(5)
         #expect(await actor.switch() == 5)
         #expect(seen.withLock { $0 } == ["default", "return", "class", "child default", "actor for"])

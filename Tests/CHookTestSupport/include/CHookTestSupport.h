@@ -126,7 +126,7 @@ int64_t entry_target(int64_t x);
 int64_t entry_target_run_count(void);
 // Calls entry_target(from ..< from + count) directly; returns how many results were wrong.
 int64_t entry_call_target_loop(int64_t from, int64_t count);
-// Calls entry_target(0 ..< count) while a 20 µs timer's handler calls it too;
+// Calls entry_target(0 ..< count) while a 100 µs timer's handler calls it too (this thread's);
 // returns the wrong results, and in *handled the handler's calls.
 int64_t entry_call_target_under_signals(int64_t count, int64_t *handled);
 // Functions the relocator must refuse, and one it must relocate (in assembly).
