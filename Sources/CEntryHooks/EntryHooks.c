@@ -395,7 +395,7 @@ int hk_entry_is_executable(const void *address) {
     char permissions[8] = {0};
     if (sscanf(line, "%lx-%lx %7s", &start, &end, permissions) != 3) continue;
     if (at >= start && at < end) {
-      found = permissions[2] == 'x';
+      found = permissions[2] != 'x' ? 0 : permissions[1] == 'w' ? 2 : 1;
       break;
     }
   }

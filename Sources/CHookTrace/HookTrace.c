@@ -792,6 +792,13 @@ __attribute__((always_inline)) static inline uintptr_t trace_exit(const return_r
   thread_state *s = state_here;
   // Frames a longjmp skipped lie below the caller's stack: drop them.
   while (s->depth > 1 && s->frames[s->depth - 1].stack < stack) s->depth--;
+  if (s->depth == 0) {
+    // No record of the call returning here: its real return address is
+    // lost. Said, rather than returning to an address read out of bounds.
+    static const char message[] = "hook-trace: a traced call returned with no record of it; the program cannot go on\n";
+    write_all(output_fd, message, sizeof message - 1);
+    abort();
+  }
   frame *fr = &s->frames[--s->depth];
   const traced_function *f = fr->function;
   uint64_t ticks = end - fr->start;
@@ -1212,7 +1219,7 @@ static void image_ends(void) {
   // goes on tracing once the child is gone (writing the parent's summary
   // and ending its writer here lost the parent's later calls, and printed
   // its calls so far as the child's).
-  if (!started || getpid() != image_pid) return;
+  if (!started || (pid_t)syscall(SYS_getpid) != image_pid) return;
   inside++;
   writer_end();
   inside--;
@@ -1240,12 +1247,23 @@ void *dlopen(const char *file, int mode) {
   return handle;
 }
 
+// The launcher's stderr copy (HOOK_TRACE_FD) is close-on-exec, so that
+// the program's children that are not traced (a daemon holding a pipe
+// open) do not keep it; an image this library execs gets it.
+static int output_inherited;
+static void output_to_next_image(int keep) {
+  if (output_inherited) fcntl(output_fd, F_SETFD, keep ? 0 : FD_CLOEXEC);
+}
+
 #define FORWARD_EXEC(name, params, args)                    \
   int name params {                                         \
     static int(*real) params;                               \
     if (real == NULL) real = next_definition(#name);        \
     image_ends();                                           \
-    return real args;                                       \
+    output_to_next_image(1);                                \
+    int failed = real args;                                 \
+    output_to_next_image(0);                                \
+    return failed;                                          \
   }
 
 FORWARD_EXEC(execve, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp))
@@ -1264,15 +1282,20 @@ void _exit(int status) {
 
 // MARK: - Interposed: exceptions and forced unwinds
 
-// An exception (or a thread's forced unwind: pthread_exit, cancellation)
-// walks the thread's stack by its unwind tables, and a return address
+// An exception (or pthread_exit's forced unwind) walks the thread's stack
+// by its unwind tables, and a return address
 // replaced by hk_trace_return has none: the unwinder gives up and the
 // program ends (std::terminate). So before an unwinder walks, every return
 // address of the thread that the tracer replaced is put back: the calls it
 // unwinds are not reported (their records are dropped at the thread's next
 // traced return, as after a longjmp); and once a handler catches the
 // exception, those of the calls still under way (the handler's and its
-// callers') are replaced again. (uftrace does the same.)
+// callers') are replaced again. (uftrace does the same.) Not handled: a
+// thread cancelled (pthread_cancel) inside a traced call, whose forced
+// unwind glibc starts from its own code, with no entry point to interpose:
+// its destructors above the traced call are skipped, as they were for
+// pthread_exit; and a catch that does not call __cxa_begin_catch (Rust's
+// catch_unwind), after which the calls still under way go unreported.
 
 // Calls `body` on each live frame of this thread whose return slot lies at
 // or above `floor`, newest first. A frame a longjmp or an unwind skipped,
@@ -1336,8 +1359,8 @@ _Unwind_Reason_Code _Unwind_ForcedUnwind(struct _Unwind_Exception *exception, _U
   return real(exception, stop, argument);
 }
 
-// glibc's pthread_exit and cancellation reach libgcc's unwinder by a
-// dlsym of their own, past the definitions above.
+// glibc's pthread_exit reaches libgcc's unwinder by a dlsym of its own,
+// past the definitions above.
 void pthread_exit(void *value) {
   static void (*real)(void *);
   if (real == NULL) real = next_definition("pthread_exit");
@@ -1357,7 +1380,11 @@ void *__cxa_begin_catch(void *exception) {
   // The calls the exception unwound are over: their records go now (a
   // handler in a loop that no traced call returns to would pile them up).
   thread_state *s = state_here;
-  while (s && s->depth > 0 && s->frames[s->depth - 1].stack - sizeof(uintptr_t) < floor) s->depth--;
+  // (Not one whose slot still holds hk_trace_return: a call under way on
+  // another stack, a fiber's or the signal stack, that frames_restore left.)
+  while (s && s->depth > 0 && s->frames[s->depth - 1].stack - sizeof(uintptr_t) < floor &&
+         *(uintptr_t *)(s->frames[s->depth - 1].stack - sizeof(uintptr_t)) != (uintptr_t)hk_trace_return)
+    s->depth--;
   frames_each(floor, frame_replace);
   return object;
 }
@@ -1474,7 +1501,7 @@ static void after_fork_in_child(void) {
     }
   }
   if (state_here) state_here->tid = (pid_t)syscall(SYS_gettid);
-  image_pid = getpid();
+  image_pid = (pid_t)syscall(SYS_getpid);   // (not getpid: it may be traced)
 }
 
 __attribute__((constructor)) static void hook_trace_start(void) {
@@ -1503,7 +1530,10 @@ __attribute__((constructor)) static void hook_trace_start(void) {
     }
   } else if (inherited && *inherited) {
     int fd = atoi(inherited);
-    if (fd > 2 && fcntl(fd, F_GETFD) >= 0) output_fd = fd;
+    if (fd > 2 && fcntl(fd, F_SETFD, FD_CLOEXEC) == 0) {
+      output_fd = fd;
+      output_inherited = 1;
+    }
   }
   if (pattern_text && *pattern_text) {
     char *copy = strdup(pattern_text);
@@ -1517,7 +1547,7 @@ __attribute__((constructor)) static void hook_trace_start(void) {
   pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
   calibrate();
   if (!summary_mode) writer_start();
-  image_pid = getpid();
+  image_pid = (pid_t)syscall(SYS_getpid);   // (not getpid: it may be traced)
   started = 1;
   trace_new_imports();
   inside--;

@@ -341,6 +341,7 @@ final class _EntryRegistry: @unchecked Sendable {
             switch hk_entry_is_executable(address) {
             case 1: break
             case 0: throw HookError(.invalidValue, point: symbol, "\(address) is not in executable code (a heap, stack or data address); nothing was patched")
+            case 2: throw HookError(.invalidValue, point: symbol, "\(address) is in code that is also writable (a JIT's?): the patch would leave its page read-only; nothing was patched")
             default: throw HookError(.invalidValue, point: symbol, "\(address) is in no mapping of this process; nothing was patched")
             }
             var object = info

@@ -95,6 +95,7 @@ public final class SwiftTrace: @unchecked Sendable {
                     try point.install()
                 } catch {
                     token.remove()
+                    try? point.uninstall(unlessHooked: true)
                     throw error
                 }
                 tokens.append(token)

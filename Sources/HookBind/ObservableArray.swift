@@ -121,8 +121,15 @@ public final class ObservableArray<Element>: Subscribable, @unchecked Sendable {
         defer { _Groups.unlock(root) }
         // Start from what is stored (in a batch, or after edits stored
         // without a call, edits not yet delivered).
-        let base = identities.stored ?? identities.heardIDs
-        var editor = ArrayEditor(storage.hookPoint._currentValue, base.ids ?? identities.fresh(storage.hookPoint._currentValue.count), identities)
+        let elements = storage.hookPoint._currentValue
+        if root.inBatch, identities.batchStart == nil { identities.batchStart = .init(stored: identities.stored) }
+        var base = identities.stored ?? identities.heardIDs
+        // Identities that are not those of what is stored (an edit made by
+        // a `before` hook of the write that ends a batch, while the array
+        // from before the batch is stored): all new. (They trapped, out
+        // of range, in the editor.)
+        if let ids = base.ids, ids.count != elements.count { base = _Identities.Known(ids: nil, replaced: true) }
+        var editor = ArrayEditor(elements, base.ids ?? identities.fresh(elements.count), identities)
         let result = try body(&editor)
         if editor.edited {
             // A write of this array under way (this edit is made by one of
@@ -286,6 +293,10 @@ final class _Identities<Element>: @unchecked Sendable {
     /// The identities of the array the write under way stores, taken by
     /// the call (`settle`).
     @exclusivity(unchecked) var proposed: Known?
+    /// In a batch that edited the array: `stored` when it began (what is
+    /// stored again if its write at the end is vetoed).
+    struct BatchStart { let stored: Known? }
+    @exclusivity(unchecked) var batchStart: BatchStart?
     /// The change the current call delivers, for change subscribers.
     @exclusivity(unchecked) var delivering: ArrayChange<Element>?
     @exclusivity(unchecked) private var counter: UInt64 = 0
@@ -313,10 +324,18 @@ final class _Identities<Element>: @unchecked Sendable {
         delivering = nil
         let proposed = self.proposed
         self.proposed = nil
+        let batchStart = self.batchStart
+        self.batchStart = nil
         guard let value else {
             // A batch's write at its end, vetoed: what is stored is the
-            // array from before the batch, whose identities are not kept.
-            if proposed == nil, stored != nil { stored = Known(ids: nil, replaced: true) }
+            // array from before the batch, and so are its identities (the
+            // ones heard, unless edits before the batch were stored
+            // without a call); unknown where the batch's start is not.
+            if proposed == nil, let batchStart {
+                stored = batchStart.stored
+            } else if proposed == nil, stored != nil {
+                stored = Known(ids: nil, replaced: true)
+            }
             return
         }
         // The edit's identities, or those of the edits a batch stored; all

@@ -122,7 +122,8 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
                 return refuse("its type cannot be told from its initializer, and the hook point `$\(names)` of an actor's property is spelt with it; write the type (`var \(names): Type = ...`)")
             }
             guard binding.pattern.is(IdentifierPatternSyntax.self) else { return refuse("it is not a single name") }
-            if let initializer = synchronousInitAssigning(names, in: declaration) {
+            if let name = binding.pattern.as(IdentifierPatternSyntax.self)?.identifier.bareText,
+               let initializer = synchronousInitAssigning(name, in: declaration) {
                 return refuse("\(initializer) assigns it, and Swift 6.3 treats that assignment (through the property's init accessor) as an actor-isolated mutation from a nonisolated context; give the property an initial value instead, or make that init async")
             }
             return ["@_HookableProperty"]
@@ -303,10 +304,10 @@ final class AssignmentFinder: SyntaxVisitor {
         super.init(viewMode: .sourceAccurate)
     }
     func assigns(_ target: ExprSyntax) -> Bool {
-        if let reference = target.as(DeclReferenceExprSyntax.self) { return reference.baseName.text == name }
+        if let reference = target.as(DeclReferenceExprSyntax.self) { return reference.baseName.bareText == name }
         if let member = target.as(MemberAccessExprSyntax.self), member.base?.is(DeclReferenceExprSyntax.self) == true,
            member.base?.trimmedDescription == "self" {
-            return member.declName.baseName.text == name
+            return member.declName.baseName.bareText == name
         }
         return false
     }

@@ -240,6 +240,39 @@ struct ObservableArrayTests {
         subscription.dispose()
     }
 
+    /// A batch whose write at its end is vetoed leaves the array as before
+    /// the batch, and the next edit is described as itself (it was a
+    /// whole-array replacement); a `before` hook that edits the array while
+    /// that write is under way does not trap (its identities were the
+    /// batch's, for the array from before the batch).
+    @Test func aVetoedBatchAndAnEditDuringItsWrite() throws {
+        let array = ObservableArray([1, 2, 3])
+        let changes = record(array)
+        var token = array.hookPoint.before { call in try call.veto() }
+        batch { array.append(4) }
+        token.remove()
+        #expect(array.value == [1, 2, 3] && changes.value.isEmpty)
+        array.append(5)
+        let change = try #require(changes.value.last)
+        #expect(!change.isReplacement && change.insertions == [3] && change.deletions.isEmpty)
+        var edited = false
+        token = array.hookPoint.before { _ in
+            guard !edited else { return }
+            edited = true
+            _ = try? array.remove(at: 0)
+        }
+        batch { array.removeAll() }
+        token.remove()
+        #expect(edited && array.value.isEmpty)
+        var heard = [1, 2, 3]
+        for (i, change) in changes.value.enumerated() {
+            #expect(change.oldElements == heard, "change \(i)")
+            if !change.isReplacement { expect(change, describes: change.oldElements, change.elements, "change \(i)") }
+            heard = change.elements
+        }
+        #expect(heard == array.value)
+    }
+
     /// Four threads append, remove, move and batch at once: each change set
     /// begins where the one before it ended and describes its change
     /// exactly, and the last one ends at the array's elements.

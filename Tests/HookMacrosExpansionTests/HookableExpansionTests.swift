@@ -528,4 +528,23 @@ struct HookableExpansionTests {
             error("@Hookable cannot hook property 'shared' of 'Store': it is nonisolated, so its sets do not run one at a time on the actor; mark it @Unhooked to leave it a plain property", 5, 5),
         ])
     }
+
+    /// A name in backticks, assigned by a synchronous init as `self.for`:
+    /// found (the comparison is of the bare names).
+    @Test func anActorPropertyNamedWithAKeywordAssignedByASynchronousInit() {
+        expand("""
+            @Hookable
+            actor Loop {
+                var `for`: Int
+                init(count: Int) { self.for = count }
+            }
+            """, """
+            actor Loop {
+                var `for`: Int
+                init(count: Int) { self.for = count }
+            }
+            """, diagnostics: [
+            error("@Hookable cannot hook property '`for`' of 'Loop': the synchronous init(count:) assigns it, and Swift 6.3 treats that assignment (through the property's init accessor) as an actor-isolated mutation from a nonisolated context; give the property an initial value instead, or make that init async; mark it @Unhooked to leave it a plain property", 3, 5),
+        ])
+    }
 }

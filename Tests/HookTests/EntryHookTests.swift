@@ -394,6 +394,17 @@ struct EntryHookTests {
         }
         heap.storeBytes(of: 1, toByteOffset: 0, as: UInt8.self)
         #expect(heap.load(as: UInt8.self) == 1)
+        // Code that is also writable (a JIT's): patched, its page would be read-only.
+        let writable: UnsafeMutableRawPointer = mmap(nil, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        if writable != MAP_FAILED {
+            defer { munmap(writable, 4096) }
+            writable.initializeMemory(as: UInt8.self, repeating: 0x90, count: 64)
+            let name = "0x" + String(UInt(bitPattern: writable), radix: 16)
+            expectEntryError(.invalidValue, point: name, containing: "is in code that is also writable") {
+                _ = try EntryHook(address: UnsafeRawPointer(writable), signature: int64Unary)
+            }
+            writable.storeBytes(of: 1, toByteOffset: 0, as: UInt8.self)
+        }
         var local = 0
         withUnsafeMutablePointer(to: &local) { pointer in
             expectEntryError(.invalidValue, point: "on the stack", containing: "is not in executable code") {

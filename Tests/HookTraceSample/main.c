@@ -8,6 +8,8 @@
 //   exec N       runs itself again as `loop N` (execv); status 3 (the new image's)
 //   log FILE     points its stderr at FILE (dup2), then the loop 10 times and a line
 //                to stderr; status 0
+//   fd           prints what it inherited as HOOK_TRACE_FD: "close-on-exec", "inherited"
+//                or "none"; status 0
 //   signals N    N calls of strlen while a timer's signal every 20 µs calls it
 //                too, from its handler; prints the main loop's total; status 0
 //   vfork N      the loop N times, then a vfork child that execs /bin/true (one
@@ -153,6 +155,12 @@ int main(int argc, char **argv) {
     int status = 0;
     waitpid(child, &status, 0);
     printf("parent total %zu, child status %d\n", total, WEXITSTATUS(status));
+    return 0;
+  }
+  if (strcmp(mode, "fd") == 0) {
+    const char *number = getenv("HOOK_TRACE_FD");
+    int flags = number ? fcntl(atoi(number), F_GETFD) : -1;
+    printf("%s\n", flags < 0 ? "none" : (flags & FD_CLOEXEC) ? "close-on-exec" : "inherited");
     return 0;
   }
   if (strcmp(mode, "log") == 0 && argc > 2) {

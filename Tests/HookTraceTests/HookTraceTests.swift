@@ -215,6 +215,9 @@ struct HookTraceTests {
         #expect(traced.status == 0 && traced.output == "total 120\n", "\(traced)")
         #expect(try String(contentsOfFile: log, encoding: .utf8) == "the program's own line\n")
         #expect(traced.errors.split(separator: "\n").filter { $0.contains("strlen(") }.count >= 10, "\(traced.errors)")
+        // The copy is close-on-exec in the program (its children that are
+        // not traced do not keep it); an exec of a traced image passes it on.
+        #expect(try run([launcher, "-e", "strlen", sample, "fd"]).output == "close-on-exec\n")
     }
 
     /// A signal handler that calls a traced function, interrupting traced
@@ -247,6 +250,12 @@ struct HookTraceTests {
         let tables = summaries(traced.errors).filter { !$0.isEmpty }
         #expect(tables.count == 1, "\(traced.errors)")
         #expect(counts(tables.first ?? [:]) == ["strdup": 200, "strlen": 200, "free": 200], "\(traced.errors)")
+        // The tracer's own look at its process id is not a traced getpid
+        // (the vfork child's exec and a fork child each made one).
+        for mode in [["vfork", "10"], ["fork", "10"]] {
+            let own = try run([launcher, "-c", "-e", "getpid", sample] + mode)
+            #expect(summaries(own.errors).allSatisfy { $0["getpid"] == nil }, "\(mode): \(own.errors)")
+        }
     }
 
     /// A function patched while threads are inside it: four threads call
