@@ -284,6 +284,13 @@ __asm__(".text\n.globl entry_calls_first\n.type entry_calls_first, @function\n"
         ".size entry_calls_first, .-entry_calls_first\n");
 const void *entry_call_returns_to(void) { return entry_call_return; }
 
+// The same through a pointer in memory (`call *slot(%rip)`, a call through
+// the GOT as -fno-plt compiles it).
+int32_t (*entry_call_slot)(int32_t) = entry_call_callee;
+__asm__(".text\n.globl entry_calls_through_slot\n.type entry_calls_through_slot, @function\n"
+        "entry_calls_through_slot:\n pushq %rax\n call *entry_call_slot(%rip)\n popq %rcx\n ret\n"
+        ".size entry_calls_through_slot, .-entry_calls_through_slot\n");
+
 // For HookBind's entry-hook fish (a function of its own: one hook point per function).
 __attribute__((noinline)) int64_t entry_for_binding(int64_t x) {
   int64_t y = x + 1;

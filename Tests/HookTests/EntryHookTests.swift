@@ -331,6 +331,19 @@ struct EntryHookTests {
         #expect(entry_calls_first(5) == 6)
         #expect(seen.value == [5])
         #expect(inFunction(entry_call_returns_to()), "returned to \(String(describing: entry_call_returns_to())), not into the function at \(function)")
+
+        // Through a pointer in memory: push (1 byte), call *slot(%rip) (6): +7.
+        let throughSlot = address(entry_calls_through_slot as @convention(c) (Int32) -> Int32)
+        #expect(entry_calls_through_slot(1) == 2 && entry_call_returns_to() == throughSlot + 7)
+        let slotHook = try EntryHook(symbol: "entry_calls_through_slot", signature: Signature(returning: .int32, arguments: [.int32]))
+        defer { try? slotHook.restore() }
+        slotHook.before { call in
+            let x = try call.argument(0, as: Int32.self)
+            seen.mutate { $0.append(x) }
+        }
+        #expect(entry_calls_through_slot(8) == 9)
+        #expect(seen.value == [5, 8])
+        #expect(entry_call_returns_to() == throughSlot + 7, "returned to \(String(describing: entry_call_returns_to())), not into the function at \(throughSlot)")
     }
 
     /// The relocated call under threads: four threads call the function

@@ -136,6 +136,7 @@ int32_t entry_branch_inside(int32_t n);
 int64_t entry_rip_relative(int64_t x);   // entry_global + x
 int32_t entry_calls_first(int32_t x);    // x + 1, by a call its first bytes make
 const void *entry_call_returns_to(void); // where that call's callee last returned to
+int32_t entry_calls_through_slot(int32_t x);  // the same, by `call *slot(%rip)`
 extern int64_t entry_global;
 // Returns x; hooked at its entry by HookBind's tests.
 int64_t entry_for_binding(int64_t x);
