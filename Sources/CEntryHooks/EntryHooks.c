@@ -384,25 +384,6 @@ void hk_entry_keep_loaded(const void *address) {
   (void)dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
-int hk_entry_is_executable(const void *address) {
-  FILE *maps = fopen("/proc/self/maps", "re");
-  if (!maps) return -1;
-  const uintptr_t at = (uintptr_t)address;
-  int found = -1;
-  char line[512];
-  while (fgets(line, sizeof line, maps)) {
-    unsigned long start, end;
-    char permissions[8] = {0};
-    if (sscanf(line, "%lx-%lx %7s", &start, &end, permissions) != 3) continue;
-    if (at >= start && at < end) {
-      found = permissions[2] != 'x' ? 0 : permissions[1] == 'w' ? 2 : 1;
-      break;
-    }
-  }
-  fclose(maps);
-  return found;
-}
-
 int hk_entry_plan_make(const void *function, uint64_t size, const void *stub_address,
                        hk_entry_plan *plan, char *why, size_t why_size) {
   static const uint8_t endbr64[4] = {0xF3, 0x0F, 0x1E, 0xFA};
@@ -1001,7 +982,6 @@ int hk_entry_each_function(const char *object, int (*visit)(const char *, const 
   (void)object; (void)visit; (void)context; return -1;
 }
 void hk_entry_keep_loaded(const void *address) { (void)address; }
-int hk_entry_is_executable(const void *address) { (void)address; return -1; }
 int hk_entry_each_object_function(const char *prefixes, int (*visit)(const char *, const char *, const void *, uint64_t, void *), void *context) {
   (void)prefixes; (void)visit; (void)context; return -1;
 }

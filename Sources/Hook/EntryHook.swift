@@ -338,11 +338,14 @@ final class _EntryRegistry: @unchecked Sendable {
             // Not code: the patch would write into the data and make its
             // page read-only (a heap address was patched, and the next
             // write to its page crashed).
-            switch hk_entry_is_executable(address) {
-            case 1: break
-            case 0: throw HookError(.invalidValue, point: symbol, "\(address) is not in executable code (a heap, stack or data address); nothing was patched")
-            case 2: throw HookError(.invalidValue, point: symbol, "\(address) is in code that is also writable (a JIT's?): the patch would leave its page read-only; nothing was patched")
-            default: throw HookError(.invalidValue, point: symbol, "\(address) is in no mapping of this process; nothing was patched")
+            guard let protection = ImportHook.protection(at: address) else {
+                throw HookError(.invalidValue, point: symbol, "\(address) is in no mapping of this process; nothing was patched")
+            }
+            if protection & PROT_EXEC == 0 {
+                throw HookError(.invalidValue, point: symbol, "\(address) is not in executable code (a heap, stack or data address); nothing was patched")
+            }
+            if protection & PROT_WRITE != 0 {
+                throw HookError(.invalidValue, point: symbol, "\(address) is in code that is also writable (a JIT's?): the patch would leave its page read-only; nothing was patched")
             }
             var object = info
             let path = known ? withUnsafeBytes(of: &object.object) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) } : "?"

@@ -40,11 +40,6 @@ int hk_entry_find_address(const void *address, char *name, size_t name_size, hk_
 // itself, which is never unloaded).
 void hk_entry_keep_loaded(const void *address);
 
-// 1 if `address` lies in a mapping of this process that is executable and
-// not writable (/proc/self/maps), 2 if executable and writable (a JIT's
-// code), 0 if not executable, -1 if in none.
-int hk_entry_is_executable(const void *address);
-
 // Calls `visit` for each function symbol (STT_FUNC, defined, non-zero size)
 // of the loaded object whose path ends with `object` (its file name, say
 // "libz.so.1"), .dynsym and .symtab; returns how many, or -1 if no loaded
