@@ -12,6 +12,35 @@ struct Failure: Error, Equatable { let code: Int }
 
 @Suite("Typed closure hooks")
 struct ClosureHookTests {
+    /// A closure of one tuple argument has one argument, whatever a
+    /// closure of that tuple's elements made first: the description of a
+    /// point's calls was shared by its arguments' tuple type, which a single
+    /// argument is (its own type), so `((Int, Int))` was taken for
+    /// `(Int, Int)`, two arguments, and the second read a slot that was not
+    /// there.
+    @Test func aSingleTupleArgumentIsOneArgument() throws {
+        let two = ClosureHook(name: "two") { (a: Int, b: Int) in a + b }
+        let one = ClosureHook(name: "one") { (pair: (Int, Int)) in pair.0 * pair.1 }
+        var seen: [String] = []
+        two.before { call in seen.append("\(call.argumentCount) \(call.args)") }
+        one.before { call in
+            seen.append("\(call.argumentCount) \(call.args)")
+            let pair = try call.argument(0, as: (Int, Int).self)
+            try call.setArgument(0, to: (pair.0 + 1, pair.1))
+        }
+        #expect(two(1, 2) == 3)
+        #expect(one((3, 4)) == 16)
+        #expect(seen == ["2 [1, 2]", "1 [(3, 4)]"])
+        // No arguments and one `Void` argument, the same way.
+        let none = ClosureHook(name: "none") { () in 1 }
+        let void = ClosureHook(name: "void") { (_: Void) in 2 }
+        var counts: [Int] = []
+        none.before { call in counts.append(call.argumentCount) }
+        void.before { call in counts.append(call.argumentCount) }
+        #expect(none() == 1 && void(()) == 2)
+        #expect(counts == [0, 1])
+    }
+
     @Test func closuresOfZeroToSixArgumentsOfMixedTypes() throws {
         let h0 = ClosureHook(name: "zero") { 42 }
         let h1 = ClosureHook(name: "one") { (s: String) in s.count }

@@ -107,6 +107,10 @@ final class _Shape: @unchecked Sendable {
     private struct Key: Hashable {
         let kind: _PointKind
         let canThrow: Bool
+        /// The number of arguments as well as their tuple: a single argument
+        /// is its own type, so `((Int, Int))` and `(Int, Int)`, or `()` and
+        /// `(Void)`, are the same tuple type with other arguments.
+        let count: Int
         let arguments: ObjectIdentifier
         let result: ObjectIdentifier
     }
@@ -117,7 +121,9 @@ final class _Shape: @unchecked Sendable {
 
     /// The shared shape of a typed hook point over `(repeat each A) -> R`.
     static func typed<each A, R>(kind: _PointKind, arguments: repeat (each A).Type, result: R.Type, canThrow: Bool) -> _Shape {
-        let key = Key(kind: kind, canThrow: canThrow, arguments: ObjectIdentifier((repeat each A).self), result: ObjectIdentifier(R.self))
+        var count = 0
+        for _ in repeat each arguments { count += 1 }
+        let key = Key(kind: kind, canThrow: canThrow, count: count, arguments: ObjectIdentifier((repeat each A).self), result: ObjectIdentifier(R.self))
         if let shape = cache.withVisibleLock(lockTag, { $0[key] }) { return shape }
         // Swift lays a tuple out in order, each element at its alignment.
         var offsets: [Int] = []
