@@ -106,16 +106,23 @@ public struct CallBack {
     /// The object the hook point belongs to, if any and still alive: the
     /// instance whose property is set or whose method is called, or the
     /// `target` a function or closure hook point was made with.
+    /// `nil` once the call returned (or on another thread).
     public var target: AnyObject? {
-        if isLive, let callTarget { return callTarget.takeUnretainedValue() }
+        guard isLive else { return nil }
+        if let callTarget { return callTarget.takeUnretainedValue() }
         return point.target
     }
-    /// The hook point's name: the function, closure, property or method name.
-    public var selector: String { point.name }
-    /// The C signature (C functions only; `nil` for typed hook points).
-    public var signature: Signature? { point.shape.signature }
-    /// The hook point this call is at.
-    public var hookPoint: HookPoint { point }
+    /// The hook point's name: the function, closure, property or method
+    /// name. Empty once the call returned (or on another thread): a
+    /// `CallBack` kept past its call does not read its hook point, which
+    /// may be gone; keep `selector` or ``description`` instead.
+    public var selector: String { isLive ? point.name : "" }
+    /// The C signature (C functions only; `nil` for typed hook points, and
+    /// once the call returned).
+    public var signature: Signature? { isLive ? point.shape.signature : nil }
+    /// The hook point this call is at; `nil` once the call returned (or on
+    /// another thread).
+    public var hookPoint: HookPoint? { isLive ? point : nil }
     /// The number of arguments.
     @inlinable
     public var argumentCount: Int { count }
@@ -180,10 +187,11 @@ public struct CallBack {
     /// The error for a failed typed access of argument `index`, or of the result.
     @usableFromInline
     static func _accessError<T>(_ site: _CallSite, _ index: Int, _ type: T.Type, result: Bool) -> HookError {
+        // (Expired: the point may be gone, and is not read.)
+        if !site.isLive { return site.expiredError }
         let point = site.point
         let count = point.argumentCountValue
         let name = point.name
-        if !site.isLive { return site.expiredError }
         let shape = point.shape
         let wanted: String
         if let c = T.self as? any CRepresentable.Type, shape.isCFunction {
@@ -280,7 +288,14 @@ public struct CallBack {
         guard isLive, index >= 0, index < count, _matches(index, T.self) else {
             throw Self._accessError(_site, index, T.self, result: false)
         }
-        Self._store(value, to: argumentPointers[index].unsafelyUnwrapped, widen: false)
+        // A value with references (a typed point's argument of that exact
+        // type: a C function's are trivial) is assigned, not copied as bytes,
+        // which released neither the old one nor retained the new.
+        if _isPOD(T.self) {
+            Self._store(value, to: argumentPointers[index].unsafelyUnwrapped, widen: false)
+        } else {
+            argumentPointers[index].unsafelyUnwrapped.assumingMemoryBound(to: T.self).pointee = value
+        }
     }
 
     /// Replaces argument `index`, for any Swift type (typed hook points).
@@ -592,7 +607,7 @@ public struct CallBack {
 extension CallBack: CustomStringConvertible {
     /// `name(arg, ...) -> result`, e.g. `add(3, 4) -> 7` or `greet("Ada") -> "Hello, Ada"`.
     public var description: String {
-        guard isLive else { return "\(selector)(<expired>)" }
+        guard isLive else { return "<expired call>" }
         let arguments = (0..<count).map(text).joined(separator: ", ")
         var text = "\(selector)(\(arguments))"
         if _error != nil {
@@ -632,7 +647,8 @@ struct _CallSite {
     var isLive: Bool { hk_frame_is_live(thread, frame, serial) != 0 }
 
     var expiredError: HookError {
-        HookError(.callBackExpired, point: point.name, "the call this CallBack records has returned, or it is read on another thread")
+        // Not the point's name: the point may be gone (a CallBack holds it unowned).
+        HookError(.callBackExpired, point: "<expired call>", "the call this CallBack records has returned, or it is read on another thread; keep what you need of it (its selector, values, description) inside the hook")
     }
 
     func outOfRangeError(_ index: Int) -> HookError {

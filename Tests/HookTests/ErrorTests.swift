@@ -118,6 +118,70 @@ struct ErrorTests {
         }
     }
 
+    /// A `CallBack` kept past its call does not read its hook point, which
+    /// may be gone (a CallBack holds it unowned): its selector is empty, its
+    /// target, signature and hook point nil, its description and errors say
+    /// it expired. (They read the freed point: its name, its shape.)
+    @Test func aCallBackKeptPastItsHookPointReadsNothingOfIt() throws {
+        final class Kept: @unchecked Sendable { var call: CallBack? }
+        let kept = Kept()
+        weak var gone: ClosureHook<Int, Int>?
+        do {
+            let point = ClosureHook(name: "first") { (x: Int) in x + 1 }
+            gone = point
+            point.after { call in
+                #expect(call.selector == "first" && call.hookPoint != nil)
+                kept.call = call
+            }
+            #expect(point(1) == 2)
+        }
+        #expect(gone == nil)
+        // A new point may take the old one's memory.
+        let other = ClosureHook(name: "second") { (x: Int) in x }
+        let call = try #require(kept.call)
+        #expect(!call.isLive)
+        #expect(call.selector == "" && call.hookPoint == nil && call.target == nil && call.signature == nil)
+        #expect(call.description == "<expired call>")
+        #expect(call.args.isEmpty && call.result == nil)
+        do {
+            _ = try call.argument(0, as: Int.self)
+            Issue.record("an expired CallBack was read")
+        } catch {
+            #expect(error.kind == .callBackExpired)
+            #expect(error.point == "<expired call>")
+        }
+        var copy = call
+        #expect(throws: HookError.self) { try copy.setResult(3) }
+        #expect(throws: HookError.self) { try copy.invokeOriginal() }
+        _ = other(0)
+    }
+
+    /// `setArgument` with a `CRepresentable` type that holds a reference (a
+    /// conformance the protocol forbids, but one the compiler lets through)
+    /// on a closure whose argument is of that exact type assigns it: the new
+    /// value is retained, the old one released. (It copied the bytes: the new
+    /// object was freed while the argument still pointed at it.)
+    @Test func setArgumentOfAValueWithAReferenceAssignsIt() throws {
+        final class Count: @unchecked Sendable { var gone = 0 }
+        final class Counted: @unchecked Sendable {
+            let value: Int
+            let count: Count
+            init(_ value: Int, _ count: Count) { self.value = value; self.count = count }
+            deinit { count.gone += 1 }
+        }
+        struct Holder: CRepresentable {
+            var box: Counted
+            static var cType: CType { .pointer }
+        }
+        let count = Count()
+        let read = ClosureHook(name: "read") { (holder: Holder) in holder.box.value }
+        read.before { call in try call.setArgument(0, to: Holder(box: Counted(2, count))) }
+        for i in 0..<100 {
+            #expect(read(Holder(box: Counted(i, count))) == 2)
+        }
+        #expect(count.gone == 200)
+    }
+
     /// A record is live only in its own call: not in a later call at the same
     /// depth of the same thread (which gets a new serial), still in a call
     /// nested inside it, and not on another thread while it runs.
