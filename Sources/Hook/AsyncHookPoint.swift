@@ -218,6 +218,9 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
 
     public override var hookCount: Int { hooks.withVisibleLock(self) { $0.entries.count } }
 
+    /// Whether a hook is attached (a racy hint, as every hook point's).
+    public override var hasHooks: Bool { _attached.load(ordering: .relaxed) }
+
     private func publish(_ state: inout State) {
         state.entries.removeAll { $0.owner.map { $0.object == nil } ?? false }
         state.snapshot = state.entries.isEmpty ? nil : Snapshot(state.entries)

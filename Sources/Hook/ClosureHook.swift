@@ -30,7 +30,9 @@ import Synchronization
 public final class ClosureHook<each A, R>: HookPoint, _TupleArguments, @unchecked Sendable {
     /// The original closure, callable without hooks.
     public let original: (repeat each A) -> R
-    private let trampoline = Mutex<_FFIClosure?>(nil)
+    /// The C trampolines made so far, one per ABI asked for: each lives as
+    /// long as the hook point, as its pointer was handed out.
+    private let trampolines = Mutex<[_FFIClosure]>([])
 
     /// Makes a hook point over `original`.
     /// - Parameters:
@@ -131,30 +133,34 @@ public final class ClosureHook<each A, R>: HookPoint, _TupleArguments, @unchecke
     ///
     /// Calls run the hooks like any call of ``function``.
     ///
-    /// **Lifetime**: the trampoline is made once and owned by this hook
-    /// point; the pointer is valid for as long as the hook point lives (keep
-    /// it in a stored property, or use `withExtendedLifetime`).
+    /// **Lifetime**: the trampoline is made once (per `abi`) and owned by
+    /// this hook point; the pointer is valid for as long as the hook point
+    /// lives (keep it in a stored property, or use `withExtendedLifetime`).
     ///
     /// - Throws: ``HookError`` if an argument or the result has no C
-    ///   representation, `F` is not a C function pointer type, or the system
-    ///   refuses closure memory.
+    ///   representation, `F` is not a C function pointer type (or an
+    ///   `Optional` of one) taking as many arguments as the closure, or the
+    ///   system refuses closure memory.
     public func cFunction<F>(as type: F.Type, abi: ABI = .default) throws(HookError) -> F {
-        guard MemoryLayout<F>.size == MemoryLayout<UnsafeRawPointer>.size else {
+        guard let parameters = _cFunctionParameterCount(F.self) else {
             throw HookError(.invalidValue, point: name, "\(F.self) is not a C function pointer type; declare it @convention(c)")
+        }
+        guard parameters == argumentCountValue else {
+            throw HookError(.invalidValue, point: name, "\(F.self) takes \(parameters) arguments; the closure takes \(argumentCountValue)")
         }
         return unsafeBitCast(try cFunctionPointer(abi: abi), to: F.self)
     }
 
     /// The hooked closure as an untyped C function pointer (see ``cFunction(as:abi:)``).
     public func cFunctionPointer(abi: ABI = .default) throws(HookError) -> UnsafeRawPointer {
-        try trampoline.withVisibleLock(self, slot: 2) { (existing: inout _FFIClosure?) throws(HookError) -> UnsafeRawPointer in
-            if let existing, existing.interface.signature.abi == abi { return existing.entry }
+        try trampolines.withVisibleLock(self, slot: 2) { (existing: inout [_FFIClosure]) throws(HookError) -> UnsafeRawPointer in
+            if let made = existing.first(where: { $0.interface.signature.abi == abi }) { return made.entry }
             let made = try _FFIClosure(try cSignature(abi: abi), name: name) { [unowned(unsafe) self] result, arguments in
                 var i = 0
                 let value = self.callAsFunction(repeat _TypedLayout.loadC((each A).self, arguments, &i))
                 _TypedLayout.storeC(value, to: result, code: self.codes[self.argumentCountValue])
             }
-            existing = made
+            existing.append(made)
             return made.entry
         }
     }
@@ -209,7 +215,7 @@ public final class ThrowingClosureHook<each A, R>: HookPoint, _TupleArguments, @
     /// Calls the hooked closure: `try hook(1, 2)`.
     @inlinable
     public func callAsFunction(_ args: repeat each A) throws -> R {
-        guard hasHooks else { return try original(repeat each args) }
+        guard _hasHooks else { return try original(repeat each args) }
         return try _hookedCall(repeat each args)
     }
 
@@ -238,4 +244,20 @@ public final class ThrowingClosureHook<each A, R>: HookPoint, _TupleArguments, @
     func _assignArguments(_ pointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>, from tuple: UnsafeRawPointer) {
         _TypedLayout.assignTuple(repeat (each A).self, slots: pointers, from: tuple)
     }
+}
+
+/// The number of parameters of `type` if it is a C function pointer type
+/// (`@convention(c)`, or an `Optional` of one), read from its metadata: a
+/// function type's flags word holds its convention and parameter count.
+func _cFunctionParameterCount(_ type: Any.Type) -> Int? {
+    var metadata = unsafeBitCast(type, to: UnsafeRawPointer.self)
+    // An Optional: its wrapped type (the first generic argument).
+    if metadata.load(as: UInt.self) == 0x202 {
+        metadata = metadata.load(fromByteOffset: 16, as: UnsafeRawPointer.self)
+    }
+    // MetadataKind::Function; its convention 3 is a C function pointer.
+    guard metadata.load(as: UInt.self) == 0x302 else { return nil }
+    let flags = metadata.load(fromByteOffset: 8, as: UInt.self)
+    guard (flags >> 16) & 0xFF == 3 else { return nil }
+    return Int(flags & 0xFFFF)
 }

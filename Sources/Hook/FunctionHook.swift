@@ -217,7 +217,7 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
     /// The closure's handler: runs on every call of ``entry``.
     private func handleCall(result: UnsafeMutableRawPointer, arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
         // No hooks: straight through (a racy read; a hook added meanwhile sees the next call).
-        guard hasHooks else { return callOriginal(result, arguments) }
+        guard _hasHooks else { return callOriginal(result, arguments) }
         withUnsafeTemporaryAllocation(of: CallBack.self, capacity: 1) { record in
             let call = record.baseAddress!
             guard _begin(call, arguments, result, target: nil, oldValue: nil) else {

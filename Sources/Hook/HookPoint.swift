@@ -225,7 +225,13 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     public func add<Owner: AnyObject>(_ position: HookPosition, owner: Owner, _ body: @escaping (Owner, inout CallBack) throws -> Void) -> HookToken {
         let box = _HookOwner(owner)
         return add(position, owner: owner) { call in
-            guard let owner = box.object as? Owner else { return }
+            guard let owner = box.object as? Owner else {
+                // Gone since the call found it alive (on another thread): an
+                // instead hook that did nothing would take the call over, and
+                // a set would store nothing. The call goes on as without it.
+                if position == .instead { try call.invokeOriginal() }
+                return
+            }
             try body(owner, &call)
         }
     }
@@ -330,10 +336,17 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
 
     // MARK: The call path
 
-    /// Whether calls must take the slow path: a hook is attached (a racy
-    /// hint; a hook added meanwhile sees the next call).
+    /// Whether a hook is attached (a racy hint; a hook added meanwhile sees
+    /// the next call).
+    @inlinable
+    public var hasHooks: Bool { _hasHooks }
+
+    /// Whether calls must take the slow path: a hook is attached, or a probe
+    /// may be pending (see `_isProbed`). Final, for the call paths (a load,
+    /// not a call through the class's table); an async hook point keeps its
+    /// hooks elsewhere and overrides ``hasHooks``.
     @inlinable @inline(__always)
-    public final var hasHooks: Bool { current.load(ordering: .relaxed) != 0 }
+    package final var _hasHooks: Bool { current.load(ordering: .relaxed) != 0 }
 
     /// Whether a key path probe may be pending on this point (bit 0, see
     /// `setProbing(_:)`): only then does a set or a method getter ask the

@@ -65,7 +65,7 @@ extension MethodHook {
     @_documentation(visibility: internal)
     @inlinable @inline(__always)
     public static func _hookableIsHooked(_ bits: UInt) -> Bool {
-        Unmanaged<MethodHook>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)._withUnsafeGuaranteedRef { $0.hasHooks }
+        Unmanaged<MethodHook>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)._withUnsafeGuaranteedRef { $0._hasHooks }
     }
 
     /// A call of a `@Hookable` method whose hook point exists (`bits`, the
@@ -78,7 +78,7 @@ extension MethodHook {
     public static func _hookableCall(_ bits: UInt, _ object: AnyObject, _ body: (repeat each A) -> R, _ args: repeat each A) -> R {
         let point = Unmanaged<MethodHook>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
         return point._withUnsafeGuaranteedRef { point in
-            guard point.hasHooks else { return body(repeat each args) }
+            guard point._hasHooks else { return body(repeat each args) }
             // Cannot throw: the method does not, and CallBack.setError refuses it.
             return try! _typedCall(point, target: .passUnretained(object), body, escapable: nil, repeat each args)
         }
@@ -90,7 +90,7 @@ extension MethodHook {
     public static func _hookableThrowingCall(_ bits: UInt, _ object: AnyObject, _ body: (repeat each A) throws -> R, _ args: repeat each A) throws -> R {
         let point = Unmanaged<MethodHook>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
         return try point._withUnsafeGuaranteedRef { point in
-            guard point.hasHooks else { return try body(repeat each args) }
+            guard point._hasHooks else { return try body(repeat each args) }
             return try _typedCall(point, target: .passUnretained(object), body, escapable: nil, repeat each args)
         }
     }

@@ -84,7 +84,7 @@ public struct HookableMethod<Object: AnyObject, each A, R> {
         if point._isProbed, _KeyPathResolver.answerProbe(point) { return method(object) }
         return { (args: repeat each A) -> R in
             let body = method(object)
-            guard point.hasHooks else { return body(repeat each args) }
+            guard point._hasHooks else { return body(repeat each args) }
             // Cannot throw: the method does not, and CallBack.setError refuses it.
             return try! _typedCall(point, target: .passUnretained(object), body, escapable: body, repeat each args)
         }

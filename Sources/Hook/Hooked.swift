@@ -257,7 +257,7 @@ public final class PropertyHook<Value>: HookPoint, @unchecked Sendable {
     /// set is one call (to `_set`, which stays out of line).
     @inlinable @inline(__always)
     final func _setAsProperty(_ newValue: Value) {
-        if _fastPath(!hasHooks) {
+        if _fastPath(!_hasHooks) {
             storage.pointee = newValue
         } else {
             _set(newValue)

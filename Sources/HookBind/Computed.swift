@@ -277,7 +277,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
         _refresh()
         let hookPoint = self.hookPoint
         _core._withUnsafeGuaranteedRef { core in
-            if !hookPoint.hasHooks, core.publishing.contains(.unheard) {
+            if !hookPoint._hasHooks, core.publishing.contains(.unheard) {
                 // Nobody heard the changes made while unobserved: start from now.
                 hookPoint._storeSilently(_cache)
                 core.publishing.remove(.unheard)

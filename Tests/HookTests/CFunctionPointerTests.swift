@@ -88,4 +88,39 @@ struct CFunctionPointerTests {
         let ok = ClosureHook(name: "ok") { (x: Int32) in x }
         #expect(throws: HookError.self) { _ = try ok.cFunction(as: ((Int32) -> Int32).self) }
     }
+
+    /// A trampoline is made once per ABI and lives as long as the hook
+    /// point: asking for another ABI keeps the first pointer valid. (The
+    /// second replaced the first, whose closure memory was freed while its
+    /// pointer was out.)
+    @Test func eachABIsPointerStaysValid() throws {
+        typealias Add = @convention(c) (Int32, Int32) -> Int32
+        let add = ClosureHook(name: "add") { (a: Int32, b: Int32) in a + b }
+        let first = try add.cFunctionPointer()
+        let f = try add.cFunction(as: Add.self)
+        let win64 = try add.cFunctionPointer(abi: .win64)
+        #expect(win64 != first)
+        #expect(try add.cFunctionPointer() == first)
+        #expect(try add.cFunctionPointer(abi: .win64) == win64)
+        // Other closures made since do not take its memory.
+        let others = try (0..<20).map { i in
+            let other = ClosureHook(name: "other") { (a: Int32, b: Int32) in a * b + Int32(i) }
+            return (other, try other.cFunction(as: Add.self))
+        }
+        withExtendedLifetime((add, others)) { #expect(f(3, 4) == 7) }
+    }
+
+    /// `cFunction(as:)` takes only a C function pointer type (or an
+    /// `Optional` of one) with the closure's number of arguments: any other
+    /// type of a pointer's size was bit-cast (a class reference, released
+    /// later, crashed).
+    @Test func onlyACFunctionTypeOfTheClosuresArityIsTaken() throws {
+        let add = ClosureHook(name: "add") { (a: Int32, b: Int32) in a + b }
+        for type in [Int.self, AnyObject.self, Box.self, ((Int32, Int32) -> Int32).self, (@convention(c) (Int32) -> Int32).self] as [Any.Type] {
+            func attempt<F>(_: F.Type) throws { _ = try add.cFunction(as: F.self) }
+            #expect(throws: HookError.self, "\(type)") { try _openExistential(type, do: attempt) }
+        }
+        let optional = try add.cFunction(as: (@convention(c) (Int32, Int32) -> Int32)?.self)
+        withExtendedLifetime(add) { #expect(optional?(2, 5) == 7) }
+    }
 }

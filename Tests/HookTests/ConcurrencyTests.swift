@@ -45,6 +45,42 @@ final class Gauge: @unchecked Sendable {
 
 @Suite("Concurrency")
 struct ConcurrencyTests {
+    /// An `instead` hook tied to an owner that another thread lets go of
+    /// while a set runs it: the set goes on as without the hook, and stores.
+    /// (The call found the owner alive, then the hook found it gone and
+    /// returned without running the original: the set stored nothing.)
+    @Test func anInsteadHookWhoseOwnerGoesDuringASetLetsTheSetStore() throws {
+        final class Owner: @unchecked Sendable {}
+        final class Handoff: @unchecked Sendable {
+            let lock = NSLock()
+            var owners: [Owner] = []
+        }
+        let dial = Gauge()
+        let point = dial.$level
+        let handoff = Handoff()
+        let stop = Atomic<Bool>(false), lost = Atomic<Int>(0)
+        let setter = Thread {
+            var i = 0
+            while !stop.load(ordering: .relaxed) {
+                i += 1
+                dial.level = i
+                if dial.level != i { lost.add(1, ordering: .relaxed) }
+            }
+        }
+        setter.start()
+        // Owners made here, their hooks added, and let go of here while the
+        // other thread sets: some go between the call's look and the hook's.
+        for _ in 0..<20_000 {
+            let owner = Owner()
+            point.add(.instead, owner: owner) { _, call in try call.invokeOriginal() }
+            handoff.lock.withLock { handoff.owners.append(owner) }
+            if handoff.owners.count > 4 { handoff.lock.withLock { handoff.owners.removeFirst() } }
+        }
+        stop.store(true, ordering: .relaxed)
+        while !setter.isFinished { usleep(1000) }
+        #expect(lost.load(ordering: .relaxed) == 0)
+    }
+
     @Test func eightThreadsCallWhileHooksAreAddedAndRemoved() throws {
         let hook = try makeAddHook("concurrent")
         let f = hook.entry(as: AddFn.self)

@@ -74,6 +74,21 @@ func threadID() -> UInt { UInt(bitPattern: Int(bitPattern: pthread_self())) }
 
 @Suite("Async hook points")
 struct AsyncHookTests {
+    /// `hasHooks` says whether an async point has a hook (it read the word
+    /// of synchronous points, which async ones leave zero: always false).
+    @Test func hasHooksOfAnAsyncPoint() async throws {
+        let fetch = AsyncClosureHook(name: "fetch") { (x: Int) async in x }
+        #expect(!fetch.hasHooks)
+        let token = fetch.before { _ in }
+        #expect(fetch.hasHooks)
+        let generic: HookPoint = fetch
+        #expect(generic.hasHooks)
+        token.remove()
+        #expect(!fetch.hasHooks)
+        let value = try await fetch(3)
+        #expect(value == 3)
+    }
+
     /// Removing one hook removes that one only, also once the tokens of the
     /// others were dropped (and their memory reused by later tokens).
     @Test func removingOneHookLeavesTheOthers() async throws {

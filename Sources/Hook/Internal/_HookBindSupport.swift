@@ -84,7 +84,7 @@ extension Hooked {
         let bits = _pointBits()
         guard bits != 0 else { return nil }
         let point = Unmanaged<PropertyHook<Value>>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
-        return point._withUnsafeGuaranteedRef { $0.hasHooks } ? point : nil
+        return point._withUnsafeGuaranteedRef { $0._hasHooks } ? point : nil
     }
 
     /// The hook point if it is made.

@@ -660,7 +660,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     private func markedDirty() -> Unmanaged<_ComputedCore>? {
         guard state == .clean else { return nil }
         state = .dirty
-        if let hookPoint, hookPoint._withUnsafeGuaranteedRef({ $0.hasHooks }) {
+        if let hookPoint, hookPoint._withUnsafeGuaranteedRef({ $0._hasHooks }) {
             _Graph.enqueue(Unmanaged.passUnretained(self))
         }
         if let only = onlyDependentInPlace {
