@@ -58,7 +58,8 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
         self.owned = owned
         self.selfIsObject = selfIsObject
         try super.init(function: function, stub: stub,
-                       shape: .typed(kind: .function, arguments: repeat (each A).self, result: R.self, canThrow: function.canThrow))
+                       shape: .typed(kind: .function, arguments: repeat (each A).self, result: R.self, canThrow: function.canThrow),
+                       ownsArguments: owned.contains(true))
     }
 
     /// Hooks the Swift function named `name` whose type is `type` (`self`
@@ -375,11 +376,16 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
         guard selfIsObject else {
             throw HookError(.invalidValue, point: name, "'\(name)' has no class instance as self: a hook for one object needs an instance method or accessor of a class")
         }
-        return _add(.after, onlyForTarget: UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque()), owner: owner ?? object) { call in
-            guard call._hasResult else { return }
+        // The hook goes with the object (a later object at its address must
+        // not get it) and, if one is given, with the owner too.
+        let ownerBox = owner.map(_HookOwner.init)
+        let token = _add(.after, onlyForTarget: UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque()), owner: object) { call in
+            guard call._hasResult, ownerBox.map({ $0.object != nil }) ?? true else { return }
             let values = try call.arguments(as: (repeat each A).self)
             try body(try call.result(as: R.self), repeat each values)
         }
+        if let bag = (owner as? HookOwner)?.hookBag { bag.insert(token) }
+        return token
     }
 
     /// Calls the function through its entry (its hooks run) with `args`,
@@ -500,8 +506,15 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
     /// Whether it is a modify coroutine's ramp (`SwiftModifyHook`): its typed
     /// hooks run when the access ends, not after the ramp.
     let isModify: Bool
+    /// Whether a lone typed after hook may read the arguments from the
+    /// caller's registers after the function returned: not a modify ramp's,
+    /// and not where the function takes ownership of an argument (a setter's
+    /// value, an initializer's arguments, `__owned`), which it may have
+    /// released by then; those calls take `_handle`, which copies them first.
+    let readsArgumentsAfterReturn: Bool
 
-    init(function: _SwiftFunction, stub: UnsafeRawPointer, shape: _Shape, isModify: Bool = false) throws(HookError) {
+    init(function: _SwiftFunction, stub: UnsafeRawPointer, shape: _Shape, isModify: Bool = false,
+         ownsArguments: Bool = false) throws(HookError) {
         var entry: UnsafeRawPointer?
         guard let point = hk_swift_point_make(&entry), let entry else {
             throw HookError(.closureMemoryRefused, point: function.written, "no memory for the entry's stub (errno \(errno))")
@@ -515,6 +528,7 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
         self.point = point
         self.canThrow = shape.shape.canThrow
         self.isModify = isModify
+        readsArgumentsAfterReturn = !isModify && !ownsArguments
         super.init(name: function.written, shape: shape, target: nil)
         point.pointee.original = stub
         point.pointee.context = Unmanaged.passUnretained(self).toOpaque()
@@ -566,7 +580,7 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
     /// after hook here, without the generic subclass (whose unspecialized
     /// code would make its pack's metadata first), the rest in `_handle`.
     final func _dispatch(_ frame: UnsafeMutablePointer<hk_swift_frame>) {
-        if !isModify, _Hooks(bits: current.load(ordering: .relaxed)).isLoneTypedAfter, typedAfterCall(frame) { return }
+        if readsArgumentsAfterReturn, _Hooks(bits: current.load(ordering: .relaxed)).isLoneTypedAfter, typedAfterCall(frame) { return }
         _handle(frame)
     }
 
@@ -606,9 +620,10 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
     override func _hooksWillPublish(_ hooks: [Unmanaged<HookToken>]) {
         // The stub runs a lone typed after hook itself, unless it has an
         // owner (whose end a call checks) or the call's registers are not
-        // all there is (stack arguments, a modify coroutine).
+        // all there is (stack arguments, a modify coroutine), or the
+        // function takes ownership of an argument (see `readsArgumentsAfterReturn`).
         var typed: UnsafePointer<hk_swift_typed>?
-        if !isModify, point.pointee.stack_bytes == 0, hooks.count == 1 {
+        if readsArgumentsAfterReturn, point.pointee.stack_bytes == 0, hooks.count == 1 {
             let lone = hooks[0].takeUnretainedValue()
             if lone.owner == nil, let hook = lone as? _SwiftTypedAfterHook, hook.target == 0 {
                 typed = UnsafePointer(hook.fast)

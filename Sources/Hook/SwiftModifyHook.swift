@@ -49,6 +49,9 @@ public final class SwiftModifyHook<Object: AnyObject, Value>: SwiftEntryPoint, @
         guard function.kind == .modify, let type = function.type, let valueType = function.valueType else {
             throw HookError(.typeMismatch, point: name, "'\(function.demangled)' is not a property's modify coroutine")
         }
+        guard !function.isStatic else {
+            throw HookError(.typeMismatch, point: name, "'\(function.demangled)' is a static property's: its accesses have the type, not an object of \(objectName), as self")
+        }
         guard _SwiftNames.canonical(type) == _SwiftNames.canonical(objectName) else {
             throw HookError(.typeMismatch, point: name, "'\(function.demangled)' is a property of \(type); stated \(objectName)")
         }
@@ -72,9 +75,13 @@ public final class SwiftModifyHook<Object: AnyObject, Value>: SwiftEntryPoint, @
     public func afterAccess(for object: Object? = nil, owner: AnyObject? = nil,
                             _ body: @escaping (Object, Value) throws -> Void) -> HookToken {
         let only = object.map { UInt(bitPattern: Unmanaged.passUnretained($0).toOpaque()) } ?? 0
+        // With `for:`, the hook goes with the object (a later object at its
+        // address must not get it) and with the owner too, if one is given.
+        let ownerBox = object != nil ? owner.map(_HookOwner.init) : nil
         let native: (UnsafeMutableRawPointer) -> (any Error)? = { access in
             let bits = access.load(fromByteOffset: 8, as: UInt.self)
             if only != 0, bits != only { return nil }
+            if let ownerBox, ownerBox.object == nil { return nil }
             let object = Unmanaged<Object>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).takeUnretainedValue()
             do {
                 try body(object, access.load(as: UnsafeRawPointer.self).assumingMemoryBound(to: Value.self).pointee)
@@ -83,8 +90,23 @@ public final class SwiftModifyHook<Object: AnyObject, Value>: SwiftEntryPoint, @
             }
             return nil
         }
-        let token = _SwiftTypedAfterHook(point: self, owner: owner ?? object, native: native, onlyFor: only) { _ in }
-        return _addTyped(token, owner: owner ?? object)
+        let token = _SwiftTypedAfterHook(point: self, owner: object ?? owner, native: native, onlyFor: only) { _ in }
+        _ = _addTyped(token, owner: object ?? owner)
+        if object != nil, let bag = (owner as? HookOwner)?.hookBag { bag.insert(token) }
+        return token
+    }
+
+    /// Not for a modify coroutine: an access has no ``CallBack`` (no
+    /// arguments, no result to read or change), so its hook point runs only
+    /// ``afterAccess(for:owner:_:)`` hooks. A `before`, `instead` or `after`
+    /// hook given here is not added: the error goes to the point's error
+    /// handler (standard error without one), and the token returned is
+    /// inactive.
+    public override func add(_ position: HookPosition, owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken {
+        let token = HookToken(point: self, position: position, owner: nil, runsWhenVetoed: true, body: body)
+        token.remove()
+        report(HookError(.invalidValue, point: name, "a modify coroutine's hook point runs afterAccess hooks only (an access has no CallBack); the \(position) hook was not added"), at: position)
+        return token
     }
 
     /// An access ends: mode 0 copies the value (in `storage`, or a box whose
@@ -94,7 +116,7 @@ public final class SwiftModifyHook<Object: AnyObject, Value>: SwiftEntryPoint, @
         let inline = MemoryLayout<Value>.size <= Int(HK_MODIFY_VALUE) && MemoryLayout<Value>.alignment <= 16
         if mode == 0 {
             // Not from inside this point's own hooks, and only if there are hooks.
-            guard hasHooks, let address, !hk_thread_current().map({ hk_thread_depth($0) > 0 && _isInside($0) }).isTrue else { return 0 }
+            guard _hasHooks, let address, !hk_thread_current().map({ hk_thread_depth($0) > 0 && _isInside($0) }).isTrue else { return 0 }
             let value = address.assumingMemoryBound(to: Value.self).pointee
             if inline {
                 storage.initializeMemory(as: Value.self, to: value)

@@ -83,6 +83,27 @@ public func parseNumber(_ text: String) throws -> Int {
 
 public func negate(_ on: Bool) -> Bool { !on }
 
+/// Typed throws: the error comes back in the result registers.
+public func strictNumber(_ text: String) throws(SampleError) -> Int {
+    guard let value = Int(text) else { throw SampleError.notANumber(text) }
+    return value
+}
+
+/// A half-precision float (an xmm register) and a SIMD vector (a vector register).
+public func halve(_ x: Float16, _ times: Int) -> Float16 { x / Float16(1 << times) }
+public func length(_ v: SIMD2<Float>) -> Float { (v * v).sum().squareRoot() }
+
+extension Person {
+    /// Stores the value lowercased: its setter releases the value it was given.
+    public var lowered: String {
+        get { name }
+        set { name = newValue.lowercased() }
+    }
+
+    /// A static stored property (its modify's self is the type).
+    nonisolated(unsafe) public static var census = 0
+}
+
 public func mix(_ a: Int32, _ f: Float, _ d: Double, _ b: UInt8) -> Double { Double(a) + Double(f) + d + Double(b) }
 
 public func midpoint(_ a: Point, _ b: Point) -> Point { Point(x: (a.x + b.x) / 2, y: (a.y + b.y) / 2) }

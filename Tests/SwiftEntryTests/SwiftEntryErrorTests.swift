@@ -72,6 +72,17 @@ extension SwiftEntrySuites {
             _ = try SwiftEntryHook.named("SwiftEntrySample.shout(_:)", as: ((String) -> String).self)
         }
         trace.stop()
+        // Typed throws, a SIMD vector, Float80, a static property's modify.
+        expectError(.unsupportedType, containing: ["SwiftEntrySample.strictNumber", "throws SwiftEntrySample.SampleError (typed throws)"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.strictNumber(_:)", as: ((String) throws -> Int).self)
+        }
+        #expect(throws: SampleError.notANumber("x")) { try strictNumber("x") }
+        expectError(.unsupportedType, containing: ["SIMD2<Swift.Float>", "a SIMD vector"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.length(_:)", as: ((SIMD2<Float>) -> Float).self)
+        }
+        expectError(.typeMismatch, containing: ["SwiftEntrySample.Person.census", "static property"]) {
+            _ = try SwiftModifyHook.named("SwiftEntrySample.Person.census", of: Person.self, as: Int.self)
+        }
         let again = try SwiftEntryHook.named("SwiftEntrySample.shout(_:)", as: ((String) -> String).self)
         again.instead { call in try call.setResult("typed again") }
         #expect(shout("a") == "typed again")

@@ -87,6 +87,37 @@ extension SwiftEntrySuites {
         #expect(midpoint(Point(x: 0, y: 0), Point(x: 4, y: 8)) == Point(x: 2, y: 12))
     }
 
+    /// A half-precision float is an xmm register's, as a `Float` is.
+    @Test func aHalfPrecisionFloat() throws {
+        let hook = try SwiftEntryHook.named("SwiftEntrySample.halve(_:_:)", as: ((Float16, Int) -> Float16).self)
+        defer { try? hook.restore() }
+        var seen: [Float16] = []
+        try hook.afterReturning { (result: Float16, x: Float16, times: Int) in seen += [result, x, Float16(times)] }
+        #expect(halve(6, 1) == 3)
+        #expect(seen == [3, 6, 1])
+        hook.before { call in try call.setArgument(0, to: Float16(10)) }
+        #expect(halve(6, 2) == 2.5)
+    }
+
+    /// A lone typed after hook of a setter (which takes its value +1, and
+    /// may release it before it returns) gets a copy of the value made
+    /// before the call, not what the registers held after it. (It read the
+    /// registers after the setter released the string: freed memory.)
+    @Test func aTypedAfterHookOfASetterThatReleasesItsValue() throws {
+        let lowered = try SwiftEntryHook.named("SwiftEntrySample.Person.lowered.setter", as: ((Person, String) -> Void).self)
+        defer { try? lowered.restore() }
+        var seen: [String] = []
+        try lowered.afterReturning { (_: Void, person: Person, value: String) in seen.append(value + " -> " + person.name) }
+        let ada = Person(name: "Ada")
+        for i in 0..<200 {
+            // Longer than a small string: on the heap, released by the setter.
+            ada.lowered = String(repeating: "Ab", count: 30) + "\(i)"
+        }
+        #expect(seen.count == 200)
+        #expect(seen.last == String(repeating: "Ab", count: 30) + "199 -> " + String(repeating: "ab", count: 30) + "199")
+        #expect(seen.allSatisfy { $0.hasPrefix(String(repeating: "Ab", count: 30)) })
+    }
+
     @Test func aThrowingFunction() throws {
         let hook = try SwiftEntryHook.named("SwiftEntrySample.parseNumber(_:)", as: ((String) throws -> Int).self)
         defer { try? hook.restore() }
@@ -236,6 +267,38 @@ extension SwiftEntrySuites {
         #expect(weakAda == nil)
         #expect(bob.greet("y") == "Hello y, I am Bob")
         #expect(Person(name: "Cy").greet("z") == "Hello z, I am Cy")
+    }
+
+    /// A typed after hook for one object with an owner goes with either:
+    /// with the object (a later object at its address does not get it), and
+    /// with the owner. (With both, it went with the owner only.)
+    @Test func aHookForOneObjectWithAnOwnerGoesWithEither() throws {
+        let greet = try SwiftEntryHook.named("SwiftEntrySample.Person.greet(_:)", as: ((Person, String) -> String).self)
+        defer { try? greet.restore() }
+        final class Owner: HookOwner { let hookBag = HookBag() }
+        let owner = Owner()
+        var seen: [String] = []
+        do {
+            let ada = Person(name: "Ada")
+            try greet.afterReturning(for: ada, owner: owner) { (text: String, _: Person, _: String) in seen.append(text) }
+            _ = ada.greet("x")
+        }
+        // Ada is gone: no object made since gets her hook, and it is detached.
+        for i in 0..<50 { _ = Person(name: "p\(i)").greet("y") }
+        #expect(seen == ["Hello x, I am Ada"])
+        #expect(greet.hookCount == 0)
+
+        // Gone with the owner, the object still alive.
+        let bob = Person(name: "Bob")
+        do {
+            let other = Owner()
+            try greet.afterReturning(for: bob, owner: other) { (text: String, _: Person, _: String) in seen.append(text) }
+            _ = bob.greet("z")
+        }
+        _ = bob.greet("w")
+        #expect(seen == ["Hello x, I am Ada", "Hello z, I am Bob"])
+        #expect(greet.hookCount == 0)
+        withExtendedLifetime(owner) {}
     }
 
     @Test func restoreAndAskAgain() throws {

@@ -40,6 +40,31 @@ extension SwiftEntrySuites {
         #expect(titles == ["Ada Lovelace! (39)? -> Ada Lovelace! (39)?"])
     }
 
+    /// A hook point of a modify coroutine takes only `afterAccess` hooks: a
+    /// `before`, `instead` or `after` hook given through `HookPoint` is
+    /// refused through the error handler, and the accesses go on. (An
+    /// `after` hook was run as a typed one: a crash.)
+    @Test func hooksOtherThanAfterAccessAreRefusedWithoutCrashing() throws {
+        let age = try SwiftModifyHook.named("SwiftEntrySample.Person.age", of: Person.self, as: Int.self)
+        defer { try? age.restore() }
+        final class Reported: @unchecked Sendable { var texts: [String] = [] }
+        let box = Reported()
+        age.hookErrorHandler = { error, _ in box.texts.append("\(error)") }
+        defer { age.hookErrorHandler = nil }
+        let generic: HookPoint = age
+        let after = generic.after { _ in }
+        let before = generic.before { _ in }
+        #expect(!after.isActive && !before.isActive)
+        #expect(age.hookCount == 0)
+        #expect(box.texts.count == 2)
+        #expect(box.texts.first?.contains("afterAccess hooks only") == true, "\(box.texts)")
+        var seen: [Int] = []
+        age.afterAccess { _, value in seen.append(value) }
+        let ada = Person(name: "Ada", age: 1)
+        ada.age += 1
+        #expect(seen == [2] && ada.age == 2)
+    }
+
     /// Modify accesses nested 100 deep (each `inout` of a person's age held
     /// open while the next begins) are each observed when they end, the
     /// innermost first. (Past 64 open at once on a thread, an access was

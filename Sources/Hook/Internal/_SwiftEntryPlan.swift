@@ -10,6 +10,9 @@ struct _SwiftEntryPlan {
         if function.isGeneric {
             throw HookError(.unsupportedType, point: written, "'\(function.demangled)' is generic: typed access needs concrete types (trace it with SwiftEntryHook.trace)")
         }
+        if let thrown = function.thrownType {
+            throw HookError(.unsupportedType, point: written, "'\(function.demangled)' throws \(thrown) (typed throws), whose error comes back in the result registers: typed access does not support it (trace it with SwiftTrace)")
+        }
         if function.kind == .modify {
             throw HookError(.unsupportedType, point: written, "'\(function.demangled)' is a modify coroutine: observe its accesses with SwiftModifyHook (a `+=` from another module calls it, not the setter)")
         }

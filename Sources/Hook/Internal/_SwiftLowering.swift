@@ -110,7 +110,16 @@ struct _SwiftLowering: Sendable, Equatable {
         case 0x303:
             return "an existential (any P) is passed indirectly"
         case 0x300...0x3FF:
-            // A function (pointer and context), a metatype, a builtin: integers.
+            // A floating-point builtin (`Float16`'s) is an xmm register's; a
+            // vector (`SIMD2<Float>`'s storage) goes in vector registers.
+            let builtin = _typeName(type, qualified: true)
+            if builtin.hasPrefix("Builtin.Vec") { return "a SIMD vector (\(builtin)), passed in vector registers that typed access does not read" }
+            if builtin.hasPrefix("Builtin.FPIEEE") {
+                guard size <= 8 else { return "\(builtin) (Float80) is passed in memory" }
+                scalars.append(Register(offset: base, size: size, isFloat: true))
+                return nil
+            }
+            // A function (pointer and context), a metatype, an integer builtin: integers.
             if kind == 0x300 || kind > 0x304, size > 8 { return "a builtin of \(size) bytes (a vector)" }
             var offset = 0
             while offset < size {

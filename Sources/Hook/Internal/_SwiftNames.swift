@@ -33,6 +33,9 @@ struct _SwiftFunction: @unchecked Sendable {
     /// An accessor's value type (`Swift.Int` for `age.modify : Swift.Int`); nil for a function.
     let valueType: String?
     let canThrow: Bool
+    /// The error type of typed throws (`throws(E)`), which the function
+    /// returns in the result registers with 1 in r12, unlike `throws`.
+    let thrownType: String?
     let isAsync: Bool
     /// Generic (the function or its type has generic parameters).
     let isGeneric: Bool
@@ -88,6 +91,7 @@ struct _SwiftFunction: @unchecked Sendable {
             parameters = kind == .setter ? [type] : []
             result = kind == .getter ? type : "()"
             canThrow = false
+            thrownType = nil
             isAsync = false
             isGeneric = name.contains("<") || baseName == "subscript"
             return
@@ -104,11 +108,17 @@ struct _SwiftFunction: @unchecked Sendable {
         let inner = rest[rest.index(after: rest.startIndex)..<close]
         var tail = rest[rest.index(after: close)...]
         var canThrow = false, isAsync = false
+        var thrownType: String?
         if tail.hasPrefix(" async") { isAsync = true; tail = tail.dropFirst(6) }
         if tail.hasPrefix(" throws") {
             canThrow = true
             tail = tail.dropFirst(7)
-            if tail.hasPrefix("("), let end = _SwiftNames.matching(tail, from: tail.startIndex) { tail = tail[tail.index(after: end)...] }
+            if tail.hasPrefix("("), let end = _SwiftNames.matching(tail, from: tail.startIndex) {
+                let thrown = String(tail[tail.index(after: tail.startIndex)..<end])
+                // `throws(any Error)` is `throws`.
+                if thrown != "any Swift.Error", thrown != "Swift.Error" { thrownType = thrown }
+                tail = tail[tail.index(after: end)...]
+            }
         }
         if tail.hasPrefix(" where ") { return nil }
         guard tail.hasPrefix(" -> ") else { return nil }
@@ -135,6 +145,7 @@ struct _SwiftFunction: @unchecked Sendable {
         self.labels = labels
         self.parameters = parameters
         self.canThrow = canThrow
+        self.thrownType = thrownType
         self.isAsync = isAsync
         isGeneric = generic
     }
