@@ -467,15 +467,31 @@ int hk_entry_plan_make(const void *function, uint64_t size, const void *stub_add
         return -1;
       }
     } else {
-      // `call [rip+disp]` (a call through the GOT, -fno-plt), the last
-      // displaced instruction: as a direct call, the callee returns into
-      // the function; the call becomes `jmp [rip+disp]` after the push.
-      int jumps = in.mnemonic == ZYDIS_MNEMONIC_CALL && displaced + in.length >= HK_ENTRY_PATCH_SIZE && is_rip_relative(&in)
-                  && in.length == 6 && ((const uint8_t *)at)[0] == 0xFF && ((const uint8_t *)at)[1] == 0x15;
+      // A call through a register or memory (`call *%rax`, `call
+      // *slot(%rip)`, a call through the GOT as -fno-plt compiles it). Not
+      // last among the displaced bytes, its return address lies inside the
+      // jump: a thread in its callee while the entry is patched would return
+      // there. The last one, as a direct call: its callee returns into the
+      // function, past the patch (see push_return), by `jmp` with the same
+      // operand (FF /2 becomes FF /4) after the push, unless that operand is
+      // addressed from rsp, which the push moves.
+      const int jumps = in.mnemonic == ZYDIS_MNEMONIC_CALL;
       if (jumps) {
+        const int modrm = in.raw.modrm.offset;
+        const int from_rsp = in.raw.modrm.rm == 4 && !in.raw.rex.B && (in.raw.modrm.mod == 3 || in.raw.sib.base == 4);
+        if (displaced + in.length < HK_ENTRY_PATCH_SIZE) {
+          say(why, why_size, "%s at +%d: a call inside the %d bytes the jump displaces (a thread in its callee would return into the jump)",
+              ZydisMnemonicGetString(in.mnemonic), offset + displaced, HK_ENTRY_PATCH_SIZE);
+          return -1;
+        }
+        if (((const uint8_t *)at)[modrm - 1] != 0xFF || in.raw.modrm.reg != 2 || from_rsp) {
+          say(why, why_size, "%s at +%d: a call the relocator cannot turn into a jump (a far call, or an operand addressed from rsp)",
+              ZydisMnemonicGetString(in.mnemonic), offset + displaced);
+          return -1;
+        }
         length += push_return(stub + length, at + in.length);
         memcpy(stub + length, (const void *)at, in.length);
-        stub[length + 1] = 0x25;
+        stub[length + modrm] = (uint8_t)((stub[length + modrm] & ~0x38) | 0x20);
       } else {
         memcpy(stub + length, (const void *)at, in.length);
       }

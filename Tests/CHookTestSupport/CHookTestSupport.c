@@ -291,6 +291,15 @@ __asm__(".text\n.globl entry_calls_through_slot\n.type entry_calls_through_slot,
         "entry_calls_through_slot:\n pushq %rax\n call *entry_call_slot(%rip)\n popq %rcx\n ret\n"
         ".size entry_calls_through_slot, .-entry_calls_through_slot\n");
 
+// A call through a register as the last displaced instruction (mov, 3
+// bytes; call *%rax, 2), and one the jump would split (call *%rsi first).
+__asm__(".text\n.globl entry_calls_through_register\n.type entry_calls_through_register, @function\n"
+        "entry_calls_through_register:\n movq %rsi, %rax\n call *%rax\n ret\n"
+        ".size entry_calls_through_register, .-entry_calls_through_register\n");
+__asm__(".text\n.globl entry_calls_first_through_register\n.type entry_calls_first_through_register, @function\n"
+        "entry_calls_first_through_register:\n call *%rsi\n nop\n nop\n nop\n ret\n"
+        ".size entry_calls_first_through_register, .-entry_calls_first_through_register\n");
+
 // For HookBind's entry-hook fish (a function of its own: one hook point per function).
 __attribute__((noinline)) int64_t entry_for_binding(int64_t x) {
   int64_t y = x + 1;

@@ -346,6 +346,40 @@ struct EntryHookTests {
         #expect(entry_call_returns_to() == throughSlot + 7, "returned to \(String(describing: entry_call_returns_to())), not into the function at \(throughSlot)")
     }
 
+    /// A call through a register as the last displaced instruction is
+    /// relocated as a push of its return address in the function and a jump
+    /// through the same register; one the jump would split (its return
+    /// address inside the patch, where a thread in its callee would return)
+    /// is refused, naming the call.
+    @Test func aCallThroughARegisterReturnsIntoTheFunctionOrIsRefused() throws {
+        let function = address(entry_calls_through_register as @convention(c) (Int32, (@convention(c) (Int32) -> Int32)?) -> Int32)
+        // mov %rsi, %rax (3 bytes), call *%rax (2): the callee returns to +5.
+        #expect(entry_calls_through_register(1, entry_call_callee) == 2 && entry_call_returns_to() == function + 5)
+        let hook = try EntryHook(symbol: "entry_calls_through_register",
+                                 signature: Signature(returning: .int32, arguments: [.int32, .pointer]))
+        defer { try? hook.restore() }
+        let seen = Shared<[Int32]>([])
+        hook.before { call in
+            let x = try call.argument(0, as: Int32.self)
+            seen.mutate { $0.append(x) }
+        }
+        #expect(entry_calls_through_register(7, entry_call_callee) == 8)
+        #expect(seen.value == [7])
+        #expect(entry_call_returns_to() == function + 5, "returned to \(String(describing: entry_call_returns_to())), not into the function at \(function)")
+
+        #expect(entry_calls_first_through_register(3, entry_call_callee) == 4)
+        do {
+            let refused = try EntryHook(symbol: "entry_calls_first_through_register",
+                                        signature: Signature(returning: .int32, arguments: [.int32, .pointer]))
+            try? refused.restore()
+            Issue.record("a call the jump splits was patched")
+        } catch {
+            #expect(error.kind == .cannotPatch)
+            #expect(error.description.contains("a call inside the 5 bytes the jump displaces"), "\(error)")
+        }
+        #expect(entry_calls_first_through_register(3, entry_call_callee) == 4)
+    }
+
     /// The relocated call under threads: four threads call the function
     /// while its entry is patched and restored 300 times; every call
     /// returns x + 1, and its callee returns into the function.

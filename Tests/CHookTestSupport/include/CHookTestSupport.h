@@ -137,6 +137,12 @@ int64_t entry_rip_relative(int64_t x);   // entry_global + x
 int32_t entry_calls_first(int32_t x);    // x + 1, by a call its first bytes make
 const void *entry_call_returns_to(void); // where that call's callee last returned to
 int32_t entry_calls_through_slot(int32_t x);  // the same, by `call *slot(%rip)`
+// callee(x), by `call *%rax` after a 3-byte move: the last displaced instruction.
+int32_t entry_calls_through_register(int32_t x, int32_t (*callee)(int32_t));
+// callee(x), by `call *%rsi` at the entry: the jump would split it.
+int32_t entry_calls_first_through_register(int32_t x, int32_t (*callee)(int32_t));
+// The callee entry_calls_first calls (x + 1; records its return address).
+int32_t entry_call_callee(int32_t x);
 extern int64_t entry_global;
 // Returns x; hooked at its entry by HookBind's tests.
 int64_t entry_for_binding(int64_t x);
