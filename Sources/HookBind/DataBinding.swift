@@ -44,7 +44,8 @@ extension HookOwner {
 public final class DataBinding<View: HookOwner, Model: AnyObject>: @unchecked Sendable {
     public let model: Model
     private weak var view: View?
-    /// The threads writing through ``update(_:_:)``: this view's blocks skip what they write.
+    /// The properties threads are writing through ``update(_:_:)``: this
+    /// view's blocks skip those writes (and not what they cause).
     private let updating: _Updating
     /// The hooks of this binding's blocks (also in the view's bag).
     private let tokens = _Tokens()
@@ -79,26 +80,32 @@ public final class DataBinding<View: HookOwner, Model: AnyObject>: @unchecked Se
                             _ block: @escaping (View, Value) -> Void) throws(BindError) -> DataBinding {
         guard let view else { throw BindError(.objectGone, "the view bound to \(Model.self) is gone") }
         let point = try _propertyPoint(model, keyPath)
+        let property = ObjectIdentifier(point)
         let token = point.add(.after, owner: view) { [updating] view, call in
             // Not for a set that stored nothing (vetoed, or an `instead`
             // hook that did not run the original): the model did not change.
-            guard !call.isVetoed, call.hasResult, !updating.isCurrentThread else { return }
+            // Nor for this view's own write of this property; a change it
+            // causes (a hook of the model that sets another property) is
+            // shown.
+            guard !call.isVetoed, call.hasResult, !updating.isWriting(property) else { return }
             block(view, try call.argument(0, as: Value.self))
         }
-        token.store(in: view.hookBag)
+        // (In the view's bag already: the view is the hook's owner.)
         tokens.append(token)
         block(view, model[keyPath: keyPath])
         return self
     }
 
     /// Sets the model's property at `keyPath` to `value` through its hooks:
-    /// every other observer of the model hears it, this view's blocks do not.
+    /// every other observer of the model hears it, this view's block of that
+    /// property does not (its blocks of other properties hear what the write
+    /// causes: a hook of the model that sets another property).
     ///
     /// - Throws: ``BindError`` `.notHookable` if the property is not `@Hooked`.
     @discardableResult
     public func update<Value>(_ keyPath: ReferenceWritableKeyPath<Model, Value>, _ value: Value) throws(BindError) -> DataBinding {
-        _ = try _propertyPoint(model, keyPath)
-        updating.run { model[keyPath: keyPath] = value }
+        let point = try _propertyPoint(model, keyPath)
+        updating.run(writing: ObjectIdentifier(point)) { model[keyPath: keyPath] = value }
         return self
     }
 
@@ -106,24 +113,31 @@ public final class DataBinding<View: HookOwner, Model: AnyObject>: @unchecked Se
     public func unbind() { tokens.removeAll() }
 }
 
-/// The threads writing through `update`, so that their blocks skip the write
-/// (a set, so that updates on several threads at once each skip their own).
+/// The properties (hook points) threads are writing through `update`, so
+/// that their blocks skip the write (per thread, so that updates on several
+/// threads at once each skip their own; per property, so that what a write
+/// causes to other properties is shown).
 final class _Updating: @unchecked Sendable {
+    private struct Write: Hashable {
+        let thread: UInt
+        let property: ObjectIdentifier
+    }
     private let lock = NSLock()
-    private var threads: [UInt: Int] = [:]
+    private var writes: [Write: Int] = [:]
 
-    var isCurrentThread: Bool {
-        let me = UInt(pthread_self())
-        return lock.withLock { threads[me] != nil }
+    /// Whether the calling thread is writing `property` through `update`.
+    func isWriting(_ property: ObjectIdentifier) -> Bool {
+        let write = Write(thread: UInt(pthread_self()), property: property)
+        return lock.withLock { writes[write] != nil }
     }
 
-    func run(_ body: () -> Void) {
-        let me = UInt(pthread_self())
-        lock.withLock { threads[me, default: 0] += 1 }
+    func run(writing property: ObjectIdentifier, _ body: () -> Void) {
+        let write = Write(thread: UInt(pthread_self()), property: property)
+        lock.withLock { writes[write, default: 0] += 1 }
         defer {
             lock.withLock {
-                threads[me]! -= 1
-                if threads[me] == 0 { threads[me] = nil }
+                writes[write]! -= 1
+                if writes[write] == 0 { writes[write] = nil }
             }
         }
         body()

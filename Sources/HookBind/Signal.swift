@@ -14,8 +14,9 @@ import Synchronization
 ///
 /// A signal is a hook point: ``emit(_:)`` calls a `ClosureHook` and each
 /// subscriber is an `after` hook on it (``hookPoint``), so everything Hook
-/// offers applies: other hooks may watch or veto emissions, and bindings can
-/// post from it (`Fish.post(signal.hookPoint)`).
+/// offers applies: other hooks may watch or veto emissions (a vetoed emit
+/// reaches no subscriber and no ``values`` stream), and bindings can post
+/// from it (`Fish.post(signal.hookPoint)`).
 ///
 /// ## During an emit
 /// - A subscriber added while a value is being emitted hears the next emit, not this one.
@@ -56,7 +57,8 @@ public final class Signal<Value>: @unchecked Sendable {
     public func subscribe(_ block: @escaping (Value) -> Void) -> SignalMonitor {
         let monitor = SignalMonitor()
         monitor.token = hookPoint.after { [flag = monitor.flag] call in
-            guard !flag.isClosed else { return }
+            // (A closure's after hooks run on a vetoed call too: not here.)
+            guard !flag.isClosed, !call.isVetoed else { return }
             block(try call.argument(0, as: Value.self))
         }
         return monitor
@@ -68,7 +70,7 @@ public final class Signal<Value>: @unchecked Sendable {
     public func subscribe<Observer: AnyObject>(observer: Observer, _ block: @escaping (Observer, Value) -> Void) -> SignalMonitor {
         let monitor = SignalMonitor()
         monitor.token = hookPoint.add(.after, owner: observer) { [flag = monitor.flag] observer, call in
-            guard !flag.isClosed else { return }
+            guard !flag.isClosed, !call.isVetoed else { return }
             block(observer, try call.argument(0, as: Value.self))
         }
         return monitor
@@ -93,7 +95,10 @@ public final class SignalMonitor: @unchecked Sendable {
 
     init() {}
 
-    /// Stops delivery at once and releases the block. Idempotent, from any thread.
+    /// Stops delivery at once. Idempotent, from any thread. The block, and
+    /// what it captured, is released with the next batch of removed hooks
+    /// (a call may still be running it; `HookPoint.reclaimRetiredHooks()`
+    /// runs a batch now).
     public func close() {
         guard !flag.closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         token?.remove()

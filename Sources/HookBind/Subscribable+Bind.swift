@@ -60,9 +60,8 @@ extension Observable {
                     if deliver, call.hasResult { self.value = try call.argument(0, as: Value.self) }
                 }
             }
-            let subscription = Subscription(toProperty, fromProperty)
-            if let owner = object as? HookOwner { subscription.store(in: owner.hookBag) }
-            return subscription
+            // (Hooks added with a `HookOwner` as owner are in its bag already.)
+            return Subscription(toProperty, fromProperty)
         }
     }
 }
@@ -83,17 +82,21 @@ extension Computed {
     /// ```
     ///
     /// The property need not be `@Hooked`. The object is held weakly and the
-    /// binding ends with it (at once if it is a `HookOwner`), or with
+    /// binding ends with it (at once if it is a `HookOwner`; otherwise at
+    /// the computed's next change, which no longer reaches it), or with
     /// ``Subscription/dispose()``.
     @discardableResult
     public func bind<Object: AnyObject, Property>(_ object: Object, _ keyPath: ReferenceWritableKeyPath<Object, Property>,
                                                   _ handler: @escaping (Value) -> Property) -> Subscription {
         _Graph.locked(_group) {
-            let subscription = subscribe(SubscriptionOptions(notifyOnSubscription: true)) { [weak object] _, new in
+            // A subscriber owned by the object: once it is gone the hook is
+            // detached (it kept the computed subscribed, evaluating each
+            // change, for as long as the computed lived).
+            let token = _pointForSubscribing().didSet(owner: object) { [weak object] _, new in
                 object?[keyPath: keyPath] = handler(new)
             }
-            if let owner = object as? HookOwner { subscription.store(in: owner.hookBag) }
-            return subscription
+            object[keyPath: keyPath] = handler(_currentValue)
+            return Subscription(token)
         }
     }
 

@@ -22,12 +22,13 @@ extension Observable {
 }
 
 extension Signal {
-    /// Every value emitted, in order, as an `AsyncSequence`. Ends when the
-    /// signal deinitializes; a consumer that stops detaches its hook.
+    /// Every value emitted, in order, as an `AsyncSequence` (not a vetoed
+    /// emit). Ends when the signal deinitializes; a consumer that stops
+    /// detaches its hook.
     ///
     /// - Parameter bufferingPolicy: `.unbounded` by default (as `AsyncStream`'s).
     public func values(bufferingPolicy: AsyncStream<Value>.Continuation.BufferingPolicy = .unbounded) -> AsyncStream<Value> {
-        hookPoint._stream(bufferingPolicy: bufferingPolicy) { call in try call.argument(0, as: Value.self) }
+        hookPoint._stream(bufferingPolicy: bufferingPolicy) { call in call.isVetoed ? nil : try call.argument(0, as: Value.self) }
     }
 
     /// ``values(bufferingPolicy:)`` with every value kept.

@@ -61,8 +61,10 @@ public final class Subscription: Sendable {
         self.tokens = tokens
     }
 
-    /// Stops delivery and releases the block. Idempotent, from any thread,
-    /// also from inside the block.
+    /// Stops delivery. Idempotent, from any thread, also from inside the
+    /// block. The block, and what it captured, is released with the next
+    /// batch of removed hooks (a call may still be running it;
+    /// `HookPoint.reclaimRetiredHooks()` runs a batch now).
     public func dispose() {
         for token in tokens { token.remove() }
     }

@@ -19,6 +19,24 @@ final class IQView: HookOwner, @unchecked Sendable {
 
 @Suite("IQDataBinding: bind(model), bind(key), update(key, value)")
 struct DataBindingTests {
+    /// What a view's `update` causes is shown by the view: only its block
+    /// of the property it wrote is skipped. (Every change on the writing
+    /// thread was skipped: a model hook that sets another property left the
+    /// view showing the old value.)
+    @Test func whatAnUpdateCausesIsShownByTheViewThatWrote() throws {
+        let model = IQModel()
+        model.$title.didSet { _, new in model.content = "about " + new }
+        let view = IQView()
+        view.binding = try view.bind(model)
+            .bind(\.title) { view, value in view.shown.append("title \(value)") }
+            .bind(\.content) { view, value in view.shown.append("content \(value)") }
+        view.shown = []
+        try view.binding?.update(\.title, "lobster")
+        #expect(model.title == "lobster" && model.content == "about lobster")
+        #expect(view.shown == ["content about lobster"])
+        #expect(view.hookBag.count == 2)
+    }
+
     /// The seed: title and content shown at once, later changes followed,
     /// the view's own update not echoed.
     @Test func theSeedsContentView() throws {

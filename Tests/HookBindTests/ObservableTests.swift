@@ -1187,6 +1187,7 @@ struct ObservablePropertyBindingTests {
     }
 
     @Test func bindingHandlersConvertValues() {
+        // (See aComputedBoundToAPlainObjectLetsGoOfItWhenItGoes.)
         let salary = Observable(120_000)
         let formatted = Computed { salary.value }
         let label = Button()
@@ -1194,6 +1195,30 @@ struct ObservablePropertyBindingTests {
         #expect(label.title == "120k")
         salary.value = 95_000
         #expect(label.title == "95k")
+    }
+
+    /// A computed bound to an object that is not a `HookOwner` lets go of
+    /// it when it goes: the subscriber is detached at the next change (it
+    /// stayed for the computed's life, keeping it subscribed: evaluated on
+    /// every change, for nobody).
+    @Test func aComputedBoundToAPlainObjectLetsGoOfItWhenItGoes() {
+        let salary = Observable(1)
+        let formatted = Computed { salary.value * 2 }
+        do {
+            let label = Button()
+            formatted.bind(label, \.title) { "\($0)" }
+            #expect(label.title == "2")
+            salary.value = 2
+            #expect(label.title == "4")
+            #expect(formatted.hookPoint.hookCount == 1)
+        }
+        salary.value = 3
+        #expect(formatted.hookPoint.hookCount == 0)
+        let evaluations = formatted.evaluationCount
+        salary.value = 4
+        salary.value = 5
+        #expect(formatted.evaluationCount == evaluations)
+        #expect(formatted.value == 10)
     }
 
     @Test func aPlainPropertyCannotBeBoundBothWays() {

@@ -14,6 +14,23 @@ final class CountingController {
 
 @Suite("Signal (XKVO)")
 struct SignalTests {
+    /// A vetoed emit reaches no subscriber and no `values` stream (a
+    /// closure's after hooks run for a vetoed call: every subscriber heard
+    /// it, as `Event`'s did not).
+    @Test func aVetoedEmitIsNotDelivered() async {
+        let signal = Signal<Int>()
+        let heard = Shared<[String]>([])
+        let me = Listener()
+        signal.subscribe { x in heard.mutate { $0.append("plain \(x)") } }
+        signal.subscribe(observer: me) { _, x in heard.mutate { $0.append("observer \(x)") } }
+        var values = signal.values.makeAsyncIterator()
+        signal.hookPoint.before { call in if try call.argument(0, as: Int.self) < 0 { try call.veto() } }
+        signal.emit(-1)
+        signal.emit(2)
+        #expect(heard.value == ["plain 2", "observer 2"])
+        #expect(await values.next() == 2)
+    }
+
     /// The seed's example: listeners 1, 2 and 3; 2 is closed before the emit.
     @Test func closedListenerHearsNothingOthersHearInOrder() {
         let loginSignal = Signal<String>()
