@@ -338,7 +338,55 @@ static modify_access *access_at(int i) {
 
 void hk_swift_modify_resume(void);
 
-const void *hk_swift_modify_began(hk_swift_point *point, void *buffer, const void *resume, void *address, uint64_t self) {
+// Accesses begun inside an async task: the task may be suspended with the
+// access open (an `inout` argument across `await`) and resumed on another
+// thread, which ends the access there, where the thread's own stack does not
+// have it (it aborted). Those are kept in a list of the process's, under a
+// lock, most recent last; a new one for a buffer that is listed replaces it
+// (an access that unwound without calling back left it).
+static pthread_mutex_t task_lock = PTHREAD_MUTEX_INITIALIZER;
+static modify_access *task_accesses;
+static int task_count, task_capacity;
+
+static int task_access_began(modify_access access) {
+  pthread_mutex_lock(&task_lock);
+  int i = task_count - 1;
+  while (i >= 0 && task_accesses[i].buffer != access.buffer) i--;
+  if (i < 0) {
+    if (task_count == task_capacity) {
+      int capacity = task_capacity ? 2 * task_capacity : 16;
+      modify_access *grown = capacity > HK_MODIFY_MOST ? NULL : realloc(task_accesses, (size_t)capacity * sizeof *grown);
+      if (!grown) {
+        pthread_mutex_unlock(&task_lock);
+        return 0;
+      }
+      task_accesses = grown;
+      task_capacity = capacity;
+    }
+    i = task_count++;
+  }
+  task_accesses[i] = access;
+  pthread_mutex_unlock(&task_lock);
+  return 1;
+}
+
+static int task_access_ending(void *buffer, modify_access *access) {
+  pthread_mutex_lock(&task_lock);
+  int i = task_count - 1;
+  while (i >= 0 && task_accesses[i].buffer != buffer) i--;
+  if (i >= 0) {
+    *access = task_accesses[i];
+    task_accesses[i] = task_accesses[--task_count];
+  }
+  pthread_mutex_unlock(&task_lock);
+  return i >= 0;
+}
+
+const void *hk_swift_modify_began(hk_swift_point *point, void *buffer, const void *resume, void *address, uint64_t self, int in_task) {
+  if (in_task) {
+    // (No memory: this one is not observed.)
+    return task_access_began((modify_access){buffer, resume, address, point, self}) ? (const void *)hk_swift_modify_resume : resume;
+  }
   if (access_depth >= HK_MODIFY_DEPTH) {
     int beyond = access_depth - HK_MODIFY_DEPTH;
     if (beyond == more_capacity) {
@@ -370,15 +418,20 @@ _Static_assert(sizeof(modify_scratch) == 160, "the trampoline reserves 160 bytes
 const void *hk_swift_modify_ending(void *buffer, int unwinding, modify_scratch *scratch) {
   int i = access_depth - 1;
   while (i >= 0 && access_at(i)->buffer != buffer) i--;
-  if (i < 0) abort();  // a continuation no ramp handed out: cannot happen
-  modify_access access = *access_at(i);
-  // Accesses end in reverse order; one skipped (an unwind that never called back) goes too.
-  access_depth = i;
-  if (i <= HK_MODIFY_DEPTH && more_accesses) {
-    // Back within the thread-local array: the buffer goes.
-    free(more_accesses);
-    more_accesses = NULL;
-    more_capacity = 0;
+  modify_access access;
+  if (i < 0) {
+    // Begun in a task (on this thread or another).
+    if (!task_access_ending(buffer, &access)) abort();  // a continuation no ramp handed out: cannot happen
+  } else {
+    access = *access_at(i);
+    // Accesses end in reverse order; one skipped (an unwind that never called back) goes too.
+    access_depth = i;
+    if (i <= HK_MODIFY_DEPTH && more_accesses) {
+      // Back within the thread-local array: the buffer goes.
+      free(more_accesses);
+      more_accesses = NULL;
+      more_capacity = 0;
+    }
   }
   scratch->point = access.point;
   scratch->self = access.self;

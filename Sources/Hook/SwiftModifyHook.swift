@@ -144,7 +144,9 @@ public final class SwiftModifyHook<Object: AnyObject, Value>: SwiftEntryPoint, @
         let resume = UnsafeRawPointer(bitPattern: UInt(frame.pointee.result.0))
         let address = UnsafeMutableRawPointer(bitPattern: UInt(frame.pointee.result.1))
         guard let buffer, let resume, let address else { return }
-        frame.pointee.result.0 = UInt64(UInt(bitPattern: hk_swift_modify_began(point, buffer, resume, address, frame.pointee.r13)))
+        // In a task, the access may end on another thread (see hk_swift_modify_began).
+        let inTask = withUnsafeCurrentTask { $0 != nil }
+        frame.pointee.result.0 = UInt64(UInt(bitPattern: hk_swift_modify_began(point, buffer, resume, address, frame.pointee.r13, inTask ? 1 : 0)))
     }
 }
 

@@ -1,4 +1,6 @@
+import Foundation
 import Hook
+import Synchronization
 import SwiftEntrySample
 import Testing
 
@@ -65,6 +67,28 @@ extension SwiftEntrySuites {
         #expect(seen == [2] && ada.age == 2)
     }
 
+    /// An access held open across `await` (an `inout` argument of an async
+    /// function) may end on another thread: it is observed there. (Accesses
+    /// were recorded per thread, and one that ended on another thread
+    /// aborted the process.) Rounds go on until some access moved.
+    @Test func anAccessHeldAcrossAnAwaitMayEndOnAnotherThread() async throws {
+        let age = try SwiftModifyHook.named("SwiftEntrySample.Person.age", of: Person.self, as: Int.self)
+        defer { try? age.restore() }
+        let counts = AccessCounts()
+        age.afterAccess { _, _ in counts.seen.add(1, ordering: .relaxed) }
+        var rounds = 0
+        while counts.moved.load(ordering: .relaxed) == 0, rounds < 50 {
+            rounds += 1
+            let people = (0..<64).map { HeldPerson(person: Person(name: "p\($0)", age: 0)) }
+            await withTaskGroup(of: Void.self) { group in
+                for held in people { group.addTask { await counts.bump(&held.person.age) } }
+            }
+            #expect(people.allSatisfy { $0.person.age == 1 })
+        }
+        #expect(counts.moved.load(ordering: .relaxed) > 0, "no access ended on another thread in \(rounds) rounds")
+        #expect(counts.seen.load(ordering: .relaxed) == 64 * rounds)
+    }
+
     /// Modify accesses nested 100 deep (each `inout` of a person's age held
     /// open while the next begins) are each observed when they end, the
     /// innermost first. (Past 64 open at once on a thread, an access was
@@ -112,4 +136,19 @@ extension SwiftEntrySuites {
         }
     }
 }
+}
+
+struct HeldPerson: @unchecked Sendable { let person: Person }
+
+final class AccessCounts: Sendable {
+    let seen = Atomic<Int>(0)
+    let moved = Atomic<Int>(0)
+
+    /// An `inout` access held across a suspension; counts the ones that resumed on another thread.
+    func bump(_ value: inout Int) async {
+        let before = pthread_self()
+        await Task.yield()
+        if pthread_self() != before { moved.add(1, ordering: .relaxed) }
+        value += 1
+    }
 }

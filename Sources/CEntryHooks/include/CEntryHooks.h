@@ -134,7 +134,9 @@ void hk_swift_call(const void *function, hk_swift_frame *frame);
 // A modify ramp's call that returned `resume` and `address`: recorded, and
 // the continuation to hand the caller instead returned (the point's
 // `modify_ended` runs when the caller ends the access).
-const void *hk_swift_modify_began(hk_swift_point *point, void *buffer, const void *resume, void *address, uint64_t self);
+// `in_task`: the access began inside an async task, which may be suspended
+// with it open (an `inout` across `await`) and end it on another thread.
+const void *hk_swift_modify_began(hk_swift_point *point, void *buffer, const void *resume, void *address, uint64_t self, int in_task);
 
 // SwiftTrace's per-thread state: the depth of traced calls (adds `delta`,
 // returns the depth before), and whether the last traced call threw (sets
