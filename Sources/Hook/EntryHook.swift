@@ -228,11 +228,19 @@ final class _EntryRegistry: @unchecked Sendable {
         }
     }
 
-    func isInstalled(_ point: EntryHook) -> Bool { isInstalled(at: point.address) }
+    func isInstalled(_ point: EntryHook) -> Bool { isInstalled(at: point.address, point: point) }
 
-    func isInstalled(at address: UnsafeRawPointer) -> Bool {
-        locked { $0[UInt(bitPattern: address)]?.isInstalled ?? false }
+    /// Whether `point` is the function's hook point and patched in (a point
+    /// replaced by one of other types is not).
+    func isInstalled(at address: UnsafeRawPointer, point: AnyObject) -> Bool {
+        locked { $0[UInt(bitPattern: address)].map { $0.point === point && $0.isInstalled } ?? false }
     }
+
+    /// Hook points replaced by one of other types for their function (after
+    /// a `restore()`): kept for the life of the process, as their
+    /// trampolines are, since a call that entered through the old patch may
+    /// still be running their code, and their handles may be kept.
+    private let replaced = Mutex<[_KeptPoint]>([])
 
     func originalBytes(of point: EntryHook) -> [UInt8] {
         locked { entries in
@@ -374,6 +382,10 @@ final class _EntryRegistry: @unchecked Sendable {
             throw HookError(.cannotPatch, point: symbol, "entry hooks are unavailable under ThreadSanitizer, which delivers signals late: threads inside the function could not be moved off the bytes the jump displaces; nothing was written")
         }
         let address_ = UInt(bitPattern: address)
+        if let old = entries[address_], old.key != key, !old.isInstalled {
+            // Replaced below: the old point stays (see `replaced`).
+            replaced.withLock { $0.append(_KeptPoint(point: old.point)) }
+        }
         if var entry = entries[address_], entry.key == key || entry.isInstalled {
             guard entry.key == key else {
                 throw HookError(.signatureMismatch, point: symbol, """
@@ -441,17 +453,33 @@ final class _EntryRegistry: @unchecked Sendable {
     }
 
     func setInstalled(_ point: EntryHook, _ installed: Bool) throws(HookError) {
-        try setInstalled(at: point.address, symbol: point.symbol, installed)
+        try setInstalled(at: point.address, symbol: point.symbol, point: point, installed)
     }
 
+    /// Patches `point`'s function in or out. A point replaced since by one
+    /// of other types (see `replaced`) is not patched in: it throws; out, it
+    /// is already. (By address alone, an old handle's `uninstall()`
+    /// unpatched the new point.)
     /// (`unless`: asked under the registry's lock, nothing done if true.)
-    func setInstalled(at address: UnsafeRawPointer, symbol: String, _ installed: Bool, unless: (() -> Bool)? = nil) throws(HookError) {
+    func setInstalled(at address: UnsafeRawPointer, symbol: String, point: AnyObject, _ installed: Bool,
+                      unless: (() -> Bool)? = nil) throws(HookError) {
         try locked { (entries) throws(HookError) in
             let key = UInt(bitPattern: address)
+            if let entry = entries[key], entry.point !== point {
+                guard !installed else {
+                    throw HookError(.signatureMismatch, point: symbol, "'\(symbol)' has another entry hook point now, of \(entry.key): this one was replaced after its restore(); use the new one")
+                }
+                return
+            }
             guard var entry = entries[key], entry.isInstalled != installed, unless?() != true else { return }
             try patch(entry, install: installed, symbol: symbol)
             entry.isInstalled = installed
             entries[key] = entry
         }
     }
+}
+
+/// A hook point the entry registry keeps (see `_EntryRegistry.replaced`).
+private struct _KeptPoint: @unchecked Sendable {
+    let point: AnyObject
 }

@@ -551,7 +551,7 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
     public override var description: String { "SwiftEntryHook '\(name)': \(function) in \(object)" }
 
     /// Whether the function's entry jumps to the hook point now.
-    public var isInstalled: Bool { _EntryRegistry.shared.isInstalled(at: address) }
+    public var isInstalled: Bool { _EntryRegistry.shared.isInstalled(at: address, point: self) }
 
     /// Puts the function's first bytes back and removes every hook.
     /// Idempotent; asking for the function again reinstalls this hook point.
@@ -562,18 +562,18 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
 
     /// Puts the function's first bytes back, keeping the hooks.
     public func uninstall() throws(HookError) {
-        try _EntryRegistry.shared.setInstalled(at: address, symbol: function, false)
+        try _EntryRegistry.shared.setInstalled(at: address, symbol: function, point: self, false)
     }
 
     /// ``uninstall()``, unless (`unlessHooked`) a hook is on the point when
     /// the registry's lock is held (`SwiftTrace.stop()`).
     func uninstall(unlessHooked: Bool) throws(HookError) {
-        try _EntryRegistry.shared.setInstalled(at: address, symbol: function, false, unless: unlessHooked ? { self.hookCount > 0 } : nil)
+        try _EntryRegistry.shared.setInstalled(at: address, symbol: function, point: self, false, unless: unlessHooked ? { self.hookCount > 0 } : nil)
     }
 
     /// Patches the function's entry again after ``uninstall()`` or ``restore()``.
     public func install() throws(HookError) {
-        try _EntryRegistry.shared.setInstalled(at: address, symbol: function, true)
+        try _EntryRegistry.shared.setInstalled(at: address, symbol: function, point: self, true)
     }
 
     /// A call that reached the hooks (the stub found some): a lone typed

@@ -300,6 +300,12 @@ __asm__(".text\n.globl entry_calls_first_through_register\n.type entry_calls_fir
         "entry_calls_first_through_register:\n call *%rsi\n nop\n nop\n nop\n ret\n"
         ".size entry_calls_first_through_register, .-entry_calls_first_through_register\n");
 
+// Hooked, restored, and hooked again with other types (EntryHookTests).
+__attribute__((noinline)) int64_t entry_replaced_target(int64_t x) {
+  int64_t y = x * 3;
+  return y + 0;
+}
+
 // For HookBind's entry-hook fish (a function of its own: one hook point per function).
 __attribute__((noinline)) int64_t entry_for_binding(int64_t x) {
   int64_t y = x + 1;

@@ -380,6 +380,33 @@ struct EntryHookTests {
         #expect(entry_calls_first_through_register(3, entry_call_callee) == 4)
     }
 
+    /// A restored hook point asked for again with other types is replaced,
+    /// and the old one stays (a call that entered through its patch may
+    /// still run its code) but no longer patches anything: its `install()`
+    /// throws, its `uninstall()` leaves the new one alone, `isInstalled` is
+    /// false. (The registry looked entries up by address: the old handle
+    /// unpatched the new point, and dropped, the old point was freed.)
+    @Test func aHookPointReplacedByOneOfOtherTypesStaysAndPatchesNothing() throws {
+        weak var gone: EntryHook?
+        var old: EntryHook? = try EntryHook(symbol: "entry_replaced_target", signature: Signature(returning: .int64, arguments: [.int64]))
+        gone = old
+        try old?.restore()
+        let new = try EntryHook(symbol: "entry_replaced_target", signature: Signature(returning: .uint64, arguments: [.uint64]))
+        defer { try? new.restore() }
+        #expect(new !== old)
+        new.after { call in try call.setResult(UInt64(7)) }
+        #expect(entry_replaced_target(2) == 7)
+        #expect(old?.isInstalled == false && new.isInstalled)
+        try old?.uninstall()
+        #expect(new.isInstalled && entry_replaced_target(2) == 7)
+        #expect(throws: HookError.self) { try old?.install() }
+        #expect(new.isInstalled && entry_replaced_target(2) == 7)
+        old = nil
+        #expect(gone != nil)
+        try new.restore()
+        #expect(entry_replaced_target(2) == 6)
+    }
+
     /// The relocated call under threads: four threads call the function
     /// while its entry is patched and restored 300 times; every call
     /// returns x + 1, and its callee returns into the function.
