@@ -91,9 +91,12 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
     }
 
     private static func make(_ name: String, object: String?, canThrow: Bool) throws(HookError) -> SwiftEntryHook<repeat each A, R> {
-        let function = try SwiftEntryPoint.find(name, object: object)
         var types: [Any.Type] = []
         for type in repeat (each A).self { types.append(type) }
+        // Overloads that differ in their types: the one of the stated types.
+        let function = try SwiftEntryPoint.find(name, object: object) { candidate in
+            (try? _SwiftEntryPlan(function: candidate, written: name, arguments: types, result: R.self, canThrow: canThrow)) != nil
+        }
         let plan = try _SwiftEntryPlan(function: function, written: name, arguments: types, result: R.self, canThrow: canThrow)
         let key = "\(((repeat each A) -> R).self)"
         let point = try _EntryRegistry.shared.installSwift(
@@ -636,8 +639,10 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
         hk_swift_point_set(point, hooks.isEmpty ? 0 : 1, filtered ? only : 0)
     }
 
-    /// The one function `name` names, or an error listing what it could mean.
-    static func find(_ name: String, object: String?) throws(HookError) -> _SwiftFunction {
+    /// The one function `name` names, or an error listing what it could
+    /// mean. Among overloads (functions or initializers of one name, not a
+    /// property's accessors), the one that `typed` takes, if one alone.
+    static func find(_ name: String, object: String?, typed: ((_SwiftFunction) -> Bool)? = nil) throws(HookError) -> _SwiftFunction {
         try _requireX86_64(name, "Swift entry hooks relocate x86-64 machine code")
         let query = _SwiftNames.Query(name)
         guard !query.text.isEmpty else {
@@ -647,11 +652,16 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
         guard !found.isEmpty else {
             throw HookError(.symbolNotFound, point: name, "no loaded Swift function is named '\(name)'\(object.map { " in \($0)" } ?? "") (write it as Module.Type.method(label:), Module.Type.property.setter, Module.Type.init(label:), Module.function(_:))")
         }
-        guard found.count == 1 else {
-            let list = found.prefix(12).map { "\($0.written) (\($0.demangled) in \($0.object.split(separator: "/").last ?? ""))" }
-            throw HookError(.ambiguousSymbol, point: name, "'\(name)' names \(found.count) functions: \(list.joined(separator: "; "))\(found.count > 12 ? "; ..." : ""); write the labels, the module, or in:")
+        var chosen = found
+        if found.count > 1, let typed, found.allSatisfy({ $0.kind == .function || $0.kind == .initializer }) {
+            let matching = found.filter(typed)
+            if matching.count == 1 { chosen = matching }
         }
-        let function = found[0]
+        guard chosen.count == 1 else {
+            let list = found.prefix(12).map { "\($0.written) (\($0.demangled) in \($0.object.split(separator: "/").last ?? ""))" }
+            throw HookError(.ambiguousSymbol, point: name, "'\(name)' names \(found.count) functions: \(list.joined(separator: "; "))\(found.count > 12 ? "; ..." : ""); write the labels, the module, or in:\(typed != nil && found.allSatisfy({ $0.kind == .function || $0.kind == .initializer }) ? " (the stated types are those of \(found.filter(typed!).count) of them)" : "")")
+        }
+        let function = chosen[0]
         guard !function.isAsync else {
             throw HookError(.unsupportedType, point: name, "'\(function.demangled)' is async: Swift entry hooks do not hook async functions yet")
         }

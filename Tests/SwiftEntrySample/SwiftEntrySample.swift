@@ -83,6 +83,10 @@ public func parseNumber(_ text: String) throws -> Int {
 
 public func negate(_ on: Bool) -> Bool { !on }
 
+/// Overloads that differ only in their types.
+public func describe(_ value: Int) -> String { "int \(value)" }
+public func describe(_ value: String) -> String { "string \(value)" }
+
 /// Typed throws: the error comes back in the result registers.
 public func strictNumber(_ text: String) throws(SampleError) -> Int {
     guard let value = Int(text) else { throw SampleError.notANumber(text) }

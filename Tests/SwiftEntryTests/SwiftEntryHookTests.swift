@@ -87,6 +87,21 @@ extension SwiftEntrySuites {
         #expect(midpoint(Point(x: 0, y: 0), Point(x: 4, y: 8)) == Point(x: 2, y: 12))
     }
 
+    /// Overloads that differ only in their types: the stated types choose.
+    /// (Each was `.ambiguousSymbol`, whatever the types.)
+    @Test func overloadsThatDifferInTheirTypes() throws {
+        let ints = try SwiftEntryHook.named("SwiftEntrySample.describe(_:)", as: ((Int) -> String).self)
+        defer { try? ints.restore() }
+        ints.instead { call in try call.setResult("hooked \(try call.argument(0, as: Int.self))") }
+        #expect(describe(3) == "hooked 3")
+        #expect(describe("x") == "string x")
+        let strings = try SwiftEntryHook.named("SwiftEntrySample.describe", as: ((String) -> String).self)
+        defer { try? strings.restore() }
+        try strings.afterReturning { (text: String, value: String) in #expect(text == "string " + value) }
+        #expect(describe("y") == "string y")
+        #expect(throws: HookError.self) { _ = try SwiftEntryHook.named("SwiftEntrySample.describe(_:)", as: ((Double) -> String).self) }
+    }
+
     /// A half-precision float is an xmm register's, as a `Float` is.
     @Test func aHalfPrecisionFloat() throws {
         let hook = try SwiftEntryHook.named("SwiftEntrySample.halve(_:_:)", as: ((Float16, Int) -> Float16).self)
