@@ -83,6 +83,14 @@ public func parseNumber(_ text: String) throws -> Int {
 
 public func negate(_ on: Bool) -> Bool { !on }
 
+/// Members of extensions of another module's types.
+extension String {
+    public func shouted(times: Int) -> String { uppercased() + String(repeating: "!", count: times) }
+}
+extension Int {
+    public var doubledValue: Int { self &* 2 }
+}
+
 /// Overloads that differ only in their types.
 public func describe(_ value: Int) -> String { "int \(value)" }
 public func describe(_ value: String) -> String { "string \(value)" }

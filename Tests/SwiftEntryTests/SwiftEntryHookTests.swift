@@ -102,6 +102,22 @@ extension SwiftEntrySuites {
         #expect(throws: HookError.self) { _ = try SwiftEntryHook.named("SwiftEntrySample.describe(_:)", as: ((Double) -> String).self) }
     }
 
+    /// A member of an extension of another module's type is named by its
+    /// type (`Swift.String.shouted(times:)`). (Its demangled name begins
+    /// `(extension in SwiftEntrySample):`, which was left out with thunks.)
+    @Test func membersOfExtensionsOfAnotherModulesTypes() throws {
+        let shouted = try SwiftEntryHook.named("Swift.String.shouted(times:)", as: ((String, Int) -> String).self)
+        defer { try? shouted.restore() }
+        #expect(shouted.function == "(extension in SwiftEntrySample):Swift.String.shouted(times: Swift.Int) -> Swift.String")
+        shouted.before { call in try call.setArgument(1, to: 3) }
+        #expect("hi".shouted(times: 1) == "HI!!!")
+        let doubled = try SwiftEntryHook.named("Swift.Int.doubledValue.getter", as: ((Int) -> Int).self)
+        defer { try? doubled.restore() }
+        try doubled.afterReturning { (result: Int, value: Int) in #expect(result == value * 2) }
+        doubled.after { call in try call.setResult(try call.result(as: Int.self) + 1) }
+        #expect(21.doubledValue == 43)
+    }
+
     /// A half-precision float is an xmm register's, as a `Float` is.
     @Test func aHalfPrecisionFloat() throws {
         let hook = try SwiftEntryHook.named("SwiftEntrySample.halve(_:_:)", as: ((Float16, Int) -> Float16).self)

@@ -65,9 +65,20 @@ struct _SwiftFunction: @unchecked Sendable {
             isStatic = true
             text = text.dropFirst(7)
         }
+        // A member of an extension of another module's type
+        // (`(extension in Model):Swift.String.shouted() -> Swift.String`):
+        // named by its type, `Swift.String.shouted()`, found in the
+        // extension's module (whose symbols begin with the type's mangling).
+        if text.hasPrefix("(extension in "), let close = text.firstIndex(of: ")"), text[close...].hasPrefix("):") {
+            text = text[text.index(close, offsetBy: 2)...]
+            if text.hasPrefix("static ") {
+                isStatic = true
+                text = text.dropFirst(7)
+            }
+        }
         // Only plain names: thunks, specializations, closures and the like begin otherwise or say " in ".
-        guard let first = text.first, first.isLetter || first == "_", !demangled.contains(" in "),
-              !demangled.contains(" of "), !demangled.contains("{"), !demangled.contains(" with unmangled suffix ") else { return nil }
+        guard let first = text.first, first.isLetter || first == "_", !text.contains(" in "),
+              !text.contains(" of "), !text.contains("{"), !text.contains(" with unmangled suffix ") else { return nil }
         guard let path = _SwiftNames.pathEnd(text) else { return nil }
         let name = text[..<path]
         var rest = text[path...]
