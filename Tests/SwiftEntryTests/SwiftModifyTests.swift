@@ -80,8 +80,12 @@ extension SwiftEntrySuites {
         while counts.moved.load(ordering: .relaxed) == 0, rounds < 50 {
             rounds += 1
             let people = (0..<64).map { HeldPerson(person: Person(name: "p\($0)", age: 0)) }
-            await withTaskGroup(of: Void.self) { group in
-                for held in people { group.addTask { await counts.bump(&held.person.age) } }
+            // On an executor whose jobs go to two threads in turn: a task's
+            // access begins in one job and ends in another.
+            await withTaskExecutorPreference(AlternatingExecutor.shared) {
+                await withTaskGroup(of: Void.self) { group in
+                    for held in people { group.addTask { await counts.bump(&held.person.age) } }
+                }
             }
             #expect(people.allSatisfy { $0.person.age == 1 })
         }
@@ -150,5 +154,41 @@ final class AccessCounts: Sendable {
         await Task.yield()
         if pthread_self() != before { moved.add(1, ordering: .relaxed) }
         value += 1
+    }
+}
+
+/// A task executor whose jobs run on two threads of its own, in turn.
+final class AlternatingExecutor: TaskExecutor, @unchecked Sendable {
+    static let shared = AlternatingExecutor()
+
+    private final class Worker: @unchecked Sendable {
+        let lock = NSCondition()
+        var jobs: [UnownedJob] = []
+    }
+    private let workers = [Worker(), Worker()]
+    private let next = Atomic<Int>(0)
+
+    private init() {
+        for worker in workers {
+            let thread = Thread { [unowned self] in
+                while true {
+                    worker.lock.lock()
+                    while worker.jobs.isEmpty { worker.lock.wait() }
+                    let job = worker.jobs.removeFirst()
+                    worker.lock.unlock()
+                    job.runSynchronously(on: self.asUnownedTaskExecutor())
+                }
+            }
+            thread.start()
+        }
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let worker = workers[next.add(1, ordering: .relaxed).newValue % 2]
+        let unowned = UnownedJob(job)
+        worker.lock.lock()
+        worker.jobs.append(unowned)
+        worker.lock.signal()
+        worker.lock.unlock()
     }
 }
