@@ -156,9 +156,8 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
         // The token stands for the hook (its own body is never run: the
         // async call path runs the entry's).
         let token = HookToken(point: self, position: position, owner: nil, runsWhenVetoed: true, body: { _ in })
-        hooks.withVisibleLock(self) { state in
+        change { state in
             state.entries.append(Entry(token: token, position: position, body: body, owner: owner.map(_HookOwner.init)))
-            publish(&state)
         }
         if let bag = (owner as? HookOwner)?.hookBag { bag.insert(token) }
         return token
@@ -199,10 +198,7 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
     public override func after(owner: AnyObject? = nil, _ body: @escaping HookBody) -> HookToken { super.after(owner: owner, body) }
 
     override func remove(_ token: HookToken) {
-        hooks.withVisibleLock(self) { state in
-            state.entries.removeAll { $0.token === token }
-            publish(&state)
-        }
+        change { state in state.entries.removeAll { $0.token === token } }
     }
 
     override func remove(_ tokens: [HookToken]) {
@@ -210,10 +206,7 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
     }
 
     public override func removeAllHooks() {
-        hooks.withVisibleLock(self) { state in
-            state.entries.removeAll()
-            publish(&state)
-        }
+        change { state in state.entries.removeAll() }
     }
 
     public override var hookCount: Int { hooks.withVisibleLock(self) { $0.entries.count } }
@@ -221,13 +214,33 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
     /// Whether a hook is attached (a racy hint, as every hook point's).
     public override var hasHooks: Bool { _attached.load(ordering: .relaxed) }
 
-    private func publish(_ state: inout State) {
-        state.entries.removeAll { $0.owner.map { $0.object == nil } ?? false }
-        state.snapshot = state.entries.isEmpty ? nil : Snapshot(state.entries)
-        _attached.store(!state.entries.isEmpty, ordering: .releasing)
+    /// Makes `edit` under the lock, drops hooks whose owner is gone, and
+    /// publishes a snapshot. What the change lets go of (removed hooks, the
+    /// old snapshot, the owners found alive: see `HookToken.ownerIsGone`) is
+    /// released after the lock: a `deinit` it runs (of what a hook's body
+    /// captured, or of an owner whose bag removes its hooks) may change
+    /// this point's hooks, which waited for the lock its thread held.
+    private func change(_ edit: (inout State) -> Void) {
+        var released: [Any] = []
+        defer { withExtendedLifetime(released) {} }
+        hooks.withVisibleLock(self) { state in
+            released.append(state.entries)
+            if let old = state.snapshot { released.append(old) }
+            edit(&state)
+            var alive: [AnyObject] = []
+            state.entries.removeAll { entry in
+                guard let owner = entry.owner else { return false }
+                guard let object = owner.object else { return true }
+                alive.append(object)
+                return false
+            }
+            released.append(alive)
+            state.snapshot = state.entries.isEmpty ? nil : Snapshot(state.entries)
+            _attached.store(!state.entries.isEmpty, ordering: .releasing)
+        }
     }
 
-    private func detachOrphans() { hooks.withVisibleLock(self) { publish(&$0) } }
+    private func detachOrphans() { change { _ in } }
 
     private func loadSnapshot() -> Snapshot? { hooks.withVisibleLock(self) { $0.snapshot } }
 

@@ -283,6 +283,9 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// published word: nothing else keeps a list of them.
     private func update(_ change: (inout _HookEdit, inout _HookState) -> Void) {
         var orphans = false
+        // Owners found alive, released after the lock (see `ownerIsGone`).
+        var alive: [AnyObject] = []
+        defer { withExtendedLifetime(alive) {} }
         let retired: [Int] = state.withVisibleLock(self) { state in
             let published = current.load(ordering: .relaxed) & ~_Hooks.probedBit
             var hooks = _HookEdit(published)
@@ -290,8 +293,8 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
             // Orphans detached during a call of this point stay in use until
             // it returns: the next change tries again to release them.
             // (Only hooks with an owner can be orphans: none, no look.)
-            if state.ownedHooks + hooks.ownedChange > 0, hooks.contains(where: \.isOrphaned) {
-                hooks.removeAll(where: \.isOrphaned)
+            if state.ownedHooks + hooks.ownedChange > 0, hooks.contains(where: { $0.ownerIsGone(keeping: &alive) }) {
+                hooks.removeAll(where: { $0.ownerIsGone(keeping: &alive) })
                 orphans = true
             }
             state.ownedHooks += hooks.ownedChange

@@ -80,8 +80,18 @@ public class HookToken: @unchecked Sendable {
     /// Whether `remove()` has not been called yet.
     public final var isActive: Bool { !removed.load(ordering: .acquiring) }
 
-    /// Whether the hook is tied to an owner that is gone.
-    final var isOrphaned: Bool { owner.map { $0.object == nil } ?? false }
+    /// Whether the hook is tied to an owner that is gone. A live owner is
+    /// appended to `alive`: the check takes a strong reference, and the
+    /// caller, which holds a hook point's lock, releases them after it. (If
+    /// another thread let go of the owner meanwhile, that release runs its
+    /// `deinit`, whose bag removes the hooks it owns: under the lock, that
+    /// waited for the lock its own thread held.)
+    final func ownerIsGone(keeping alive: inout [AnyObject]) -> Bool {
+        guard let owner else { return false }
+        guard let object = owner.object else { return true }
+        alive.append(object)
+        return false
+    }
 }
 
 /// A typed after hook (``ClosureHook/afterReturning(owner:_:)``): its body

@@ -45,6 +45,56 @@ final class Gauge: @unchecked Sendable {
 
 @Suite("Concurrency")
 struct ConcurrencyTests {
+    /// An owner let go of on one thread while another changes the hooks of
+    /// the point it owns a hook on: the change's look at the owner holds a
+    /// strong reference for an instant, and when that is the last one the
+    /// owner deinitializes on the changing thread, whose bag then removes
+    /// its hooks: outside the point's lock. (Under it, the removal locked
+    /// the point's `Mutex` again on the same thread: the process stopped,
+    /// "Recursive call to lock Mutex".)
+    @Test(arguments: [false, true])
+    func anOwnerLetGoOfWhileHooksChangeDeinitializesOutsideTheLock(async: Bool) throws {
+        final class Owner: HookOwner, @unchecked Sendable { let hookBag = HookBag() }
+        final class Handoff: @unchecked Sendable {
+            let lock = NSLock()
+            var owners: [Owner] = []
+        }
+        let sync = ClosureHook(name: "sync") { (x: Int) in x }
+        let asyncPoint = AsyncClosureHook(name: "async") { (x: Int) async in x }
+        let point: HookPoint = async ? asyncPoint : sync
+        let handoff = Handoff()
+        let stop = Atomic<Bool>(false)
+        let group = DispatchGroup()
+        // Changes the hooks, looking at every owner each time.
+        group.enter()
+        Thread {
+            while !stop.load(ordering: .relaxed) { point.add(.after) { _ in }.remove() }
+            group.leave()
+        }.start()
+        // Lets go of the owners handed over.
+        group.enter()
+        Thread {
+            while !stop.load(ordering: .relaxed) {
+                let owner: Owner? = handoff.lock.withLock { handoff.owners.popLast() }
+                withExtendedLifetime(owner) {}
+            }
+            group.leave()
+        }.start()
+        for _ in 0..<20_000 {
+            let owner = Owner()
+            if async {
+                asyncPoint.add(.after, owner: owner) { _ in }
+            } else {
+                sync.add(.after, owner: owner) { _ in }
+            }
+            handoff.lock.withLock { handoff.owners.append(owner) }
+        }
+        stop.store(true, ordering: .relaxed)
+        if group.wait(timeout: .now() + 30) == .timedOut {
+            Issue.record("the threads did not finish")
+        }
+    }
+
     /// An `instead` hook tied to an owner that another thread lets go of
     /// while a set runs it: the set goes on as without the hook, and stores.
     /// (The call found the owner alive, then the hook found it gone and
