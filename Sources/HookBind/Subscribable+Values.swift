@@ -7,6 +7,13 @@ extension Observable {
     /// original, is not one). Ends when the observable deinitializes; a
     /// consumer that stops detaches its hook.
     ///
+    /// The stream is a hook of the observable, so a write made by one of its
+    /// own hooks (a subscriber that writes the value back, a clamp in an
+    /// `after` hook) or inside `withoutHooks` is stored without it, as it is
+    /// without the subscribers (Hook's reentrancy guard): that value is not
+    /// an element, and the last element may differ from ``value``. Computeds
+    /// do see such a write.
+    ///
     /// ```swift
     /// for await name in person.name.values { print(name) }
     /// ```
