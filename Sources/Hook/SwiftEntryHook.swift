@@ -94,9 +94,11 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
         var types: [Any.Type] = []
         for type in repeat (each A).self { types.append(type) }
         // Overloads that differ in their types: the one of the stated types.
-        let function = try SwiftEntryPoint.find(name, object: object) { candidate in
+        var function = try SwiftEntryPoint.find(name, object: object) { candidate in
             (try? _SwiftEntryPlan(function: candidate, written: name, arguments: types, result: R.self, canThrow: canThrow)) != nil
         }
+        // A getter's name does not say whether it throws (`get throws`): as stated.
+        if function.kind == .getter, canThrow { function.canThrow = true }
         let plan = try _SwiftEntryPlan(function: function, written: name, arguments: types, result: R.self, canThrow: canThrow)
         let key = "\(((repeat each A) -> R).self)"
         let point = try _EntryRegistry.shared.installSwift(

@@ -112,6 +112,14 @@ extension Person {
         set { name = newValue.lowercased() }
     }
 
+    /// A throwing getter (its symbol does not say it throws).
+    public var checkedAge: Int {
+        get throws {
+            guard age >= 0 else { throw SampleError.notANumber("\(age)") }
+            return age
+        }
+    }
+
     /// A static stored property (its modify's self is the type).
     nonisolated(unsafe) public static var census = 0
 }

@@ -118,6 +118,27 @@ extension SwiftEntrySuites {
         #expect(21.doubledValue == 43)
     }
 
+    /// A throwing getter (`get throws`), whose symbol does not say it
+    /// throws, is hooked as stated: `(Person) throws -> Int`, its errors
+    /// seen and replaceable. (Stated as throwing, it was refused as a getter
+    /// that does not throw; stated as not, its error and result were lost.)
+    @Test func aThrowingGetterStatedAsThrowing() throws {
+        let checked = try SwiftEntryHook.named("SwiftEntrySample.Person.checkedAge.getter", as: ((Person) throws -> Int).self)
+        defer { try? checked.restore() }
+        var errors: [String] = []
+        checked.after { call in
+            if let error = call.error {
+                errors.append("\(error)")
+                try call.setResult(0)
+            }
+        }
+        #expect(try Person(name: "Ada", age: 36).checkedAge == 36)
+        #expect(try Person(name: "Neg", age: -2).checkedAge == 0)
+        #expect(errors == ["notANumber(\"-2\")"])
+        checked.removeAllHooks()
+        #expect(throws: SampleError.notANumber("-3")) { try Person(name: "Neg", age: -3).checkedAge }
+    }
+
     /// A half-precision float is an xmm register's, as a `Float` is.
     @Test func aHalfPrecisionFloat() throws {
         let hook = try SwiftEntryHook.named("SwiftEntrySample.halve(_:_:)", as: ((Float16, Int) -> Float16).self)

@@ -32,7 +32,10 @@ struct _SwiftFunction: @unchecked Sendable {
     let result: String
     /// An accessor's value type (`Swift.Int` for `age.modify : Swift.Int`); nil for a function.
     let valueType: String?
-    let canThrow: Bool
+    /// Whether it throws. (A getter's demangled name does not say: `get
+    /// throws` reads as a getter; `SwiftEntryHook.named` takes it from the
+    /// stated type.)
+    var canThrow: Bool
     /// The error type of typed throws (`throws(E)`), which the function
     /// returns in the result registers with 1 in r12, unlike `throws`.
     let thrownType: String?
