@@ -49,8 +49,14 @@ public final class HookBag: Sendable {
 
     /// Adds a token; its hook is removed when the bag goes, or by ``removeAll()``.
     public func insert(_ token: HookToken) {
+        // The tokens dropped are released after the lock: a token's last
+        // reference may be this bag's, and what its hook captured may
+        // deinitialize and use this bag (under the lock, a trap).
+        var dropped: [HookToken] = []
+        defer { withExtendedLifetime(dropped) {} }
         tokens.withVisibleLock(self) { tokens in
             if tokens.all.count >= tokens.pruneAt {
+                dropped = tokens.all.filter { !$0.isActive }
                 tokens.all.removeAll { !$0.isActive }
                 tokens.pruneAt = Swift.max(32, 2 * tokens.all.count)
             }

@@ -38,6 +38,10 @@ import Synchronization
 /// waits for another thread which sets a property of the same group
 /// deadlocks; one that writes another group takes that group's lock too,
 /// without deadlocking (see HookBind's locking in the architecture notes).
+/// When two threads' callbacks write each other's group at once, one
+/// thread's write lands inside the other's delivery; a group whose callback
+/// is not its binding's last fish may then keep the older value in the
+/// members after the callback (see "Threads" in the Bindings article).
 /// Calls of a method, closure or function run their original outside the
 /// lock; only their delivery is serialized.
 public final class Binding: @unchecked Sendable {

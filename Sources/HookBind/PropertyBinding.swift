@@ -127,7 +127,17 @@ public final class PropertyBinding<Value>: @unchecked Sendable {
         let valid = _Graph.locked(group) { isValid }
         guard valid else { throw BindError(.objectGone, "the binding of \(source.name) to \(destination.name) was invalidated") }
         try trigger.start { [weak self] in self?.update() }
-        _Graph.locked(group) { triggers.append(trigger) }
+        // Invalidated while it started (on another thread): stopped, not kept
+        // (appended after `invalidate()` emptied the list, it ran on).
+        let kept = _Graph.locked(group) { () -> Bool in
+            guard isValid else { return false }
+            triggers.append(trigger)
+            return true
+        }
+        guard kept else {
+            trigger.stop()
+            throw BindError(.objectGone, "the binding of \(source.name) to \(destination.name) was invalidated")
+        }
         update()
     }
 

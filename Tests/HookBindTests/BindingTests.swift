@@ -199,6 +199,30 @@ struct BindingTests {
         #expect(a.$value.hookCount == 0 && b.$value.hookCount == 0)
     }
 
+    /// `isBound` asked while a bound object goes on another thread (its
+    /// binding's hooks removed, its point alive while it is): the object is
+    /// held until its point is retained. (Only tested for nil, the object
+    /// and its point could go before the point was retained: freed memory,
+    /// which AddressSanitizer reports.)
+    @Test func isBoundWhileABoundObjectGoesOnAnotherThread() throws {
+        for _ in 0..<300 {
+            final class Slot: @unchecked Sendable { var holder: Holder? = Holder() }
+            let slot = Slot(), b = Holder()
+            let binding = try Binding.bind([.both(slot.holder!, \.value), .both(b, \.value)])
+            let bag = HookBag()
+            binding.store(in: bag)
+            bag.removeAll()
+            onThreads(2) { t in
+                if t == 0 {
+                    for _ in 0..<20 { _ = binding.isBound }
+                } else {
+                    slot.holder = nil
+                }
+            }
+            #expect(!binding.isBound)
+        }
+    }
+
     /// A binding one of whose hooks was removed by its token is no longer bound,
     /// while its other members' hooks stay until `unbind()`.
     @Test func removingOneOfTheBindingsHooksEndsIsBound() throws {

@@ -21,6 +21,23 @@ extension Notification.Name {
 
 @Suite("Bindings (BND): source -> destination with triggers and transformers")
 struct PropertyBindingTests {
+    /// A trigger added while another thread invalidates the binding is
+    /// stopped (its hook removed) and the add throws, or it is stopped by
+    /// the invalidation: it never runs on. (Started, then appended after the
+    /// invalidation emptied the list, it stayed on the property.)
+    @Test func aTriggerAddedWhileTheBindingIsInvalidatedDoesNotRunOn() throws {
+        for _ in 0..<300 {
+            let person = Person(name: "x"), field = Field()
+            let binding = PropertyBinding(source: BoundProperty(person, \.name), destination: BoundProperty(field, \.text))
+            let trigger = HookTrigger(person, \.name)
+            onThreads(2) { t in
+                if t == 0 { try? binding.addTrigger(trigger) } else { binding.invalidate() }
+            }
+            #expect(!binding.isActive)
+            #expect(person.$name.hookCount == 0)
+        }
+    }
+
     /// The seed: person.name -> textField.text by the name's setter, and
     /// textField.text -> person.name by a notification from that field.
     @Test func theSeedsTwoBindings() throws {

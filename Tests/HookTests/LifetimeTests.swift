@@ -10,6 +10,33 @@ final class BaggedObserver: HookOwner {
 
 @Suite("Owners and lifetimes")
 struct LifetimeTests {
+    /// A bag drops the tokens of removed hooks as it grows, and releases
+    /// them after its lock: what a dropped hook captured may deinitialize
+    /// and use the bag. (Released under it: "Recursive call to lock Mutex".)
+    @Test func aBagReleasesTheTokensItDropsAfterItsLock() {
+        final class Owner: HookOwner { let hookBag = HookBag() }
+        final class Inserter {
+            let bag: HookBag
+            let point: ClosureHook<Int, Int>
+            init(_ bag: HookBag, _ point: ClosureHook<Int, Int>) { self.bag = bag; self.point = point }
+            deinit { bag.insert(point.after { _ in }) }
+        }
+        let owner = Owner()
+        let point = ClosureHook(name: "p") { (x: Int) in x }
+        for _ in 0..<40 {
+            let inserter = Inserter(owner.hookBag, point)
+            let token = point.after { _ in withExtendedLifetime(inserter) {} }
+            owner.hookBag.insert(token)
+            token.remove()
+            // The removed hook's only reference is the bag's now: the bag
+            // drops it (with the others) at its 33rd insert.
+            HookPoint.reclaimRetiredHooks()
+        }
+        owner.hookBag.insert(point.after { _ in })
+        #expect(owner.hookBag.count == 33)
+        #expect(point(1) == 1)
+    }
+
     @Test func hooksTiedToAnOwnerStopWhenItDeinitializes() throws {
         let point = ClosureHook { (x: Int) in x }
         var runs = 0

@@ -334,8 +334,12 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
 
     override var isAlive: Bool { objectReference.object != nil }
     override var postingPoint: HookPoint? {
-        // The object owns the point: alive while the object is.
-        objectReference.object == nil ? nil : point
+        // The object owns the point: alive while the object is, so the
+        // object is held until the point is retained. (Only tested for nil,
+        // it could go on another thread, its point with it, before `point`
+        // retained it: freed memory.)
+        guard let owner = objectReference.object else { return nil }
+        return withExtendedLifetime(owner) { point }
     }
     override var postsStores: Bool { true }
     override var postType: Any.Type? { Value.self }
