@@ -184,13 +184,16 @@ public struct CallBack {
         }
     }
 
-    /// The error for a failed typed access of argument `index`, or of the result.
+    /// The error for a failed typed access of argument `index`, or (`result`)
+    /// of the result, whose index (the argument count) it finds itself:
+    /// callers pass none, as an expired call's point may be gone.
     @usableFromInline
     static func _accessError<T>(_ site: _CallSite, _ index: Int, _ type: T.Type, result: Bool) -> HookError {
         // (Expired: the point may be gone, and is not read.)
         if !site.isLive { return site.expiredError }
         let point = site.point
         let count = point.argumentCountValue
+        let index = result ? count : index
         let name = point.name
         let shape = point.shape
         let wanted: String
@@ -264,11 +267,10 @@ public struct CallBack {
     @usableFromInline
     static func _resultByCType<T>(_ site: _CallSite, _ result: UnsafeMutableRawPointer, hasResult: Bool,
                                   _ type: T.Type) throws(HookError) -> T {
-        let count = site.point.argumentCountValue
-        guard let c = T.self as? any CRepresentable.Type else { throw _accessError(site, count, T.self, result: true) }
+        guard let c = T.self as? any CRepresentable.Type else { throw _accessError(site, -1, T.self, result: true) }
         func open<C: CRepresentable>(_ c: C.Type) throws(HookError) -> T {
-            guard site.isLive, hasResult, _matches(site.point, count, C.self) else {
-                throw _accessError(site, count, C.self, result: true)
+            guard site.isLive, hasResult, _matches(site.point, site.point.argumentCountValue, C.self) else {
+                throw _accessError(site, -1, C.self, result: true)
             }
             return _load(C.self, from: result) as! T
         }
@@ -277,7 +279,7 @@ public struct CallBack {
 
     @usableFromInline
     mutating func _setResultByCType<T>(_ value: T) throws(HookError) {
-        guard let c = T.self as? any CRepresentable.Type else { throw Self._accessError(_site, count, T.self, result: true) }
+        guard let c = T.self as? any CRepresentable.Type else { throw Self._accessError(_site, -1, T.self, result: true) }
         func open<C: CRepresentable>(_ c: C.Type) throws(HookError) { try setResult(value as! C) }
         try open(c)
     }
@@ -311,7 +313,7 @@ public struct CallBack {
     @inlinable @inline(__always)
     public func result<T: CRepresentable>(as type: T.Type = T.self) throws(HookError) -> T {
         guard isLive, _hasResult, _matches(count, T.self) else {
-            throw Self._accessError(_site, count, T.self, result: true)
+            throw Self._accessError(_site, -1, T.self, result: true)
         }
         return Self._load(T.self, from: resultPointer)
     }
@@ -329,7 +331,7 @@ public struct CallBack {
     @inlinable @inline(__always)
     public mutating func setResult<T: CRepresentable>(_ value: T) throws(HookError) {
         guard isLive, _matches(count, T.self) else {
-            throw Self._accessError(_site, count, T.self, result: true)
+            throw Self._accessError(_site, -1, T.self, result: true)
         }
         if point.isCFunction {
             Self._store(value, to: resultPointer, widen: true)
