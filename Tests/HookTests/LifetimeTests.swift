@@ -16,10 +16,10 @@ struct LifetimeTests {
     @Test func aBagReleasesTheTokensItDropsAfterItsLock() {
         final class Owner: HookOwner { let hookBag = HookBag() }
         final class Inserter {
-            let bag: HookBag
-            let point: ClosureHook<Int, Int>
+            weak var bag: HookBag?
+            weak var point: ClosureHook<Int, Int>?
             init(_ bag: HookBag, _ point: ClosureHook<Int, Int>) { self.bag = bag; self.point = point }
-            deinit { bag.insert(point.after { _ in }) }
+            deinit { if let bag, let point { bag.insert(point.after { _ in }) } }
         }
         let owner = Owner()
         let point = ClosureHook(name: "p") { (x: Int) in x }

@@ -335,9 +335,11 @@ extension SwiftEntrySuites {
             try greet.afterReturning(for: ada, owner: owner) { (text: String, _: Person, _: String) in seen.append(text) }
             _ = ada.greet("x")
         }
-        // Ada is gone: no object made since gets her hook, and it is detached.
+        // Ada is gone: no object made since gets her hook (one made at her
+        // address would have), and the next change detaches it.
         for i in 0..<50 { _ = Person(name: "p\(i)").greet("y") }
         #expect(seen == ["Hello x, I am Ada"])
+        greet.before { _ in }.remove()
         #expect(greet.hookCount == 0)
 
         // Gone with the owner, the object still alive.
