@@ -25,7 +25,7 @@ struct DataBindingTests {
     /// view showing the old value.)
     @Test func whatAnUpdateCausesIsShownByTheViewThatWrote() throws {
         let model = IQModel()
-        model.$title.didSet { _, new in model.content = "about " + new }
+        model.$title.didSet { [weak model] _, new in model?.content = "about " + new }
         let view = IQView()
         view.binding = try view.bind(model)
             .bind(\.title) { view, value in view.shown.append("title \(value)") }
