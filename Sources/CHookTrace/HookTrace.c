@@ -185,6 +185,7 @@ typedef struct traced_function {
   uint32_t index;           // in the counters
   uint32_t name_length;
   int by_entry;             // its entry is patched (else its import slots)
+  const void *entry;        // the entry it patched (by_entry)
   uint32_t integer_words;     // words of integer arguments a record keeps (6 without a prototype)
   uint32_t real_words;        // and of floating-point ones (at most 2)
   uint32_t string_arguments;  // its prototype's C string arguments
@@ -950,33 +951,56 @@ __asm__(
 // MARK: - Stubs
 
 // 24 bytes a function: movabs $record, %r11; jmp *0(%rip); .quad hk_trace_entry.
+//
+// A page that holds a live stub is never made writable again: while it was
+// (to add the next stub), a traced function whose stub is on it faulted, and
+// the tracer's own mprotect back to read-execute is such a function when
+// mprotect is traced (`hook-trace -- /bin/true`, every import traced, spun in
+// the fault handler). Stubs are written through a second, writable mapping
+// of the same memory (a memfd mapped twice); where memfd_create is refused,
+// each stub gets a fresh page, made read-execute before it is used.
 #define STUB_SIZE 24
-static uint8_t *stub_page;
+static uint8_t *stub_write, *stub_exec;
 static size_t stub_used, stub_capacity;
 
 static void *stub_make(const traced_function *f) {
-  if (stub_page == NULL || stub_used + STUB_SIZE > stub_capacity) {
+  uint8_t code[STUB_SIZE];
+  uint64_t record = (uint64_t)(uintptr_t)f, target = (uint64_t)(uintptr_t)hk_trace_entry;
+  code[0] = 0x49;
+  code[1] = 0xbb;
+  memcpy(code + 2, &record, 8);
+  code[10] = 0xff;
+  code[11] = 0x25;
+  memset(code + 12, 0, 4);
+  memcpy(code + 16, &target, 8);
+  if (stub_exec == NULL || stub_used + STUB_SIZE > stub_capacity) {
     size_t size = 64 * 1024;
-    void *page = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (page == MAP_FAILED) return NULL;
-    if (stub_page) mprotect(stub_page, stub_capacity, PROT_READ | PROT_EXEC);
-    stub_page = page;
+    int fd = (int)syscall(SYS_memfd_create, "hook-trace-stubs", MFD_CLOEXEC);
+    void *writable = MAP_FAILED, *executable = MAP_FAILED;
+    if (fd >= 0 && ftruncate(fd, (off_t)size) == 0) {
+      writable = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      executable = mmap(NULL, size, PROT_READ | PROT_EXEC, MAP_SHARED, fd, 0);
+    }
+    if (fd >= 0) close(fd);
+    if (writable == MAP_FAILED || executable == MAP_FAILED) {
+      if (writable != MAP_FAILED) munmap(writable, size);
+      if (executable != MAP_FAILED) munmap(executable, size);
+      // A page of its own, never written once it is executable.
+      uint8_t *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (page == MAP_FAILED) return NULL;
+      memcpy(page, code, STUB_SIZE);
+      if (mprotect(page, 4096, PROT_READ | PROT_EXEC) != 0) return NULL;
+      return page;
+    }
+    stub_write = writable;
+    stub_exec = executable;
     stub_used = 0;
     stub_capacity = size;
-  } else {
-    mprotect(stub_page, stub_capacity, PROT_READ | PROT_WRITE);
   }
-  uint8_t *p = stub_page + stub_used;
-  uint64_t record = (uint64_t)(uintptr_t)f, target = (uint64_t)(uintptr_t)hk_trace_entry;
-  p[0] = 0x49;
-  p[1] = 0xbb;
-  memcpy(p + 2, &record, 8);
-  p[10] = 0xff;
-  p[11] = 0x25;
-  memset(p + 12, 0, 4);
-  memcpy(p + 16, &target, 8);
+  // Not executed yet: written through the other mapping, no protection changed.
+  memcpy(stub_write + stub_used, code, STUB_SIZE);
+  uint8_t *p = stub_exec + stub_used;
   stub_used += STUB_SIZE;
-  mprotect(stub_page, stub_capacity, PROT_READ | PROT_EXEC);
   __builtin___clear_cache((char *)p, (char *)p + STUB_SIZE);
   return p;
 }
@@ -1101,9 +1125,26 @@ static int entry_patch(traced_function *f, char *why, size_t why_size) {
   }
   char name[256];
   hk_entry_definition definition;
-  uint64_t size = 0;
-  if (hk_entry_find_address(f->original, name, sizeof name, &definition) && definition.address == f->original)
-    size = definition.size;
+  // Only the start of an exported definition. An IFUNC's implementation
+  // (memcpy's __memcpy_avx512_unaligned_erms) has no exported symbol of its
+  // own, and glibc's implementations share code: mempcpy's jumps to the
+  // third byte of memcpy's, inside the patch (SIGILL, tracing every import).
+  // Those are traced at the import slots (said in ObservingCalls), silently.
+  if (!hk_entry_find_address(f->original, name, sizeof name, &definition) || definition.address != f->original ||
+      definition.from_symtab_only) {
+    why[0] = 0;
+    return -1;
+  }
+  uint64_t size = definition.size;
+  // Another name of a function already patched (an alias at the same
+  // address): its patch is there; this one goes by its import slots.
+  uint32_t n = atomic_load(&function_count);
+  for (uint32_t i = 0; i < n; i++) {
+    if (functions[i].by_entry && functions[i].entry == f->original) {
+      why[0] = 0;
+      return -1;
+    }
+  }
   void *page = hk_entry_page_reserve(f->original, why, why_size);
   if (page == NULL) return -1;
   static hk_entry_plan plan;   // large; made and used under the setup's single thread of control
@@ -1116,6 +1157,7 @@ static int entry_patch(traced_function *f, char *why, size_t why_size) {
     return -1;
   }
   f->by_entry = 1;
+  f->entry = entry;
   return 0;
 }
 

@@ -103,6 +103,21 @@ struct HookTraceTests {
         #expect(traced.errors.contains("3000         0 total"))
     }
 
+    /// Every import of real programs traced (no `-e`): they run as before.
+    /// (The stub page was made writable to add each stub, and the tracer's
+    /// own mprotect back, traced, jumped to a stub on it: /bin/true spun in
+    /// the fault handler. Then memcpy's entry was patched, and glibc's
+    /// mempcpy, which jumps to memcpy's third byte, landed in the patch:
+    /// SIGILL. Then an alias of a patched function was patched again.)
+    @Test(arguments: [["/bin/true"], ["/bin/ls", "/"], ["/bin/echo", "hello"]])
+    func everyImportOfARealProgramTraced(_ command: [String]) throws {
+        let plain = try run(command)
+        let traced = try run(["timeout", "-s", "KILL", "60", launcher, "-c", "--"] + command)
+        #expect(traced.status == plain.status, "\(traced.errors.suffix(2000))")
+        #expect(traced.output == plain.output)
+        #expect(summaries(traced.errors).count == 1, "\(traced.errors.suffix(2000))")
+    }
+
     @Test func eachCallIsPrintedWithItsArgumentsResultThreadAndDuration() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-lines-\(getpid()).txt").path
         defer { unlink(file) }
