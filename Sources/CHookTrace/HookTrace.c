@@ -432,11 +432,13 @@ static inline void text_take(text *t, uint64_t word) {
     return;
   }
   // Eight bytes at a time where they lie in one page (a string's NUL may be
-  // the last byte of its page, and the next page unmapped).
+  // the last byte of its page, and the next page unmapped) and in the
+  // buffer (after bytes taken one by one near a page's end, eight from an
+  // odd offset wrote up to seven past it, into the next record).
   int n = 0;
   while (n < STRING_LIMIT) {
     uintptr_t at = (uintptr_t)(s + n);
-    if ((at & 4095) <= 4096 - 8) {
+    if ((at & 4095) <= 4096 - 8 && n + 8 <= STRING_LIMIT) {
       uint64_t chunk;
       memcpy(&chunk, s + n, 8);
       memcpy(t->bytes + n, &chunk, 8);

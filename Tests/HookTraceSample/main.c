@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -110,6 +111,16 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "loop") == 0) {
     printf("total %zu\n", loop(n));
     return 3;
+  }
+  if (strcmp(mode, "pageend") == 0) {
+    // A 36-character string that begins 15 bytes before a page's end: the
+    // tracer takes its first bytes one by one, then eight at a time.
+    char *pages = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pages == MAP_FAILED) return 2;
+    char *text = pages + 4096 - 15;
+    memcpy(text, "abcdefghijklmnopqrstuvwxyz0123456789", 37);
+    printf("%zu\n", strlen(text));
+    return 0;
   }
   if (strcmp(mode, "sqlite") == 0) {
     sqlite3 *db;

@@ -118,6 +118,17 @@ struct HookTraceTests {
         #expect(summaries(traced.errors).count == 1, "\(traced.errors.suffix(2000))")
     }
 
+    /// A string argument that begins near a page's end is shown cut at 32
+    /// bytes. (Its first bytes were taken one by one, then eight at a time
+    /// from an odd offset: up to seven bytes were written past the 32-byte
+    /// buffer, into the next record, and the line showed all 36.)
+    @Test func aStringNearAPagesEndIsCutAt32Bytes() throws {
+        let traced = try run([launcher, "-L", "-e", "strlen", sample, "pageend"])
+        #expect(traced.status == 0 && traced.output == "36\n")
+        let line = traced.errors.split(separator: "\n").first { $0.contains("] strlen(") }
+        #expect(line?.contains(#"strlen("abcdefghijklmnopqrstuvwxyz012345"...) = 36"#) == true, "\(traced.errors)")
+    }
+
     @Test func eachCallIsPrintedWithItsArgumentsResultThreadAndDuration() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-lines-\(getpid()).txt").path
         defer { unlink(file) }
