@@ -194,6 +194,37 @@ extension CType {
             }
         }
         try check(self, path: role, topLevel: true)
+        // A size that overflows, or that no by-value argument has (an array
+        // of Int.max / 4 elements trapped computing its layout; a large one
+        // made a libffi type of that many elements).
+        guard let size = Self.checkedSize(self), size <= Self.largestValue else {
+            throw HookError(.unsupportedType, point: point, "\(role) (\(self)) is larger than \(Self.largestValue) bytes; pass it by pointer")
+        }
+    }
+
+    /// The largest value a signature passes by value (1 MiB).
+    static let largestValue = 1 << 20
+
+    /// The type's size as `layout` computes it, or nil if it overflows.
+    private static func checkedSize(_ type: CType) -> Int? {
+        switch type {
+        case .array(let element, let count):
+            guard let e = checkedSize(element) else { return nil }
+            let (size, overflow) = e.multipliedReportingOverflow(by: count)
+            return overflow || size > largestValue ? nil : size
+        case .structure(let members), .union(let members):
+            var total = 0
+            for member in members {
+                guard let m = checkedSize(member) else { return nil }
+                // Padding is at most the alignment (8) a member.
+                let (sum, overflow) = total.addingReportingOverflow(m + 8)
+                if overflow || sum > largestValue + 8 { return nil }
+                total = sum
+            }
+            return type.layout.size
+        default:
+            return type.layout.size
+        }
     }
 }
 

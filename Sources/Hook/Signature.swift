@@ -257,15 +257,17 @@ final class CallInterface: @unchecked Sendable {
         case .double: return hk_ffi_scalar_type(HK_SCALAR_DOUBLE)
         case .pointer: return hk_ffi_scalar_type(HK_SCALAR_POINTER)
         case .structure(let members):
-            var elements: [UnsafeMutablePointer<ffi_type>] = []
-            for m in members {
-                if case .array(let element, let count) = m {
-                    let e = makeFFIType(element, owned: &owned)
-                    elements.append(contentsOf: repeatElement(e, count: count))
-                } else {
-                    elements.append(makeFFIType(m, owned: &owned))
-                }
+            // An array member is its elements, each once per element (libffi
+            // has no array type); an array of arrays, its innermost elements
+            // (it was the innermost element type once per outer element: a
+            // struct of int m[2][3] was 8 bytes to libffi, 24 in C).
+            func flattened(_ member: CType) -> [UnsafeMutablePointer<ffi_type>] {
+                guard case .array(let element, let count) = member else { return [makeFFIType(member, owned: &owned)] }
+                let one = flattened(element)
+                return Array([[UnsafeMutablePointer<ffi_type>]](repeating: one, count: count).joined())
             }
+            var elements: [UnsafeMutablePointer<ffi_type>] = []
+            for m in members { elements.append(contentsOf: flattened(m)) }
             let list = UnsafeMutablePointer<UnsafeMutablePointer<ffi_type>?>.allocate(capacity: elements.count + 1)
             for (i, e) in elements.enumerated() { list[i] = e }
             list[elements.count] = nil

@@ -300,6 +300,14 @@ __asm__(".text\n.globl entry_calls_first_through_register\n.type entry_calls_fir
         "entry_calls_first_through_register:\n call *%rsi\n nop\n nop\n nop\n ret\n"
         ".size entry_calls_first_through_register, .-entry_calls_first_through_register\n");
 
+// A struct of an array of arrays, by value (24 bytes: in memory, not registers).
+int32_t grid_sum(grid g) {
+  int32_t total = 0;
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 3; j++) total += g.cells[i][j] * (i * 3 + j + 1);
+  return total;
+}
+
 // Hooked, restored, and hooked again with other types (EntryHookTests).
 __attribute__((noinline)) int64_t entry_replaced_target(int64_t x) {
   int64_t y = x * 3;

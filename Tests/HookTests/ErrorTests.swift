@@ -35,6 +35,11 @@ struct ErrorTests {
             (.array(.int32, count: 4), "array"),
             (.void, "void"),
             (.structure([.array(.int8, count: 0)]), "0 elements"),
+            // Sizes that overflow, or that no value passed by value has
+            // (the first trapped computing its layout).
+            (.structure([.array(.int64, count: Int.max / 4)]), "larger than 1048576 bytes"),
+            (.structure([.array(.array(.int64, count: 1 << 20), count: 1 << 20)]), "larger than 1048576 bytes"),
+            (.structure([.array(.int8, count: 2 << 20)]), "pass it by pointer"),
         ]
         for (type, text) in cases {
             expectError(.unsupportedType, containing: text) {
@@ -44,6 +49,19 @@ struct ErrorTests {
         expectError(.unsupportedType, containing: "result") {
             _ = try FunctionHook(function: someFunction, signature: Signature(returning: .union([.int8]), arguments: []), name: "f")
         }
+    }
+
+    /// A struct with an array of arrays is passed as C lays it out: libffi
+    /// gets every innermost element. (It got the innermost element type once
+    /// per outer element: 8 bytes for `int m[2][3]`'s 24, passed in a
+    /// register instead of memory.)
+    @Test func aStructOfAnArrayOfArraysIsPassedWhole() throws {
+        let grid = CType.structure([.array(.array(.int32, count: 3), count: 2)])
+        let signature = Signature(returning: .int32, arguments: [grid])
+        let value = CValue.structure([.array([.array([.int32(1), .int32(2), .int32(3)]), .array([.int32(4), .int32(5), .int32(6)])])])
+        let sum = try signature.call(unsafeBitCast(grid_sum as @convention(c) (CHookTestSupport.grid) -> Int32, to: UnsafeRawPointer.self), with: [value])
+        let expected: Int32 = 91   // 1·1 + 2·2 + 3·3 + 4·4 + 5·5 + 6·6
+        #expect(sum == .int32(expected))
     }
 
     @Test func variadicClosure() {

@@ -141,6 +141,9 @@ int32_t entry_calls_through_slot(int32_t x);  // the same, by `call *slot(%rip)`
 int32_t entry_calls_through_register(int32_t x, int32_t (*callee)(int32_t));
 // callee(x), by `call *%rsi` at the entry: the jump would split it.
 int32_t entry_calls_first_through_register(int32_t x, int32_t (*callee)(int32_t));
+typedef struct { int32_t cells[2][3]; } grid;
+// The sum of cells[i][j] * (3i + j + 1).
+int32_t grid_sum(grid g);
 // x * 3: hooked, restored and hooked again with other types.
 int64_t entry_replaced_target(int64_t x);
 // The callee entry_calls_first calls (x + 1; records its return address).
