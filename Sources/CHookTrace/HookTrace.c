@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
@@ -598,6 +599,7 @@ static _Atomic int writer_running, writer_stop, writer_asleep;
 static _Atomic uint32_t writer_wakeups;
 
 static void write_all(int fd, const char *data, size_t length) {
+  if (fd < 0) return;   // no output (see hook_trace_start)
   while (length > 0) {
     ssize_t n = write(fd, data, length);
     if (n < 0) {
@@ -1466,7 +1468,7 @@ static void summary_print(void) {
     all_calls += totals[i].calls;
     all_errors += totals[i].errors;
   }
-  FILE *table = fdopen(dup(output_fd), "a");
+  FILE *table = output_fd < 0 ? NULL : fdopen(dup(output_fd), "a");
   if (table == NULL) goto done;
   fprintf(table, "hook-trace: %d calls traced in process %d\n", (int)all_calls, (int)getpid());
   fprintf(table, "%% time     seconds  usecs/call     calls    errors function\n");
@@ -1573,10 +1575,22 @@ __attribute__((constructor)) static void hook_trace_start(void) {
       output_fd = fd;
     }
   } else if (inherited && *inherited) {
-    int fd = atoi(inherited);
-    if (fd > 2 && fcntl(fd, F_SETFD, FD_CLOEXEC) == 0) {
+    // `fd:device:inode`: the descriptor, if it is still that file. A process
+    // started by glibc's own exec (system, popen, posix_spawn: not through
+    // the wrappers below, which keep it open) inherits the setting without
+    // the descriptor: its trace went to its fd 2 (which system("cmd > out
+    // 2>&1") points at the command's output file) or into whatever file it
+    // had opened at that number. It writes nothing then.
+    int fd = -1;
+    unsigned long long device = 0, inode = 0;
+    int fields = sscanf(inherited, "%d:%llu:%llu", &fd, &device, &inode);
+    struct stat st;
+    if (fd > 2 && fstat(fd, &st) == 0 && (fields < 3 || ((unsigned long long)st.st_dev == device && (unsigned long long)st.st_ino == inode)) &&
+        fcntl(fd, F_SETFD, FD_CLOEXEC) == 0) {
       output_fd = fd;
       output_inherited = 1;
+    } else {
+      output_fd = -1;
     }
   }
   if (pattern_text && *pattern_text) {

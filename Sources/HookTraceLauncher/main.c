@@ -198,9 +198,14 @@ int main(int argc, char **argv) {
     // that the program inherits: a program that points its own fd 2 at a
     // log file does not get the trace in it.
     int copy = fcntl(2, F_DUPFD, 1000);
-    if (copy >= 0) {
-      char number[16];
-      snprintf(number, sizeof number, "%d", copy);
+    struct stat st;
+    if (copy >= 0 && fstat(copy, &st) == 0) {
+      // With the file's identity: a process that inherits the setting
+      // without the descriptor (a shell that system() or popen() runs,
+      // started with glibc's own exec, which closes it) finds another file
+      // or none at that number, and writes nothing there.
+      char number[64];
+      snprintf(number, sizeof number, "%d:%llu:%llu", copy, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
       setenv("HOOK_TRACE_FD", number, 1);
     } else {
       unsetenv("HOOK_TRACE_FD");

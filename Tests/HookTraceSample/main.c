@@ -112,6 +112,13 @@ int main(int argc, char **argv) {
     printf("total %zu\n", loop(n));
     return 3;
   }
+  if (strcmp(mode, "system") == 0 && argc > 2) {
+    // A command whose output and errors go to a file, run by a shell that
+    // system() starts with glibc's own exec.
+    char command[512];
+    snprintf(command, sizeof command, "/bin/echo child > '%s' 2>&1", argv[2]);
+    return system(command) == 0 ? 0 : 1;
+  }
   if (strcmp(mode, "pageend") == 0) {
     // A 36-character string that begins 15 bytes before a page's end: the
     // tracer takes its first bytes one by one, then eight at a time.

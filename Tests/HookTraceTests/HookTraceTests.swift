@@ -118,6 +118,19 @@ struct HookTraceTests {
         #expect(summaries(traced.errors).count == 1, "\(traced.errors.suffix(2000))")
     }
 
+    /// A command that system() runs, whose output and errors go to a file,
+    /// inherits the tracer without its descriptor (glibc's own exec closes
+    /// it): its file gets the command's output only. (Its trace went to its
+    /// fd 2, the command's file.)
+    @Test func aCommandThatSystemRunsKeepsItsFileToItself() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-system-\(getpid()).txt").path
+        defer { unlink(file) }
+        let traced = try run([launcher, "-e", "*", sample, "system", file])
+        #expect(traced.status == 0, "\(traced.errors.suffix(2000))")
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "child\n")
+        #expect(traced.errors.contains("] system("), "\(traced.errors.suffix(2000))")
+    }
+
     /// A string argument that begins near a page's end is shown cut at 32
     /// bytes. (Its first bytes were taken one by one, then eight at a time
     /// from an odd offset: up to seven bytes were written past the 32-byte
