@@ -1326,6 +1326,57 @@ void _exit(int status) {
   __builtin_unreachable();
 }
 
+// glibc's _Exit, quick_exit and execl family reach _exit and execve inside
+// libc, past the wrappers above: the image's trace and table were lost.
+void _Exit(int status) {
+  static void (*real)(int);
+  if (real == NULL) real = next_definition("_Exit");
+  image_ends();
+  real(status);
+  __builtin_unreachable();
+}
+
+void quick_exit(int status) {
+  static void (*real)(int);
+  if (real == NULL) real = next_definition("quick_exit");
+  image_ends();
+  real(status);
+  __builtin_unreachable();
+}
+
+// The arguments after `first` up to the NULL, as an argv; with `envp`, the
+// array after that NULL too (execle). At most 4,096 arguments.
+#define EXECL_MOST 4096
+#define COLLECT_ARGS(first, argv, envp)                             \
+  const char *argv[EXECL_MOST + 1];                                 \
+  do {                                                              \
+    va_list ap;                                                     \
+    va_start(ap, first);                                            \
+    int count = 0;                                                  \
+    argv[count++] = first;                                          \
+    while (argv[count - 1] != NULL && count <= EXECL_MOST)          \
+      argv[count++] = va_arg(ap, const char *);                     \
+    if (argv[count - 1] != NULL) argv[EXECL_MOST] = NULL;           \
+    if (envp) *(envp) = va_arg(ap, char *const *);                  \
+    va_end(ap);                                                     \
+  } while (0)
+
+int execl(const char *path, const char *arg, ...) {
+  COLLECT_ARGS(arg, argv, (char *const **)NULL);
+  return execv(path, (char *const *)argv);
+}
+
+int execlp(const char *file, const char *arg, ...) {
+  COLLECT_ARGS(arg, argv, (char *const **)NULL);
+  return execvp(file, (char *const *)argv);
+}
+
+int execle(const char *path, const char *arg, ...) {
+  char *const *envp = NULL;
+  COLLECT_ARGS(arg, argv, &envp);
+  return execve(path, (char *const *)argv, envp);
+}
+
 // MARK: - Interposed: exceptions and forced unwinds
 
 // An exception (or pthread_exit's forced unwind) walks the thread's stack

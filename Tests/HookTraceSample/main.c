@@ -119,6 +119,19 @@ int main(int argc, char **argv) {
     snprintf(command, sizeof command, "/bin/echo child > '%s' 2>&1", argv[2]);
     return system(command) == 0 ? 0 : 1;
   }
+  if (strcmp(mode, "ends") == 0 && argc > 2) {
+    // A traced call, then the image ends by one of these.
+    char *copy = strdup("ends");
+    printf("%zu\n", strlen(copy));
+    fflush(stdout);
+    free(copy);
+    if (strcmp(argv[2], "_Exit") == 0) _Exit(0);
+    if (strcmp(argv[2], "quick_exit") == 0) quick_exit(0);
+    if (strcmp(argv[2], "execl") == 0) execl("/bin/true", "true", (char *)NULL);
+    if (strcmp(argv[2], "execlp") == 0) execlp("true", "true", (char *)NULL);
+    if (strcmp(argv[2], "execle") == 0) execle("/bin/true", "true", (char *)NULL, __environ);
+    return 1;
+  }
   if (strcmp(mode, "pageend") == 0) {
     // A 36-character string that begins 15 bytes before a page's end: the
     // tracer takes its first bytes one by one, then eight at a time.

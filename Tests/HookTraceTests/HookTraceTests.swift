@@ -118,6 +118,17 @@ struct HookTraceTests {
         #expect(summaries(traced.errors).count == 1, "\(traced.errors.suffix(2000))")
     }
 
+    /// An image that ends by `_Exit`, `quick_exit` or an `execl` of the
+    /// family still has its table written. (They reach `_exit` and `execve`
+    /// inside glibc, past the tracer's wrappers: the table was lost.)
+    @Test(arguments: ["_Exit", "quick_exit", "execl", "execlp", "execle"])
+    func anImageThatEndsByThisHasItsTable(_ end: String) throws {
+        let traced = try run([launcher, "-c", "-e", "strlen", sample, "ends", end])
+        #expect(traced.status == 0 && traced.output == "4\n", "\(traced.errors)")
+        let tables = summaries(traced.errors)
+        #expect(tables.first.map(counts)?["strlen"] == 1, "\(traced.errors)")
+    }
+
     /// A command that system() runs, whose output and errors go to a file,
     /// inherits the tracer without its descriptor (glibc's own exec closes
     /// it): its file gets the command's output only. (Its trace went to its
