@@ -770,6 +770,17 @@ __attribute__((always_inline)) static inline const void *trace_enter(const trace
     s = state_make();
     if (s == NULL) return f->original;
   }
+  // Frames a longjmp skipped (to a setjmp outside any traced call, so no
+  // traced call returned past them) lie below this call's stack, or at it
+  // where the same caller calls again; a caller's frame is above it, and a
+  // frame at the same place whose return slot holds this tracer's return
+  // is the caller of a tail call, which is live. Dropped here too (they
+  // stayed for good, indenting every later line, and 8,192 of them stopped
+  // the tracing).
+  const uintptr_t here = (uintptr_t)(return_slot + 1);
+  while (s->depth > 0 && (s->frames[s->depth - 1].stack < here ||
+                          (s->frames[s->depth - 1].stack == here && *return_slot != (uintptr_t)hk_trace_return)))
+    s->depth--;
   if (s->depth >= MAX_DEPTH) {
     s->too_deep++;  // said at the image's end (too_deep_print)
     return f->original;

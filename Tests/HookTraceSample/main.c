@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -105,6 +106,13 @@ static int nest(const void *a, const void *b) {
   return (int)(*(const long *)a - *(const long *)b);
 }
 
+static jmp_buf escape;
+static int escaping(const void *a, const void *b) {
+  (void)a;
+  (void)b;
+  longjmp(escape, 1);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "loop";
   long n = argc > 2 ? strtol(argv[2], NULL, 10) : 1000;
@@ -118,6 +126,18 @@ int main(int argc, char **argv) {
     char command[512];
     snprintf(command, sizeof command, "/bin/echo child > '%s' 2>&1", argv[2]);
     return system(command) == 0 ? 0 : 1;
+  }
+  if (strcmp(mode, "longjmp") == 0) {
+    // n comparisons that longjmp out of qsort to a setjmp outside any
+    // traced call, then three strlen calls.
+    for (long i = 0; i < n; i++) {
+      int v[4] = {4, 3, 2, 1};
+      if (!setjmp(escape)) qsort(v, 4, sizeof v[0], escaping);
+    }
+    const char *volatile words[3] = {"a", "bb", "ccc"};   // (not folded into constants)
+    size_t total = strlen(words[0]) + strlen(words[1]) + strlen(words[2]);
+    printf("%zu\n", total);
+    return 0;
   }
   if (strcmp(mode, "ends") == 0 && argc > 2) {
     // A traced call, then the image ends by one of these.

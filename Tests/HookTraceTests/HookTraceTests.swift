@@ -118,6 +118,20 @@ struct HookTraceTests {
         #expect(summaries(traced.errors).count == 1, "\(traced.errors.suffix(2000))")
     }
 
+    /// Calls a longjmp left (out of qsort, to a setjmp outside any traced
+    /// call) are dropped at the next traced call: later calls are traced at
+    /// their depth. (They stayed: each later line was indented by them, and
+    /// past 8,192 nothing more was traced.)
+    @Test func callsALongjmpLeftAreDropped() throws {
+        let traced = try run([launcher, "-c", "-e", "qsort+strlen", sample, "longjmp", "9000"])
+        #expect(traced.status == 0 && traced.output == "6\n", "\(traced.errors.suffix(1000))")
+        #expect(summaries(traced.errors).first.map(counts)?["strlen"] == 3, "\(traced.errors.suffix(1000))")
+        #expect(!traced.errors.contains("were not traced"), "\(traced.errors.suffix(1000))")
+        let lines = try run([launcher, "-e", "qsort+strlen", sample, "longjmp", "3"])
+        let strlenLines = lines.errors.split(separator: "\n").filter { $0.contains("strlen(") }
+        #expect(strlenLines.count == 3 && strlenLines.allSatisfy { $0.contains("] strlen(") }, "\(strlenLines)")
+    }
+
     /// An image that ends by `_Exit`, `quick_exit` or an `execl` of the
     /// family still has its table written. (They reach `_exit` and `execve`
     /// inside glibc, past the tracer's wrappers: the table was lost.)
