@@ -1296,10 +1296,108 @@ static void *next_definition(const char *name) {
   return found;
 }
 
+// glibc's dlopen searches its caller's RUNPATH (or RPATH) and expands
+// $ORIGIN from the caller's object, and the caller of the real dlopen is
+// this wrapper, in this library: a program that loads a plug-in by its
+// RUNPATH (`-rpath '$ORIGIN/plug'`) failed to, traced. The wrapper finds
+// such a name in its caller's paths itself and hands the real dlopen the
+// path found; anything else goes on as given.
+static const char *caller_dynamic_string(const struct link_map *object, Elf64_Sxword tag) {
+  const char *strings = NULL;
+  Elf64_Xword offset = 0;
+  int found = 0;
+  for (const Elf64_Dyn *d = object->l_ld; d && d->d_tag != DT_NULL; d++) {
+    if (d->d_tag == DT_STRTAB) strings = (const char *)d->d_un.d_ptr;
+    if (d->d_tag == tag) { offset = d->d_un.d_val; found = 1; }
+  }
+  return found && strings ? strings + offset : NULL;
+}
+
+// `text` with $ORIGIN (or ${ORIGIN}) read as `origin`, into `out`; 0 if it does not fit.
+static int expand_origin(const char *text, size_t length, const char *origin, char *out, size_t size) {
+  size_t used = 0;
+  for (size_t i = 0; i < length;) {
+    size_t skip = strncmp(text + i, "${ORIGIN}", 9) == 0 ? 9 : strncmp(text + i, "$ORIGIN", 7) == 0 ? 7 : 0;
+    const char *piece = skip ? origin : text + i;
+    size_t n = skip ? strlen(origin) : 1;
+    if (used + n >= size) return 0;
+    memcpy(out + used, piece, n);
+    used += n;
+    i += skip ? skip : 1;
+  }
+  out[used] = 0;
+  return 1;
+}
+
+// The path `file` names from `caller`'s RUNPATH or RPATH, or with $ORIGIN
+// expanded, if the caller's object has one and the file is there; else NULL.
+static const char *caller_path(const char *file, const void *caller, char *out, size_t size) {
+  if (file == NULL || caller == NULL) return NULL;
+  Dl_info info;
+  struct link_map *object = NULL;
+  if (!dladdr1(caller, &info, (void **)&object, RTLD_DL_LINKMAP) || object == NULL) return NULL;
+  // The object's folder, for $ORIGIN (the program's own: /proc/self/exe).
+  char origin[4096];
+  const char *path = object->l_name && *object->l_name ? object->l_name : NULL;
+  char self[4096];
+  if (path == NULL) {
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return NULL;
+    self[n] = 0;
+    path = self;
+  }
+  const char *slash = strrchr(path, '/');
+  if (slash == NULL || (size_t)(slash - path) >= sizeof origin) return NULL;
+  memcpy(origin, path, (size_t)(slash - path));
+  origin[slash - path] = 0;
+  if (strchr(file, '/')) {
+    // A path: only $ORIGIN is the caller's to expand.
+    if (strstr(file, "$ORIGIN") == NULL && strstr(file, "${ORIGIN}") == NULL) return NULL;
+    return expand_origin(file, strlen(file), origin, out, size) ? out : NULL;
+  }
+  const char *paths = caller_dynamic_string(object, DT_RUNPATH);
+  // LD_LIBRARY_PATH comes before a RUNPATH (not before an RPATH): a file
+  // there is the one the search finds, and the real dlopen finds it too.
+  if (paths) {
+    const char *library_path = getenv("LD_LIBRARY_PATH");
+    for (const char *p = library_path; p && *p;) {
+      const char *end = strchr(p, ':');
+      size_t length = end ? (size_t)(end - p) : strlen(p);
+      if (length > 0 && (size_t)snprintf(out, size, "%.*s/%s", (int)length, p, file) < size && access(out, F_OK) == 0) return NULL;
+      if (!end) break;
+      p = end + 1;
+    }
+  } else {
+    paths = caller_dynamic_string(object, DT_RPATH);
+  }
+  if (paths == NULL) return NULL;
+  for (const char *p = paths; *p;) {
+    const char *end = strchr(p, ':');
+    size_t length = end ? (size_t)(end - p) : strlen(p);
+    char folder[4096];
+    if (length > 0 && expand_origin(p, length, origin, folder, sizeof folder) &&
+        (size_t)snprintf(out, size, "%s/%s", folder, file) < size && access(out, F_OK) == 0)
+      return out;
+    if (!end) break;
+    p = end + 1;
+  }
+  return NULL;
+}
+
 void *dlopen(const char *file, int mode) {
   static void *(*real)(const char *, int);
   if (real == NULL) real = next_definition("dlopen");
-  void *handle = real(file, mode);
+  char found[4096];
+  // (Loaded already under that name: the real dlopen's answer, as given.)
+  const char *path = NULL;
+  void *loaded = file ? real(file, mode | RTLD_NOLOAD) : NULL;
+  if (loaded) {
+    dlclose(loaded);
+  } else {
+    if (file) (void)dlerror();   // the probe's error is not the program's
+    path = caller_path(file, __builtin_return_address(0), found, sizeof found);
+  }
+  void *handle = real(path ? path : file, mode);
   if (handle && started) trace_new_imports();
   return handle;
 }

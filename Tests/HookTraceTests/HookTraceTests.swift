@@ -429,6 +429,42 @@ struct HookTraceTests {
         #expect(traced.errors.contains("and those after it are not traced (narrow -e)"))
     }
 
+    /// A program that loads a plug-in by its RUNPATH (`$ORIGIN/plug`) and
+    /// by a `$ORIGIN` path loads it traced too. (glibc's dlopen searches its
+    /// caller's RUNPATH, and the tracer's wrapper was the caller: "cannot
+    /// open shared object file".)
+    @Test(.enabled(if: cCompiler != nil, "needs a C compiler"))
+    func aPlugInFoundByTheProgramsRunpath() throws {
+        let cc = try #require(cCompiler)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-runpath-\(getpid())")
+        let plugins = folder.appendingPathComponent("plug")
+        try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try "int plug_value(void) { return 42; }\n".write(to: folder.appendingPathComponent("plug.c"), atomically: true, encoding: .utf8)
+        try """
+            #include <dlfcn.h>
+            #include <stdio.h>
+            #include <string.h>
+            int main(int argc, char **argv) {
+              void *plug = dlopen(argc > 1 ? "$ORIGIN/plug/libplug.so" : "libplug.so", RTLD_NOW);
+              if (!plug) { printf("%s\\n", dlerror()); return 1; }
+              int (*value)(void) = (int (*)(void))dlsym(plug, "plug_value");
+              printf("%d %zu\\n", value(), strlen("ok"));
+              return 0;
+            }
+            """.write(to: folder.appendingPathComponent("main.c"), atomically: true, encoding: .utf8)
+        let lib = plugins.appendingPathComponent("libplug.so").path, exe = folder.appendingPathComponent("loader").path
+        #expect(try run([cc, "-shared", "-fPIC", "-o", lib, folder.appendingPathComponent("plug.c").path]).status == 0)
+        #expect(try run([cc, "-o", exe, folder.appendingPathComponent("main.c").path, "-ldl",
+                         "-Wl,--enable-new-dtags,-rpath,$ORIGIN/plug"]).status == 0)
+        for arguments in [[exe], [exe, "origin"]] {
+            let plain = try run(arguments)
+            #expect(plain.status == 0 && plain.output == "42 2\n", "\(plain.output)")
+            let traced = try run([launcher, "-c", "-e", "strlen+dlopen"] + arguments)
+            #expect(traced.status == 0 && traced.output == plain.output, "\(traced.output) \(traced.errors)")
+        }
+    }
+
     /// A C++ program whose exceptions pass through traced functions (thrown
     /// by one, caught by another, rethrown, thrown and caught in a
     /// destructor while another unwinds) and a thread that ends with
