@@ -649,7 +649,16 @@ static void *writer_main(void *unused) {
   inside = 1;   // nothing the writer calls is traced
   sigset_t all;
   sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, NULL);   // the program's signals go to its own threads
+  // The program's signals go to its own threads; not those an instruction
+  // raises: the writer runs libc's code, whose entry a patch may be writing
+  // (the int3 on its first byte, which the patch's SIGTRAP handler sends
+  // on; blocked, the kernel ended the process with SIGTRAP).
+  sigdelset(&all, SIGTRAP);
+  sigdelset(&all, SIGSEGV);
+  sigdelset(&all, SIGBUS);
+  sigdelset(&all, SIGILL);
+  sigdelset(&all, SIGFPE);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
   int idle = 0;
   while (!atomic_load(&writer_stop)) {
     pthread_mutex_lock(&drain_lock);

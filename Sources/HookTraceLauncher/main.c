@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,6 +59,24 @@ static int check_pattern(const char *pattern) {
 }
 
 // The program as execvp would find it, or NULL.
+// Whether the file at `path` names Swift's runtime library (a Swift program
+// linked with it: its dynamic section's strings hold the name).
+static int names_swift_runtime(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct stat st;
+  int found = 0;
+  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map != MAP_FAILED) {
+      found = memmem(map, (size_t)st.st_size, "libswiftCore.so", 15) != NULL;
+      munmap(map, (size_t)st.st_size);
+    }
+  }
+  close(fd);
+  return found;
+}
+
 static int runnable(const char *program, char *found, size_t size) {
   if (strchr(program, '/')) {
     snprintf(found, size, "%s", program);
@@ -177,6 +196,13 @@ int main(int argc, char **argv) {
             library, strerror(errno));
     return 2;
   }
+
+  // The library is built with Swift's runtime, whose start-up installs
+  // handlers of fatal signals (its backtracer): a C program traced got them
+  // (a crash printed a Swift backtrace, not the program's own ending). Off,
+  // unless the program is a Swift one (it names libswiftCore) or the
+  // environment says otherwise.
+  if (getenv("SWIFT_BACKTRACE") == NULL && !names_swift_runtime(found)) setenv("SWIFT_BACKTRACE", "enable=no", 1);
 
   const char *preload = getenv("LD_PRELOAD");
   char value[PATH_MAX * 2];

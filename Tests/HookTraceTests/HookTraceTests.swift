@@ -118,6 +118,34 @@ struct HookTraceTests {
         #expect(summaries(traced.errors).count == 1, "\(traced.errors.suffix(2000))")
     }
 
+    /// A traced C program keeps its signals' handlers: Swift's runtime,
+    /// which the tracer's library is built with, installs none. (Its
+    /// backtracer took SIGSEGV and the other fatal signals: a crash printed
+    /// a Swift backtrace.) A Swift program keeps its own runtime's.
+    @Test(.enabled(if: cCompiler != nil, "needs a C compiler"))
+    func aTracedCProgramKeepsItsSignalHandlers() throws {
+        let cc = try #require(cCompiler)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-handlers-\(getpid())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try """
+            #include <signal.h>
+            #include <stdio.h>
+            #include <string.h>
+            int main(int argc, char **argv) {
+              struct sigaction current;
+              sigaction(SIGSEGV, NULL, &current);
+              printf("%s %zu\\n", current.sa_handler == SIG_DFL ? "default" : "replaced", strlen(argv[0]) > 0);
+              return 0;
+            }
+            """.write(to: folder.appendingPathComponent("handlers.c"), atomically: true, encoding: .utf8)
+        let exe = folder.appendingPathComponent("handlers").path
+        #expect(try run([cc, "-o", exe, folder.appendingPathComponent("handlers.c").path]).status == 0)
+        #expect(try run([exe]).output == "default 1\n")
+        let traced = try run([launcher, "-e", "strlen", exe])
+        #expect(traced.status == 0 && traced.output == "default 1\n", "\(traced.output) \(traced.errors)")
+    }
+
     /// Calls a longjmp left (out of qsort, to a setjmp outside any traced
     /// call) are dropped at the next traced call: later calls are traced at
     /// their depth. (They stayed: each later line was indented by them, and
