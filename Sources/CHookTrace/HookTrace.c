@@ -1227,6 +1227,15 @@ static void trace_new_imports(void) {
     void *entry_target = dlsym(RTLD_NEXT, symbol);           // the definition after this library's
     void *import_target = dlsym(RTLD_DEFAULT, symbol);       // what the program's slots are bound to
     if (import_target == NULL) continue;
+    // Not a variable an object imports (Python's extension modules import
+    // _Py_NoneStruct and the like with no type on their side): its slots
+    // would have held the stub's address, and the first increment of its
+    // count wrote into the stub (python3 ended with SIGSEGV).
+    Dl_info where;
+    const Elf64_Sym *definition = NULL;
+    if (dladdr1(import_target, &where, (void **)&definition, RTLD_DL_SYMENT) && definition &&
+        ELF64_ST_TYPE(definition->st_info) != STT_FUNC && ELF64_ST_TYPE(definition->st_info) != STT_GNU_IFUNC)
+      continue;
     traced_function *f = &functions[n];
     memset(f, 0, sizeof *f);
     f->symbol = strdup(symbol);
