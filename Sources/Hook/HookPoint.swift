@@ -293,9 +293,17 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
             // Orphans detached during a call of this point stay in use until
             // it returns: the next change tries again to release them.
             // (Only hooks with an owner can be orphans: none, no look.)
-            if state.ownedHooks + hooks.ownedChange > 0, hooks.contains(where: { $0.ownerIsGone(keeping: &alive) }) {
-                hooks.removeAll(where: { $0.ownerIsGone(keeping: &alive) })
-                orphans = true
+            if state.ownedHooks + hooks.ownedChange > 0 {
+                // Every owner looked at (the live ones kept in `alive`), then,
+                // if one was gone, the orphans removed: a second look at a
+                // live owner is not its last reference (`alive` holds one).
+                alive.reserveCapacity(state.ownedHooks + max(hooks.ownedChange, 0))
+                var anyGone = false
+                hooks.forEach { if $0.ownerIsGone(keeping: &alive) { anyGone = true } }
+                if anyGone {
+                    hooks.removeAll(where: \.isOrphaned)
+                    orphans = true
+                }
             }
             state.ownedHooks += hooks.ownedChange
             orphans = orphans || state.releasesOrphans
@@ -699,6 +707,11 @@ struct _HookEdit {
     /// Whether `predicate` is true of any hook.
     func contains(where predicate: (HookToken) -> Bool) -> Bool {
         tokens.contains { $0._withUnsafeGuaranteedRef(predicate) }
+    }
+
+    /// Calls `body` with every hook.
+    func forEach(_ body: (HookToken) -> Void) {
+        for token in tokens { token._withUnsafeGuaranteedRef(body) }
     }
 
     private mutating func take(_ token: Unmanaged<HookToken>) {

@@ -86,6 +86,10 @@ public class HookToken: @unchecked Sendable {
     /// another thread let go of the owner meanwhile, that release runs its
     /// `deinit`, whose bag removes the hooks it owns: under the lock, that
     /// waited for the lock its own thread held.)
+    /// Whether the hook is tied to an owner that is gone (a look that may
+    /// be the owner's last reference: see `ownerIsGone(keeping:)`).
+    final var isOrphaned: Bool { owner.map { $0.object == nil } ?? false }
+
     final func ownerIsGone(keeping alive: inout [AnyObject]) -> Bool {
         guard let owner else { return false }
         guard let object = owner.object else { return true }

@@ -339,7 +339,12 @@ final class _PropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchecked S
         // it could go on another thread, its point with it, before `point`
         // retained it: freed memory.)
         guard let owner = objectReference.object else { return nil }
-        return withExtendedLifetime(owner) { point }
+        // (Not `withExtendedLifetime(owner) { point }`: that closure, not
+        // specialized, looked the point's generic type up at run time on
+        // every call, bind-300 +8.6% instructions.)
+        let retained: HookPoint = point
+        withExtendedLifetime(owner) {}
+        return retained
     }
     override var postsStores: Bool { true }
     override var postType: Any.Type? { Value.self }
