@@ -342,8 +342,8 @@ void hk_swift_modify_resume(void);
 // access open (an `inout` argument across `await`) and resumed on another
 // thread, which ends the access there, where the thread's own stack does not
 // have it (it aborted). Those are kept in a list of the process's, under a
-// lock, most recent last; a new one for a buffer that is listed replaces it
-// (an access that unwound without calling back left it).
+// lock (in no order); a new one for a buffer that is listed replaces it (an
+// access that unwound without calling back left it there until then).
 static pthread_mutex_t task_lock = PTHREAD_MUTEX_INITIALIZER;
 static modify_access *task_accesses;
 static int task_count, task_capacity;

@@ -187,6 +187,7 @@ typedef struct traced_function {
   uint32_t name_length;
   int by_entry;             // its entry is patched (else its import slots)
   const void *entry;        // the entry it patched (by_entry)
+  const struct traced_function *alias_of;   // another name of it, patched at its entry
   uint32_t integer_words;     // words of integer arguments a record keeps (6 without a prototype)
   uint32_t real_words;        // and of floating-point ones (at most 2)
   uint32_t string_arguments;  // its prototype's C string arguments
@@ -786,10 +787,17 @@ __attribute__((always_inline)) static inline const void *trace_enter(const trace
   // is the caller of a tail call, which is live. Dropped here too (they
   // stayed for good, indenting every later line, and 8,192 of them stopped
   // the tracing).
+  // A frame below whose slot still holds this tracer's return is a call
+  // under way on another stack (a fiber's, or one a handler on a higher
+  // signal stack interrupted): kept, as __cxa_begin_catch keeps it.
   const uintptr_t here = (uintptr_t)(return_slot + 1);
-  while (s->depth > 0 && (s->frames[s->depth - 1].stack < here ||
-                          (s->frames[s->depth - 1].stack == here && *return_slot != (uintptr_t)hk_trace_return)))
+  while (s->depth > 0) {
+    const uintptr_t stack = s->frames[s->depth - 1].stack;
+    const int below = stack < here && *(const uintptr_t *)(stack - sizeof(uintptr_t)) != (uintptr_t)hk_trace_return;
+    const int replaced = stack == here && *return_slot != (uintptr_t)hk_trace_return;
+    if (!below && !replaced) break;
     s->depth--;
+  }
   if (s->depth >= MAX_DEPTH) {
     s->too_deep++;  // said at the image's end (too_deep_print)
     return f->original;
@@ -1165,6 +1173,9 @@ static int entry_patch(traced_function *f, char *why, size_t why_size) {
   uint32_t n = atomic_load(&function_count);
   for (uint32_t i = 0; i < n; i++) {
     if (functions[i].by_entry && functions[i].entry == f->original) {
+      // Its stub goes on to the relocated entry, not through the patch:
+      // a call by this name is traced once, under it.
+      f->alias_of = &functions[i];
       why[0] = 0;
       return -1;
     }
@@ -1273,7 +1284,7 @@ static void trace_new_imports(void) {
     }
     atomic_store(&function_count, n + 1);
     if (!done) {
-      f->original = import_target;
+      f->original = f->alias_of ? f->alias_of->original : import_target;
       import_patch(f);
     }
   }
@@ -1325,7 +1336,10 @@ static const char *caller_dynamic_string(const struct link_map *object, Elf64_Sx
   Elf64_Xword offset = 0;
   int found = 0;
   for (const Elf64_Dyn *d = object->l_ld; d && d->d_tag != DT_NULL; d++) {
-    if (d->d_tag == DT_STRTAB) strings = (const char *)d->d_un.d_ptr;
+    // (An address the loader left unrelocated, in a read-only dynamic
+    // section, is relative to the object's base, as in collect_imports.)
+    uintptr_t value = d->d_un.d_ptr;
+    if (d->d_tag == DT_STRTAB) strings = (const char *)(value < object->l_addr ? value + object->l_addr : value);
     if (d->d_tag == tag) { offset = d->d_un.d_val; found = 1; }
   }
   return found && strings ? strings + offset : NULL;
@@ -1463,30 +1477,34 @@ void _Exit(int status) {
   __builtin_unreachable();
 }
 
-void quick_exit(int status) {
-  static void (*real)(int);
-  if (real == NULL) real = next_definition("quick_exit");
-  image_ends();
-  real(status);
-  __builtin_unreachable();
-}
-
-// The arguments after `first` up to the NULL, as an argv; with `envp`, the
-// array after that NULL too (execle). At most 4,096 arguments.
-#define EXECL_MOST 4096
-#define COLLECT_ARGS(first, argv, envp)                             \
-  const char *argv[EXECL_MOST + 1];                                 \
-  do {                                                              \
-    va_list ap;                                                     \
-    va_start(ap, first);                                            \
-    int count = 0;                                                  \
-    argv[count++] = first;                                          \
-    while (argv[count - 1] != NULL && count <= EXECL_MOST)          \
-      argv[count++] = va_arg(ap, const char *);                     \
-    if (argv[count - 1] != NULL) argv[EXECL_MOST] = NULL;           \
-    if (envp) *(envp) = va_arg(ap, char *const *);                  \
-    va_end(ap);                                                     \
-  } while (0)
+// The arguments after `first` up to the NULL, as an argv on the stack, sized
+// by a first count (va_copy); with `envp`, the array after that NULL too
+// (execle). More than 65,536 arguments: E2BIG, as the kernel would say.
+#define EXECL_MOST 65536
+#define COLLECT_ARGS(first, argv, envp)                                   \
+  size_t count_##argv = 1;                                                \
+  {                                                                       \
+    va_list ap;                                                           \
+    va_start(ap, first);                                                  \
+    if (first != NULL)                                                    \
+      while (va_arg(ap, const char *) != NULL && count_##argv <= EXECL_MOST) count_##argv++; \
+    va_end(ap);                                                           \
+  }                                                                       \
+  if (count_##argv > EXECL_MOST) {                                        \
+    errno = E2BIG;                                                        \
+    return -1;                                                            \
+  }                                                                       \
+  const char *argv[count_##argv + 1];                                     \
+  {                                                                       \
+    va_list ap;                                                           \
+    va_start(ap, first);                                                  \
+    argv[0] = first;                                                      \
+    for (size_t i = 1; i <= count_##argv && argv[i - 1] != NULL; i++)     \
+      argv[i] = va_arg(ap, const char *);                                 \
+    argv[count_##argv] = NULL;                                            \
+    if (envp) *(envp) = va_arg(ap, char *const *);                        \
+    va_end(ap);                                                           \
+  }
 
 int execl(const char *path, const char *arg, ...) {
   COLLECT_ARGS(arg, argv, (char *const **)NULL);
@@ -1714,6 +1732,10 @@ static void after_fork_in_child(void) {
   // and counters are the parent's to write: dropped, so that each process
   // reports its own calls.
   atomic_store(&writer_running, 0);
+  // The stub memory is shared with the parent (a memfd): the child's next
+  // stub goes in a block of its own, or it would write where the parent's
+  // next one goes.
+  stub_exec = NULL;
   for (thread_state *s = atomic_load(&all_states); s; s = s->next) {
     atomic_store(&s->head, atomic_load(&s->head_local));
     atomic_store(&s->tail, atomic_load(&s->head_local));
@@ -1781,6 +1803,9 @@ __attribute__((constructor)) static void hook_trace_start(void) {
   }
   pthread_key_create(&state_key, state_ends);
   pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+  // quick_exit reaches _exit inside libc: the image's end, after the
+  // program's own at_quick_exit handlers (registered later, run first).
+  at_quick_exit(image_ends);
   calibrate();
   if (!summary_mode) writer_start();
   image_pid = (pid_t)syscall(SYS_getpid);   // (not getpid: it may be traced)

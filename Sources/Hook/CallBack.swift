@@ -123,9 +123,9 @@ public struct CallBack {
     /// The hook point this call is at; `nil` once the call returned (or on
     /// another thread).
     public var hookPoint: HookPoint? { isLive ? point : nil }
-    /// The number of arguments.
+    /// The number of arguments (0 once the call returned: the point is not read).
     @inlinable
-    public var argumentCount: Int { count }
+    public var argumentCount: Int { isLive ? count : 0 }
 
     // MARK: Typed access
     //
@@ -463,8 +463,8 @@ public struct CallBack {
     /// Why ``oldValue(as:)`` cannot answer.
     @usableFromInline
     static func _oldValueError<T>(_ site: _CallSite, hasOldValue: Bool, _ type: T.Type) -> HookError {
-        let point = site.point
         if !site.isLive { return site.expiredError }
+        let point = site.point
         guard hasOldValue else {
             return HookError(.invalidValue, point: point.name, "only a property set has an old value; this is a \(point.shape.kind)")
         }

@@ -56,8 +56,13 @@ public final class HookBag: Sendable {
         defer { withExtendedLifetime(dropped) {} }
         tokens.withVisibleLock(self) { tokens in
             if tokens.all.count >= tokens.pruneAt {
-                dropped = tokens.all.filter { !$0.isActive }
-                tokens.all.removeAll { !$0.isActive }
+                // One look at each (one removed meanwhile on another thread
+                // is in one list or the other, never dropped unheld).
+                var kept: [HookToken] = []
+                for token in tokens.all {
+                    if token.isActive { kept.append(token) } else { dropped.append(token) }
+                }
+                tokens.all = kept
                 tokens.pruneAt = Swift.max(32, 2 * tokens.all.count)
             }
             tokens.all.append(token)

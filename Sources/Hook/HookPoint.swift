@@ -348,7 +348,8 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     // MARK: The call path
 
     /// Whether a hook is attached (a racy hint; a hook added meanwhile sees
-    /// the next call).
+    /// the next call). Also true for an instant while a key path is
+    /// resolved to this point (`PropertyHook.of`).
     @inlinable
     public var hasHooks: Bool { _hasHooks }
 

@@ -80,16 +80,16 @@ public class HookToken: @unchecked Sendable {
     /// Whether `remove()` has not been called yet.
     public final var isActive: Bool { !removed.load(ordering: .acquiring) }
 
+    /// Whether the hook is tied to an owner that is gone (a look that may
+    /// be the owner's last reference: see `ownerIsGone(keeping:)`).
+    final var isOrphaned: Bool { owner.map { $0.object == nil } ?? false }
+
     /// Whether the hook is tied to an owner that is gone. A live owner is
     /// appended to `alive`: the check takes a strong reference, and the
     /// caller, which holds a hook point's lock, releases them after it. (If
     /// another thread let go of the owner meanwhile, that release runs its
     /// `deinit`, whose bag removes the hooks it owns: under the lock, that
-    /// waited for the lock its own thread held.)
-    /// Whether the hook is tied to an owner that is gone (a look that may
-    /// be the owner's last reference: see `ownerIsGone(keeping:)`).
-    final var isOrphaned: Bool { owner.map { $0.object == nil } ?? false }
-
+    /// locked the point's `Mutex` again, a trap.)
     final func ownerIsGone(keeping alive: inout [AnyObject]) -> Bool {
         guard let owner else { return false }
         guard let object = owner.object else { return true }

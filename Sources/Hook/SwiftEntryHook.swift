@@ -59,7 +59,9 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
         self.selfIsObject = selfIsObject
         try super.init(function: function, stub: stub,
                        shape: .typed(kind: .function, arguments: repeat (each A).self, result: R.self, canThrow: function.canThrow),
-                       ownsArguments: owned.contains(true))
+                       // (A getter that may throw only as stated: not read
+                       // after the call, which does not clear r12; see `_handle`.)
+                       ownsArguments: owned.contains(true) || (function.kind == .getter && function.canThrow))
     }
 
     /// Hooks the Swift function named `name` whose type is `type` (`self`
@@ -433,6 +435,11 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
                 return try withUnsafeMutablePointer(to: &registers) { (registers) throws -> R in
                     var i = 0
                     repeat Self.writeArgument(each args, UnsafeMutableRawPointer(registers), layout.arguments, owned, &i)
+                    // The error register cleared, as a caller of a throwing
+                    // function does: a getter stated as throwing (`get
+                    // throws` cannot be told from its symbol) that does not
+                    // throw leaves it as it was, which was read as an error.
+                    if canThrow { registers.pointee.r12 = 0 }
                     hk_swift_call(original, registers)
                     if canThrow, registers.pointee.r12 != 0 { throw Self.takeError(registers.pointee.r12) }
                     return Self.readResult(R.self, UnsafeMutableRawPointer(registers), layout.result)

@@ -58,7 +58,6 @@ static int check_pattern(const char *pattern) {
   return 1;
 }
 
-// The program as execvp would find it, or NULL.
 // Whether the file at `path` names Swift's runtime library (a Swift program
 // linked with it: its dynamic section's strings hold the name).
 static int names_swift_runtime(const char *path) {
@@ -77,6 +76,7 @@ static int names_swift_runtime(const char *path) {
   return found;
 }
 
+// The program as execvp would find it, or NULL.
 static int runnable(const char *program, char *found, size_t size) {
   if (strchr(program, '/')) {
     snprintf(found, size, "%s", program);

@@ -124,6 +124,34 @@ struct HookTraceTests {
         }
     }
 
+    /// Two names of one function (glibc's `fopen` and `fopen64`, one
+    /// address) each traced once a call: the second goes by its import
+    /// slots on to the relocated entry, not through the first's patch.
+    @Test(.enabled(if: cCompiler != nil, "needs a C compiler"))
+    func twoNamesOfOneFunctionAreEachTracedOnceACall() throws {
+        let cc = try #require(cCompiler)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-alias-\(getpid())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try """
+            #define _LARGEFILE64_SOURCE
+            #include <stdio.h>
+            int main(void) {
+              FILE *a = fopen("/dev/null", "r"), *b = fopen64("/dev/null", "r");
+              int ok = a && b;
+              if (a) fclose(a);
+              if (b) fclose(b);
+              return ok ? 0 : 1;
+            }
+            """.write(to: folder.appendingPathComponent("alias.c"), atomically: true, encoding: .utf8)
+        let exe = folder.appendingPathComponent("alias").path
+        #expect(try run([cc, "-O0", "-o", exe, folder.appendingPathComponent("alias.c").path]).status == 0)
+        let traced = try run([launcher, "-c", "-e", "fopen*", exe])
+        #expect(traced.status == 0, "\(traced.errors)")
+        let table = counts(summaries(traced.errors).first ?? [:])
+        #expect(table["fopen"] == 1 && table["fopen64"] == 1, "\(table) \(traced.errors)")
+    }
+
     /// A traced C program keeps its signals' handlers: Swift's runtime,
     /// which the tracer's library is built with, installs none. (Its
     /// backtracer took SIGSEGV and the other fatal signals: a crash printed
@@ -148,7 +176,8 @@ struct HookTraceTests {
         let exe = folder.appendingPathComponent("handlers").path
         #expect(try run([cc, "-o", exe, folder.appendingPathComponent("handlers.c").path]).status == 0)
         #expect(try run([exe]).output == "default 1\n")
-        let traced = try run([launcher, "-e", "strlen", exe])
+        // (Without a SWIFT_BACKTRACE of the test's environment: it is kept.)
+        let traced = try run(["env", "-u", "SWIFT_BACKTRACE", launcher, "-e", "strlen", exe])
         #expect(traced.status == 0 && traced.output == "default 1\n", "\(traced.output) \(traced.errors)")
     }
 
