@@ -228,12 +228,7 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
             if let old = state.snapshot { released.append(old) }
             edit(&state)
             var alive: [AnyObject] = []
-            state.entries.removeAll { entry in
-                guard let owner = entry.owner else { return false }
-                guard let object = owner.object else { return true }
-                alive.append(object)
-                return false
-            }
+            state.entries.removeAll { $0.owner?.isGone(keeping: &alive) ?? false }
             released.append(alive)
             state.snapshot = state.entries.isEmpty ? nil : Snapshot(state.entries)
             _attached.store(!state.entries.isEmpty, ordering: .releasing)

@@ -91,10 +91,7 @@ public class HookToken: @unchecked Sendable {
     /// `deinit`, whose bag removes the hooks it owns: under the lock, that
     /// locked the point's `Mutex` again, a trap.)
     final func ownerIsGone(keeping alive: inout [AnyObject]) -> Bool {
-        guard let owner else { return false }
-        guard let object = owner.object else { return true }
-        alive.append(object)
-        return false
+        owner?.isGone(keeping: &alive) ?? false
     }
 }
 

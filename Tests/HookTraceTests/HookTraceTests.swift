@@ -85,6 +85,20 @@ func program(_ name: String) -> String? {
 let cCompiler = ["cc", "clang", "gcc"].lazy.compactMap { program($0) }.first
 let cxxCompiler = ["c++", "clang++", "g++"].lazy.compactMap { program($0) }.first
 
+/// Compiles the C program `source` with the C compiler into a folder of its
+/// own, runs `body` with the executable's path, and removes the folder.
+func withCompiledC(_ name: String, _ source: String, _ body: (String) throws -> Void) throws {
+    let cc = try #require(cCompiler)
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-\(name)-\(getpid())")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    let file = folder.appendingPathComponent(name + ".c"), exe = folder.appendingPathComponent(name).path
+    try source.write(to: file, atomically: true, encoding: .utf8)
+    let compiled = try run([cc, "-O0", "-o", exe, file.path])
+    try #require(compiled.status == 0, "\(compiled.errors)")
+    try body(exe)
+}
+
 /// hook-trace runs programs with a library preloaded; a build with a
 /// sanitizer instruments that library too, which a plain program cannot load.
 let unsanitized = hk_test_malloc_counting_available()
@@ -129,11 +143,7 @@ struct HookTraceTests {
     /// slots on to the relocated entry, not through the first's patch.
     @Test(.enabled(if: cCompiler != nil, "needs a C compiler"))
     func twoNamesOfOneFunctionAreEachTracedOnceACall() throws {
-        let cc = try #require(cCompiler)
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-alias-\(getpid())")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        try """
+        try withCompiledC("alias", """
             #define _LARGEFILE64_SOURCE
             #include <stdio.h>
             int main(void) {
@@ -143,13 +153,12 @@ struct HookTraceTests {
               if (b) fclose(b);
               return ok ? 0 : 1;
             }
-            """.write(to: folder.appendingPathComponent("alias.c"), atomically: true, encoding: .utf8)
-        let exe = folder.appendingPathComponent("alias").path
-        #expect(try run([cc, "-O0", "-o", exe, folder.appendingPathComponent("alias.c").path]).status == 0)
-        let traced = try run([launcher, "-c", "-e", "fopen*", exe])
-        #expect(traced.status == 0, "\(traced.errors)")
-        let table = counts(summaries(traced.errors).first ?? [:])
-        #expect(table["fopen"] == 1 && table["fopen64"] == 1, "\(table) \(traced.errors)")
+            """) { exe in
+            let traced = try run([launcher, "-c", "-e", "fopen*", exe])
+            #expect(traced.status == 0, "\(traced.errors)")
+            let table = counts(summaries(traced.errors).first ?? [:])
+            #expect(table["fopen"] == 1 && table["fopen64"] == 1, "\(table) \(traced.errors)")
+        }
     }
 
     /// A traced C program keeps its signals' handlers: Swift's runtime,
@@ -158,27 +167,22 @@ struct HookTraceTests {
     /// a Swift backtrace.) A Swift program keeps its own runtime's.
     @Test(.enabled(if: cCompiler != nil, "needs a C compiler"))
     func aTracedCProgramKeepsItsSignalHandlers() throws {
-        let cc = try #require(cCompiler)
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-handlers-\(getpid())")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        try """
+        try withCompiledC("handlers", """
             #include <signal.h>
             #include <stdio.h>
             #include <string.h>
             int main(int argc, char **argv) {
               struct sigaction current;
               sigaction(SIGSEGV, NULL, &current);
-              printf("%s %zu\\n", current.sa_handler == SIG_DFL ? "default" : "replaced", strlen(argv[0]) > 0);
+              printf("%s %d\\n", current.sa_handler == SIG_DFL ? "default" : "replaced", strlen(argv[0]) > 0);
               return 0;
             }
-            """.write(to: folder.appendingPathComponent("handlers.c"), atomically: true, encoding: .utf8)
-        let exe = folder.appendingPathComponent("handlers").path
-        #expect(try run([cc, "-o", exe, folder.appendingPathComponent("handlers.c").path]).status == 0)
-        #expect(try run([exe]).output == "default 1\n")
-        // (Without a SWIFT_BACKTRACE of the test's environment: it is kept.)
-        let traced = try run(["env", "-u", "SWIFT_BACKTRACE", launcher, "-e", "strlen", exe])
-        #expect(traced.status == 0 && traced.output == "default 1\n", "\(traced.output) \(traced.errors)")
+            """) { exe in
+            #expect(try run([exe]).output == "default 1\n")
+            // (Without a SWIFT_BACKTRACE of the test's environment: it is kept.)
+            let traced = try run(["env", "-u", "SWIFT_BACKTRACE", launcher, "-e", "strlen", exe])
+            #expect(traced.status == 0 && traced.output == "default 1\n", "\(traced.output) \(traced.errors)")
+        }
     }
 
     /// Calls a longjmp left (out of qsort, to a setjmp outside any traced

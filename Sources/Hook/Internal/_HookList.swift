@@ -5,6 +5,15 @@ final class _HookOwner: @unchecked Sendable {
     // Written once in init; weak loads are thread-safe.
     @usableFromInline weak var object: AnyObject?
     init(_ object: AnyObject) { self.object = object }
+
+    /// Whether the owner is gone; a live one is appended to `alive`, for
+    /// the caller to release after the lock it holds (see
+    /// `HookToken.ownerIsGone(keeping:)`).
+    func isGone(keeping alive: inout [AnyObject]) -> Bool {
+        guard let object else { return true }
+        alive.append(object)
+        return false
+    }
 }
 
 /// How many hooks a snapshot has at each position.
