@@ -1459,23 +1459,21 @@ FORWARD_EXEC(execvp, (const char *file, char *const argv[]), (file, argv))
 FORWARD_EXEC(execvpe, (const char *file, char *const argv[], char *const envp[]), (file, argv, envp))
 FORWARD_EXEC(fexecve, (int fd, char *const argv[], char *const envp[]), (fd, argv, envp))
 
-void _exit(int status) {
-  static void (*real)(int);
-  if (real == NULL) real = next_definition("_exit");
-  image_ends();
-  real(status);
-  __builtin_unreachable();
-}
+// The image ends, then the process. (_Exit too: glibc's _Exit, quick_exit
+// and execl family reach _exit and execve inside libc, past these wrappers,
+// and the image's trace and table were lost; quick_exit is seen by
+// at_quick_exit, the execl family below.)
+#define FORWARD_EXIT(name)                                  \
+  void name(int status) {                                   \
+    static void (*real)(int);                               \
+    if (real == NULL) real = next_definition(#name);        \
+    image_ends();                                           \
+    real(status);                                           \
+    __builtin_unreachable();                                \
+  }
 
-// glibc's _Exit, quick_exit and execl family reach _exit and execve inside
-// libc, past the wrappers above: the image's trace and table were lost.
-void _Exit(int status) {
-  static void (*real)(int);
-  if (real == NULL) real = next_definition("_Exit");
-  image_ends();
-  real(status);
-  __builtin_unreachable();
-}
+FORWARD_EXIT(_exit)
+FORWARD_EXIT(_Exit)
 
 // The arguments after `first` up to the NULL, as an argv on the stack, sized
 // by a first count (va_copy); with `envp`, the array after that NULL too
