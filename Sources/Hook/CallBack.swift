@@ -67,6 +67,8 @@ public struct CallBack {
     /// Set by `_begin`: the call's one hook is an after hook (`_leave` runs it
     /// without a loop), and `_position` is `.after` already.
     @usableFromInline var _loneAfter = false
+    /// ``errno``: a C function's call sets it (in the padding before `_error`).
+    @usableFromInline var _errno: Int32 = 0
     @usableFromInline var _error: (any Error)?
 
     /// Scalar codes (`CType._scalarCode`) of the arguments, then of the result.
@@ -77,7 +79,7 @@ public struct CallBack {
     @inlinable
     init(point: HookPoint, hooks: _Hooks, arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
          result: UnsafeMutableRawPointer, thread: UnsafeMutablePointer<hk_thread>, frame: Int32, serial: UInt64,
-         target: Unmanaged<AnyObject>?, original: UnsafeRawPointer?, oldValue: UnsafeRawPointer?) {
+         target: Unmanaged<AnyObject>?, original: UnsafeRawPointer?, oldValue: UnsafeRawPointer?, errno: Int32 = 0) {
         self.point = point
         self.hooks = hooks
         self.argumentPointers = arguments
@@ -88,6 +90,7 @@ public struct CallBack {
         self.callTarget = target
         self._original = original
         self.oldValuePointer = oldValue
+        self._errno = errno
     }
 
     /// Tags the frame while the caller runs the original itself, so that a
@@ -97,6 +100,35 @@ public struct CallBack {
     @inlinable
     mutating func _markRunningOriginal(_ running: Bool) {
         hk_frame_set_running_original(thread, frame, point.pointID, running ? 1 : 0)
+    }
+
+    /// The `errno` the caller of a C function sees when this call returns
+    /// (hook points of C functions: ``FunctionHook``, ``EntryHook``,
+    /// ``ImportHook``).
+    ///
+    /// Hooks run code that may change the thread's `errno` (printing,
+    /// logging, allocating), and a C caller reads it after the call: `open`
+    /// failing with `ENOENT`, or `strtol`, which leaves it alone on success
+    /// while its caller set it to 0 before. So a hooked call keeps its own:
+    /// this starts as the caller's `errno` at the call; the original runs
+    /// with it as the thread's `errno`, and this becomes what the original
+    /// left; the caller gets it back when the call returns, whatever the
+    /// hooks did to the thread's `errno` meanwhile. An after hook reads here
+    /// what the original set; a hook that makes the call fail sets it:
+    ///
+    /// ```swift
+    /// open.instead { call in
+    ///     try call.setResult(Int32(-1))
+    ///     call.errno = EACCES
+    /// }
+    /// ```
+    ///
+    /// A typed after hook (`afterReturning`) gets no record: it cannot
+    /// change it, and the caller still sees the original's. On other hook points (closures, properties, methods) it
+    /// is 0 and setting it has no effect.
+    public var errno: Int32 {
+        get { _errno }
+        set { _errno = newValue }
     }
 
     /// Whether the call is still running on this thread, so the record may be read.

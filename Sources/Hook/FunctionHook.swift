@@ -218,19 +218,26 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
     private func handleCall(result: UnsafeMutableRawPointer, arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
         // No hooks: straight through (a racy read; a hook added meanwhile sees the next call).
         guard _hasHooks else { return callOriginal(result, arguments) }
+        // The call's errno (`CallBack.errno`): the caller's, then the
+        // original's, given back at the end whatever the hooks did to it.
+        let errorNumber = __errno_location().unsafelyUnwrapped
         withUnsafeTemporaryAllocation(of: CallBack.self, capacity: 1) { record in
             let call = record.baseAddress!
-            guard _begin(call, arguments, result, target: nil, oldValue: nil) else {
+            guard _begin(call, arguments, result, target: nil, oldValue: nil, errno: errorNumber.pointee) else {
                 return callOriginal(result, arguments)
             }
             if call.pointee._runsPlainOriginal {
                 call.pointee._markRunningOriginal(true)
+                errorNumber.pointee = call.pointee._errno
                 callOriginal(result, arguments)
+                call.pointee._errno = errorNumber.pointee
                 call.pointee._markRunningOriginal(false)
             } else {
                 _runInsteadHooks(&call.pointee, original: nil)  // invokeOriginal() reaches _invokeOriginal below
             }
-            _finish(call, isCFunction: true)
+            _leave(call, isCFunction: true)
+            errorNumber.pointee = call.pointee._errno
+            if _slowPath(call.pointee._error != nil) { _ = call.move() }
         }
     }
 
@@ -263,8 +270,12 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
         hk_frame_set_running_original(thread, frame, pointID, 1)
         let result = hk_call_registers(original, registers)
         hk_frame_set_running_original(thread, frame, pointID, 0)
+        // The original's errno, whatever the hook does to it (`CallBack.errno`).
+        let errorNumber = __errno_location().unsafelyUnwrapped
+        let left = errorNumber.pointee
         // The registers still hold the arguments: the callee got copies.
         _runTyped(hooks.single, as: _CTypedAfterHook.self) { hook in try hook.native(result, registers) }
+        errorNumber.pointee = left
         hk_thread_leave_unrecorded(thread, frame)
         return result
     }
@@ -285,7 +296,11 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
     }
 
     override func _invokeOriginal(_ call: inout CallBack) {
+        // With the call's errno, which becomes the original's (`CallBack.errno`).
+        let errorNumber = __errno_location().unsafelyUnwrapped
+        errorNumber.pointee = call._errno
         callOriginal(call.resultPointer, call.argumentPointers)
+        call._errno = errorNumber.pointee
         call._hasResult = true
     }
 

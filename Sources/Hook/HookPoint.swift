@@ -383,7 +383,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     @inlinable @inline(__always)
     final func _begin(_ call: UnsafeMutablePointer<CallBack>,
                       _ arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>, _ result: UnsafeMutableRawPointer,
-                      target: Unmanaged<AnyObject>?, oldValue: UnsafeRawPointer?) -> Bool {
+                      target: Unmanaged<AnyObject>?, oldValue: UnsafeRawPointer?, errno: Int32 = 0) -> Bool {
         let thread = hk_thread_self().unsafelyUnwrapped
         let frame = hk_thread_enter(thread, pointID)
         guard frame >= 0 else { return false }
@@ -396,7 +396,7 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         call.initialize(to: CallBack(
             point: self, hooks: hooks, arguments: arguments, result: result,
             thread: thread, frame: frame, serial: hk_frame_serial(thread, frame),
-            target: target, original: nil, oldValue: oldValue))
+            target: target, original: nil, oldValue: oldValue, errno: errno))
         if hooks.isLoneAfter {
             // (Nothing runs between here and the hook: it may say "after" now.)
             call.pointee._position = .after

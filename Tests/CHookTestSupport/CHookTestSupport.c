@@ -169,6 +169,27 @@ __attribute__((noinline)) int64_t abi_seven_ints(int8_t a, uint16_t b, int32_t c
 // A narrow result computed so that the register's upper bits are not its sign.
 __attribute__((noinline)) int8_t abi_narrow_result(int32_t a) { return (int8_t)(a * 3); }
 
+// MARK: errno
+
+__attribute__((noinline)) int32_t hk_errno_fail(int32_t code) {
+  errno = code;
+  return -1;
+}
+__attribute__((noinline)) int32_t hk_errno_keep(int32_t x) { return x + 1; }
+__attribute__((noinline)) double hk_errno_fail_double(double code) {
+  errno = (int)code;
+  return -1;
+}
+__attribute__((noinline)) int32_t hk_errno_fail_entry(int32_t code) {
+  errno = code;
+  return -1;
+}
+int32_t hk_errno_call_fail(int32_t code) {
+  errno = 0;
+  hk_errno_fail_entry(code);
+  return errno;
+}
+
 // MARK: entry hooks
 
 // A `static` function, called directly by another function of this file: no

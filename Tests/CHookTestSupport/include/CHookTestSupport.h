@@ -118,6 +118,18 @@ bool hk_test_malloc_counting_available(void);
 uint64_t hk_test_malloc_count(void);
 uint64_t hk_test_free_count(void);  // frees of non-null pointers on this thread
 
+// MARK: errno
+// Fails as a libc call does: errno = code, -1.
+int32_t hk_errno_fail(int32_t code);
+// Succeeds and leaves errno alone (as strtol does): x + 1.
+int32_t hk_errno_keep(int32_t x);
+// hk_errno_fail through libffi's entry (a double argument).
+double hk_errno_fail_double(double code);
+// hk_errno_fail for an entry hook (of its own: other tests call hk_errno_fail meanwhile).
+int32_t hk_errno_fail_entry(int32_t code);
+// Calls hk_errno_fail_entry(code) directly (no pointer) and returns the errno it saw after.
+int32_t hk_errno_call_fail(int32_t code);
+
 // MARK: entry hooks
 // Calls a `static` function of the same file directly (x * 3 + 1, then + 1000).
 int64_t entry_call_static_scale(int64_t x);
