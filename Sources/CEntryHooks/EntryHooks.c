@@ -384,6 +384,239 @@ void hk_entry_keep_loaded(const void *address) {
   (void)dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
+// MARK: - Branches into the displaced bytes from elsewhere
+
+// Code of other functions may branch into this one past its first
+// instruction: glibc's mempcpy jumps 3 bytes into memmove (and memcpy, the
+// same code), past its `mov %rdi,%rax`; once the jump is written there, it
+// would land inside the jump's displacement. The function's own branches are
+// decoded when its size is known (below); these are found here:
+// - 32-bit relative calls, jumps and conditional jumps anywhere in the
+//   object's executable segment: an index of every target the segment's
+//   bytes could encode (each byte position read as E8/E9 rel32 or 0F 8x
+//   rel32: a decoding of the whole segment is not needed, and a chance
+//   match of an opcode byte and four bytes naming one of a few addresses
+//   is about one in 10^11 a byte), made once per segment, sorted;
+// - 8-bit relative branches within their reach: the bytes before the
+//   function decoded from a point whose instructions reach its first byte
+//   exactly, and, where the size is unknown, those after its start.
+
+typedef struct { uintptr_t target, from; } hk_branch;
+typedef struct { uintptr_t lo, hi; hk_branch *branches; size_t count; uintptr_t code[32]; int code_count; } hk_text_index;
+static pthread_mutex_t text_index_lock = PTHREAD_MUTEX_INITIALIZER;
+static hk_text_index *text_indexes;
+static size_t text_index_count;
+
+struct hk_find_text { uintptr_t address, lo, hi, base; const char *path; };
+
+static int find_text(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  struct hk_find_text *find = data;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+    if (p->p_type != PT_LOAD || !(p->p_flags & PF_X)) continue;
+    const uintptr_t lo = info->dlpi_addr + p->p_vaddr, hi = lo + p->p_memsz;
+    if (find->address >= lo && find->address < hi) {
+      find->lo = lo;
+      find->hi = hi;
+      find->base = info->dlpi_addr;
+      find->path = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : "/proc/self/exe";
+      return 1;
+    }
+  }
+  return 0;
+}
+
+// The code sections (SHF_EXECINSTR: .text, .plt, .init...) of the object
+// at `path` loaded at `base`, within [lo, hi), in `ranges` (pairs); their
+// number, or -1 if its section headers cannot be read (then the whole
+// segment is scanned). An executable segment may also hold read-only data
+// (lld maps .rodata, .eh_frame and the symbol tables with the code), whose
+// bytes are no branches.
+static int code_sections(const char *path, uintptr_t base, uintptr_t lo, uintptr_t hi, uintptr_t *ranges, int capacity) {
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ElfW(Ehdr) header;
+  int count = -1;
+  if (pread(fd, &header, sizeof header, 0) == (ssize_t)sizeof header && memcmp(header.e_ident, ELFMAG, SELFMAG) == 0
+      && header.e_shentsize == sizeof(ElfW(Shdr)) && header.e_shnum > 0 && header.e_shnum < 65535) {
+    count = 0;
+    for (int i = 0; i < header.e_shnum; i++) {
+      ElfW(Shdr) section;
+      if (pread(fd, &section, sizeof section, (off_t)(header.e_shoff + (uint64_t)i * sizeof section)) != (ssize_t)sizeof section) {
+        count = -1;
+        break;
+      }
+      if (!(section.sh_flags & SHF_EXECINSTR) || !(section.sh_flags & SHF_ALLOC) || section.sh_size == 0) continue;
+      const uintptr_t from = base + section.sh_addr, to = from + section.sh_size;
+      if (from < lo || to > hi || count == capacity) continue;
+      ranges[2 * count] = from;
+      ranges[2 * count + 1] = to;
+      count++;
+    }
+  }
+  close(fd);
+  return count;
+}
+
+static int compare_branches(const void *a, const void *b) {
+  const hk_branch *x = a, *y = b;
+  return x->target < y->target ? -1 : x->target > y->target;
+}
+
+// The index of the executable segment [lo, hi) (made on first use; kept:
+// segments of unloaded objects are few, and one loaded again at the same
+// range has the same code or is indexed again by its other range).
+static const hk_text_index *text_index(const struct hk_find_text *find) {
+  const uintptr_t lo = find->lo, hi = find->hi;
+  for (size_t i = 0; i < text_index_count; i++) {
+    if (text_indexes[i].lo == lo && text_indexes[i].hi == hi) return &text_indexes[i];
+  }
+  hk_text_index *grown = realloc(text_indexes, (text_index_count + 1) * sizeof *grown);
+  if (!grown) return NULL;
+  text_indexes = grown;
+  hk_text_index *index = &text_indexes[text_index_count];
+  memset(index, 0, sizeof *index);
+  index->lo = lo;
+  index->hi = hi;
+  index->code_count = code_sections(find->path, find->base, lo, hi, index->code, 16);
+  if (index->code_count < 0) {
+    index->code[0] = lo;
+    index->code[1] = hi;
+    index->code_count = 1;
+  }
+  size_t count = 0, capacity = 1024;
+  hk_branch *branches = malloc(capacity * sizeof *branches);
+  if (!branches) return NULL;
+  for (int r = 0; r < index->code_count; r++) {
+  const uintptr_t code_lo = index->code[2 * r];
+  const uint8_t *b = (const uint8_t *)code_lo;
+  const size_t n = index->code[2 * r + 1] - code_lo;
+  for (size_t i = 0; i + 5 <= n; i++) {
+    size_t length;
+    if ((b[i] & 0xFE) == 0xE8) {
+      length = 5;
+    } else if (b[i] == 0x0F && i + 6 <= n && (b[i + 1] & 0xF0) == 0x80) {
+      length = 6;
+    } else {
+      continue;
+    }
+    int32_t rel;
+    memcpy(&rel, b + i + length - 4, 4);
+    const uintptr_t target = code_lo + i + length + (uintptr_t)(intptr_t)rel;
+    if (target < lo || target >= hi) continue;
+    if (count == capacity) {
+      hk_branch *more = realloc(branches, 2 * capacity * sizeof *branches);
+      if (!more) { free(branches); return NULL; }
+      branches = more;
+      capacity *= 2;
+    }
+    branches[count++] = (hk_branch){target, code_lo + i};
+  }
+  }
+  qsort(branches, count, sizeof *branches, compare_branches);
+  index->branches = branches;
+  index->count = count;
+  text_index_count++;
+  return index;
+}
+
+// The start of the code section holding `at` (for a decoding's first byte).
+static uintptr_t code_start(const hk_text_index *index, uintptr_t at) {
+  for (int r = 0; r < index->code_count; r++) {
+    if (at >= index->code[2 * r] && at < index->code[2 * r + 1]) return index->code[2 * r];
+  }
+  return index->lo;
+}
+
+// Whether an instruction starts at `at`, by the streams decoded from the
+// points 160 to 130 bytes back (or the segment's start): most of them fall
+// in step with the code's own within a few instructions. (A byte that only
+// looks like a branch lies inside another instruction: zlib has
+// `sub $0xfff2,%r8`, whose E8 F2 FF 00 00 reads as a call into gzgetc.)
+static int starts_instruction(uintptr_t at, uintptr_t lo) {
+  int yes = 0, no = 0;
+  const uintptr_t first = at - lo >= 160 ? at - 160 : lo;
+  const uintptr_t last = at - lo >= 130 ? at - 130 : lo;
+  for (uintptr_t from = first; from <= last; from++) {
+    uintptr_t p = from;
+    while (p < at) {
+      ZydisDecodedInstruction in;
+      if (decode((const uint8_t *)p, (size_t)(at + 16 - p), &in) != 0) break;
+      p += in.length;
+    }
+    if (p == at) yes++; else no++;
+  }
+  return yes > no;
+}
+
+// The first 32-bit relative branch of f's segment, other than from
+// [own_lo, own_hi), whose target is in (start, end); 0 if none.
+static uintptr_t far_branch_into(uintptr_t start, uintptr_t end, uintptr_t own_lo, uintptr_t own_hi, uintptr_t *target) {
+  struct hk_find_text find = {start, 0, 0, 0, NULL};
+  if (!dl_iterate_phdr(find_text, &find)) return 0;   // not in a loaded object (generated code)
+  pthread_mutex_lock(&text_index_lock);
+  const hk_text_index *index = text_index(&find);
+  uintptr_t found = 0;
+  if (index) {
+    // The first whose target is above start.
+    size_t low = 0, high = index->count;
+    while (low < high) {
+      const size_t mid = low + (high - low) / 2;
+      if (index->branches[mid].target <= start) low = mid + 1; else high = mid;
+    }
+    for (size_t i = low; i < index->count && index->branches[i].target < end; i++) {
+      const uintptr_t from = index->branches[i].from;
+      if (from >= own_lo && from < own_hi) continue;
+      if (!starts_instruction(from, code_start(index, from))) continue;
+      found = from;
+      *target = index->branches[i].target;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&text_index_lock);
+  return found;
+}
+
+// An 8-bit (or any) relative branch decoded in [from, to), from a point
+// whose instructions reach `to` exactly, whose target is in (start, end); 0
+// if none. (The bytes before a function: a previous function's tail, its
+// padding, which a linear decoding from the wrong byte reads as other
+// instructions. Of the points 160 to 130 bytes back, those that reach `to`
+// exactly agree on the last 128 bytes in practice: the first four are
+// checked.)
+static uintptr_t near_branch_before(uintptr_t to, uintptr_t lo, uintptr_t start, uintptr_t end, uintptr_t *target) {
+  int agreeing = 0;
+  for (uintptr_t from = to - 160; from < to - 129; from++) {
+    if (from < lo) continue;
+    uintptr_t at = from, hit = 0, hit_target = 0;
+    while (at < to) {
+      ZydisDecodedInstruction in;
+      if (decode((const uint8_t *)at, (size_t)(to - at), &in) != 0) break;
+      const uintptr_t t = branch_target(&in, at);
+      if (!hit && t > start && t < end) { hit = at; hit_target = t; }
+      at += in.length;
+    }
+    if (at != to) continue;   // out of step with the function's first byte
+    if (hit) { *target = hit_target; return hit; }
+    if (++agreeing == 4) break;
+  }
+  return 0;
+}
+
+// A relative branch decoded from `from` for `length` bytes whose target is in (start, end); 0 if none.
+static uintptr_t branch_after(uintptr_t from, size_t length, uintptr_t hi, uintptr_t start, uintptr_t end, uintptr_t *target) {
+  uintptr_t at = from;
+  while (at < from + length && at < hi) {
+    ZydisDecodedInstruction in;
+    if (decode((const uint8_t *)at, (size_t)(hi - at), &in) != 0) break;
+    const uintptr_t t = branch_target(&in, at);
+    if (t > start && t < end) { *target = t; return at; }
+    at += in.length;
+  }
+  return 0;
+}
+
 int hk_entry_plan_make(const void *function, uint64_t size, const void *stub_address,
                        hk_entry_plan *plan, char *why, size_t why_size) {
   static const uint8_t endbr64[4] = {0xF3, 0x0F, 0x1E, 0xFA};
@@ -427,6 +660,13 @@ int hk_entry_plan_make(const void *function, uint64_t size, const void *stub_add
     plan->old_offset[plan->count] = (uint8_t)displaced;
     plan->new_offset[plan->count] = (uint16_t)length;
     uintptr_t target = branch_target(&in, at);
+    // A branch back to a displaced instruction (to the function's first:
+    // a loop of a few bytes) goes to its copy here, not to the patch, which
+    // would make each turn a call of the hook.
+    if (target && offset && target == (uintptr_t)f) target = (uintptr_t)stub_address;   // its endbr64
+    for (int j = 0; target && j <= plan->count; j++) {
+      if (target == start + plan->old_offset[j]) { target = (uintptr_t)stub_address + plan->new_offset[j]; break; }
+    }
     if ((in.attributes & ZYDIS_ATTRIB_IS_RELATIVE) && !target && !is_rip_relative(&in)) {
       say(why, why_size, "%s at +%d: a relative operand the relocator does not handle",
           ZydisMnemonicGetString(in.mnemonic), offset + displaced);
@@ -521,6 +761,8 @@ int hk_entry_plan_make(const void *function, uint64_t size, const void *stub_add
   memcpy(plan->original, (const void *)start, (size_t)displaced);
   // A branch of the function (or of the displaced instructions) into the
   // displaced bytes, other than to their start, would land inside the jump.
+  // One back to its first instruction (a loop whose head it is) would make
+  // each turn a call through the hooks, each a frame deeper.
   const uintptr_t end = start + displaced;
   if (size) {
     uintptr_t at = (uintptr_t)f;
@@ -534,7 +776,29 @@ int hk_entry_plan_make(const void *function, uint64_t size, const void *stub_add
             (unsigned long)(target - (uintptr_t)f), displaced);
         return -1;
       }
+      if ((target == start || target == (uintptr_t)f) && at >= end && in.mnemonic != ZYDIS_MNEMONIC_CALL) {
+        say(why, why_size, "%s at +%lu branches back to the function's first instruction (a loop, or a tail call of itself: each turn would be a call of the hook, a frame deeper)",
+            ZydisMnemonicGetString(in.mnemonic), (unsigned long)(at - (uintptr_t)f));
+        return -1;
+      }
       at += in.length;
+    }
+  }
+  // Branches of other code into the displaced bytes (see far_branch_into).
+  {
+    uintptr_t target = 0, from;
+    const uintptr_t own_hi = size ? (uintptr_t)f + size : end;
+    struct hk_find_text find = {start, 0, 0, 0, NULL};
+    const uintptr_t lo = dl_iterate_phdr(find_text, &find) ? find.lo : start;
+    const uintptr_t hi = find.hi ? find.hi : end + 160;
+    if ((from = far_branch_into(start, end, (uintptr_t)f, own_hi, &target)) == 0
+        && (from = near_branch_before((uintptr_t)f, lo, start, end, &target)) == 0 && !size) {
+      from = branch_after(start, 160, hi, start, end, &target);
+    }
+    if (from) {
+      say(why, why_size, "code at %p (%+ld bytes from the function) branches to +%lu, inside the %d bytes the jump displaces",
+          (const void *)from, (long)(from - (uintptr_t)f), (unsigned long)(target - (uintptr_t)f), displaced);
+      return -1;
     }
   }
   // Back to the first instruction after the displaced ones.

@@ -286,6 +286,38 @@ __asm__(".text\n.globl entry_branch_inside\n.type entry_branch_inside, @function
         "entry_branch_inside:\n xorl %eax, %eax\n2:\n incl %eax\n incl %eax\n cmpl %edi, %eax\n jl 2b\n ret\n"
         ".size entry_branch_inside, .-entry_branch_inside\n");
 
+// Two doors into one body, as glibc's mempcpy jumps 3 bytes into memmove:
+// entry_second_door(a, b, c) = a + b (c < 64, else c) by a short jump past
+// entry_two_doors' first instruction; entry_two_doors(a, b, c) = a (or c).
+__asm__(".text\n.globl entry_second_door\n.type entry_second_door, @function\n"
+        "entry_second_door:\n movq %rdi, %rax\n addq %rsi, %rax\n jmp entry_two_doors_in\n"
+        ".size entry_second_door, .-entry_second_door\n"
+        ".p2align 4\n.globl entry_two_doors\n.type entry_two_doors, @function\n"
+        "entry_two_doors:\n movq %rdi, %rax\nentry_two_doors_in:\n cmpq $0x40, %rdx\n jb 1f\n movq %rdx, %rax\n1:\n ret\n"
+        ".size entry_two_doors, .-entry_two_doors\n");
+
+// The same from 300 bytes away (a 32-bit jump): entry_far_target(x) = x + 1,
+// entry_far_door(x, y) = y + 1 through its second instruction.
+__asm__(".text\n.p2align 4\n.globl entry_far_target\n.type entry_far_target, @function\n"
+        "entry_far_target:\n movq %rdi, %rax\nentry_far_target_in:\n addq $1, %rax\n ret\n"
+        ".size entry_far_target, .-entry_far_target\n"
+        ".skip 300, 0xcc\n"
+        ".globl entry_far_door\n.type entry_far_door, @function\n"
+        "entry_far_door:\n movq %rsi, %rax\n jmp entry_far_target_in\n"
+        ".size entry_far_door, .-entry_far_door\n");
+
+// A loop in its first 5 bytes, back to its first instruction:
+// entry_spin(n, y) counts n down, then returns y.
+__asm__(".text\n.globl entry_spin\n.type entry_spin, @function\n"
+        "entry_spin:\n decq %rdi\n jnz entry_spin\n movq %rsi, %rax\n ret\n"
+        ".size entry_spin, .-entry_spin\n");
+
+// A loop whose head is its first instruction, closed past the displaced
+// bytes: entry_loop_head(n, y, z) = z + n * y (n >= 1).
+__asm__(".text\n.globl entry_loop_head\n.type entry_loop_head, @function\n"
+        "entry_loop_head:\n addq %rsi, %rdx\n decq %rdi\n jnz entry_loop_head\n movq %rdx, %rax\n ret\n"
+        ".size entry_loop_head, .-entry_loop_head\n");
+
 // The first instruction is RIP-relative (a load of a global), the second a
 // call: both relocated into the stub.
 int64_t entry_global = 40;

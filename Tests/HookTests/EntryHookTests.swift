@@ -64,6 +64,21 @@ struct EntryHookTests {
     /// calls its own exported functions through its PLT, so an `ImportHook`
     /// scoped to it sees these steps too; where a library calls itself
     /// directly it sees none: next test.)
+    @Test func aLoopInsideTheDisplacedBytesStaysInTheStub() throws {
+        // decq; jnz back to the first instruction: both displaced. The
+        // relocated jnz goes to the copy of decq in the stub: one call of the
+        // hook a call, not one a turn (each a frame deeper).
+        let hook = try EntryHook(symbol: "entry_spin", signature: Signature(returning: .int64, arguments: [.int64, .int64]))
+        defer { try? hook.restore() }
+        let calls = Mutex(0)
+        let token = hook.before { _ in calls.withLock { $0 += 1 } }
+        defer { token.remove() }
+        #expect(entry_spin(10, 7) == 7)
+        #expect(calls.withLock { $0 } == 1)
+        #expect(entry_spin(1_000_000, 8) == 8)
+        #expect(calls.withLock { $0 } == 2)
+    }
+
     @Test func sqliteStepsInsideExecAreSeenByTheEntryHook() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -502,6 +517,24 @@ struct EntryHookTests {
         expectEntryError(.cannotPatch, point: "entry_branch_inside", containing: "branches to +2, inside the") {
             _ = try EntryHook(symbol: "entry_branch_inside", signature: Signature(returning: .int32, arguments: [.int32]))
         }
+        // Other code that jumps past their first instruction (glibc's
+        // mempcpy into memmove), near or far: the jump would land inside the patch.
+        let three = Signature(returning: .int64, arguments: [.int64, .int64, .int64])
+        expectEntryError(.cannotPatch, point: "entry_two_doors", containing: "branches to +3, inside the") {
+            _ = try EntryHook(symbol: "entry_two_doors", signature: three)
+        }
+        expectEntryError(.cannotPatch, point: "entry_far_target", containing: "branches to +3, inside the") {
+            _ = try EntryHook(symbol: "entry_far_target", signature: int64Unary)
+        }
+        // A loop back to the first instruction from past the patch.
+        expectEntryError(.cannotPatch, point: "entry_loop_head", containing: "branches back to the function's first instruction") {
+            _ = try EntryHook(symbol: "entry_loop_head", signature: three)
+        }
+        #expect(entry_second_door(1, 2, 0) == 3)
+        #expect(entry_two_doors(1, 2, 0) == 1)
+        #expect(entry_far_door(1, 2) == 3)
+        #expect(entry_far_target(1) == 2)
+        #expect(entry_loop_head(3, 2, 1) == 7)
         // Nothing was written to any of them.
         #expect(entry_too_short() == 0)
         #expect(entry_with_loop(5) == 5)

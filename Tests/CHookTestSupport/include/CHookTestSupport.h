@@ -145,6 +145,13 @@ int64_t entry_call_target_under_signals(int64_t count, int64_t *handled);
 int32_t entry_too_short(void);
 int64_t entry_with_loop(int64_t n);
 int32_t entry_branch_inside(int32_t n);
+// Two functions, one jumping 3 bytes into the other's body (as mempcpy into memmove).
+int64_t entry_second_door(int64_t a, int64_t b, int64_t c);  // a + b (c < 64), else c
+int64_t entry_two_doors(int64_t a, int64_t b, int64_t c);    // a (c < 64), else c
+int64_t entry_far_target(int64_t x);            // x + 1
+int64_t entry_far_door(int64_t x, int64_t y);   // y + 1, by a 32-bit jump into entry_far_target
+int64_t entry_spin(int64_t n, int64_t y);       // a loop in its first 5 bytes; y
+int64_t entry_loop_head(int64_t n, int64_t y, int64_t z);  // z + n * y, a loop back to its first instruction
 int64_t entry_rip_relative(int64_t x);   // entry_global + x
 int32_t entry_calls_first(int32_t x);    // x + 1, by a call its first bytes make
 const void *entry_call_returns_to(void); // where that call's callee last returned to
