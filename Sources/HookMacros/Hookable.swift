@@ -43,10 +43,13 @@
 ///   `super.name(...)` call runs unhooked.
 ///
 /// What it cannot hook is a compile-time error naming the member and why:
-/// generic methods, `inout` / `borrowing` / `consuming` or closure-typed
-/// parameters, opaque `some` types, typed throws, `rethrows`, `Self`, `lazy`,
-/// `weak`, `unowned` and observed (`willSet`/`didSet`) properties, and
-/// properties that already have a wrapper. It applies to classes and actors
+/// generic methods, `inout` / `borrowing` / `consuming` / `sending` (any
+/// specifier) or closure-typed parameters (a type attribute such as
+/// `@escaping` counts), opaque `some` types, typed throws, `rethrows`,
+/// `Self`, raw identifiers in a method's name or labels, `lazy`, `weak`,
+/// `unowned`, `nonisolated(unsafe)` and observed (`willSet`/`didSet`)
+/// properties, and properties that already have a wrapper (a global actor's
+/// attribute is not one). It applies to classes and actors
 /// only; members in extensions cannot be hooked (an extension has no stored
 /// properties to keep a hook point in).
 @attached(memberAttribute)

@@ -76,6 +76,42 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
         modifiers.contains { names.contains($0.name.text) }
     }
 
+    /// The global actor an attribute list names (`@MainActor`, or by the
+    /// convention of their names any `@...Actor`), or nil.
+    static func globalActor(of attributes: AttributeListSyntax) -> String? {
+        for element in attributes {
+            guard let attribute = element.as(AttributeSyntax.self) else { continue }
+            let name = attribute.attributeName.trimmedDescription
+            if isGlobalActor(name) { return name }
+        }
+        return nil
+    }
+
+    /// `MainActor`, `Swift.MainActor`, `DatabaseActor`: a global actor's
+    /// attribute, which isolates a member and does not wrap it.
+    static func isGlobalActor(_ attributeName: String) -> Bool {
+        let last = attributeName.split(separator: ".").last.map(String.init) ?? attributeName
+        return last.first?.isUppercase == true && last.hasSuffix("Actor")
+    }
+
+    /// The attribute of a property taken for a property wrapper: a
+    /// capitalized one other than a global actor, `@Hooked` and `@Unhooked`.
+    static func wrapper(of variable: VariableDeclSyntax) -> AttributeSyntax? {
+        variable.attributes.compactMap { $0.as(AttributeSyntax.self) }.first { attribute in
+            let name = attribute.attributeName.trimmedDescription
+            let last = name.split(separator: ".").last.map(String.init) ?? name
+            return name.first?.isUppercase == true && !isGlobalActor(name) && last != "Hooked" && last != "Unhooked"
+        }
+    }
+
+    /// Whether the type's own inheritance clause names `Sendable` (checked,
+    /// not `@unchecked Sendable`).
+    static func isCheckedSendable(_ declaration: some DeclGroupSyntax) -> Bool {
+        declaration.inheritanceClause?.inheritedTypes.contains {
+            ["Sendable", "Swift.Sendable"].contains($0.type.trimmedDescription)
+        } ?? false
+    }
+
     // MARK: Properties
 
     static func property(_ variable: VariableDeclSyntax, in declaration: some DeclGroupSyntax, inActor: Bool, typeName: String,
@@ -107,14 +143,22 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
             return refuse("it is a weak or unowned reference, which a hook point's storage cannot hold")
         }
         if variable.bindings.count > 1 { return refuse("several properties are declared together; declare one per line") }
-        if let other = variable.attributes.compactMap({ $0.as(AttributeSyntax.self) }).first(where: { attribute in
-            let name = attribute.attributeName.trimmedDescription
-            return name.first?.isUppercase == true
-        }) {
+        // (A global actor's attribute, `@MainActor`, is not a wrapper: `@Hooked @MainActor var` is isolated storage.)
+        if let other = wrapper(of: variable) {
             return refuse("it already has the attribute @\(other.attributeName.trimmedDescription), and two storages cannot wrap one property")
         }
         if inActor, hasModifier(variable.modifiers, ["nonisolated"]) {
             return refuse("it is nonisolated, so its sets do not run one at a time on the actor")
+        }
+        if inActor, let actor = globalActor(of: variable.attributes) {
+            return refuse("it is isolated to @\(actor), not to the actor, whose accessors the macro spells")
+        }
+        if !inActor, variable.modifiers.contains(where: { $0.name.text == "nonisolated" && $0.detail?.detail.text == "unsafe" }) {
+            return refuse("it is nonisolated(unsafe), which has no effect once @Hooked's storage makes it a computed property (and a Sendable class refuses that storage as mutable)")
+        }
+        if !inActor, let actor = globalActor(of: variable.attributes), globalActor(of: declaration.attributes) == nil,
+           isCheckedSendable(declaration) {
+            return refuse("it is isolated to @\(actor) while its Sendable class is not, and @Hooked's storage would be mutable state of a Sendable class; isolate the whole class to @\(actor) instead")
         }
         if inActor {
             // An actor's accessors are spelt by the expansion, which needs the value's type.
@@ -122,6 +166,9 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
                 return refuse("its type cannot be told from its initializer, and the hook point `$\(names)` of an actor's property is spelt with it; write the type (`var \(names): Type = ...`)")
             }
             guard binding.pattern.is(IdentifierPatternSyntax.self) else { return refuse("it is not a single name") }
+            if let name = binding.pattern.as(IdentifierPatternSyntax.self)?.identifier.bareText, !("_" + name).isIdentifier {
+                return refuse("its storage and hook point would be named `_\(name)` and `$\(name)`, which are not identifiers (a raw identifier)")
+            }
             if let name = binding.pattern.as(IdentifierPatternSyntax.self)?.identifier.bareText,
                let initializer = synchronousInitAssigning(name, in: declaration) {
                 return refuse("\(initializer) assigns it, and Swift 6.3 treats that assignment (through the property's init accessor) as an actor-isolated mutation from a nonisolated context; give the property an initial value instead, or make that init async")
@@ -167,6 +214,14 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
         }
         let isOverride = hasModifier(function.modifiers, ["override"])
         let isFinal = declaration.as(ClassDeclSyntax.self).map { hasModifier($0.modifiers, ["final"]) } ?? true
+        // A raw identifier in the name or a label (`func `do thing`()`) makes no identifier of `$do thing`.
+        var generated = [naming.name, "_" + naming.name]
+        if isOverride || (!inActor && !isFinal) { generated.append(HookableMethodMacro.slotFinder(function)) }
+        if let bad = generated.first(where: { !$0.isIdentifier }) {
+            context.diagnose(Diagnostic(node: function.name, message: HookableMessage.error(
+                "@Hookable cannot hook method '\(display)' of '\(typeName)': it would declare `\(bad)`, which is not an identifier (a raw identifier in its name or labels); mark it @Unhooked to leave it a plain method")))
+            return []
+        }
         return ["""
             @_HookableMethod(\(literal: naming.name), selector: \(literal: naming.selector), override: \(literal: isOverride), actor: \(literal: inActor), final: \(literal: isFinal), type: \(literal: fullType))
             """]
@@ -198,14 +253,15 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
     }
 
     static func unsupportedType(_ type: TypeSyntax, parameter: Bool) -> String? {
-        if let attributed = type.as(AttributedTypeSyntax.self) {
-            for specifier in attributed.specifiers {
-                if let simple = specifier.as(SimpleTypeSpecifierSyntax.self) {
-                    switch simple.specifier.text {
-                    case "inout": return "is inout, and the hooks see a copy of the arguments"
-                    case "borrowing", "consuming": return "is \(simple.specifier.text), and the hooks see a copy of the arguments"
-                    default: break
-                    }
+        // No specifier can be spelt in the hook point's type (`MethodHook<sending T>`).
+        let attributed = type.as(AttributedTypeSyntax.self)
+        if let attributed {
+            for specifier in Array(attributed.specifiers) + Array(attributed.lateSpecifiers) {
+                let text = specifier.as(SimpleTypeSpecifierSyntax.self)?.specifier.text ?? specifier.trimmedDescription
+                switch text {
+                case "inout": return "is inout, and the hooks see a copy of the arguments"
+                case "borrowing", "consuming", "__shared", "__owned": return "is \(text), and the hooks see a copy of the arguments"
+                default: return "is marked '\(text)', which the hook point's type cannot carry"
                 }
             }
         }
@@ -233,7 +289,14 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
         }
         let finder = Finder(parameter: parameter)
         finder.walk(type)
-        return finder.reason
+        if let reason = finder.reason { return reason }
+        // An attribute on a parameter's type (`@escaping`, `@autoclosure`,
+        // `@Sendable`) where no function type is written: a closure type
+        // behind a type alias (`@escaping Completion`).
+        if parameter, let attribute = attributed?.attributes.compactMap({ $0.as(AttributeSyntax.self) }).first {
+            return "is marked @\(attribute.attributeName.trimmedDescription), so its type is a closure type (here behind a type alias), and Swift 6.3.1 crashes emitting a reabstraction thunk for closure-typed values in a parameter pack"
+        }
+        return nil
     }
 
     /// `name(label:_:)`.
@@ -247,13 +310,15 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
     /// and the selector `name`; overloads get `$name_label1_label2` (`_`
     /// for an unlabeled parameter) and the selector `name(label1:label2:)`;
     /// overloads with the same labels add their parameter types instead:
-    /// `$name_Int`, `$name_String_Int`.
+    /// `$name_Int`, `$name_String_Int`. A method named as a property whose
+    /// projection is `$name` (`var count` and `func count(of:)`) is named
+    /// as an overload is: `$count_of`, selector `count(of:)`.
     static func peerName(of function: FunctionDeclSyntax, in declaration: some DeclGroupSyntax) -> (name: String, selector: String, problem: String?) {
         let base = function.name.bareText
         let siblings = declaration.memberBlock.members.compactMap { $0.decl.as(FunctionDeclSyntax.self) }.filter {
             $0.name.bareText == base && !hasAttribute($0.attributes, ["Unhooked"]) && !hasModifier($0.modifiers, ["static", "class"])
         }
-        guard siblings.count > 1 else { return ("$" + base, base, nil) }
+        guard siblings.count > 1 || hasProjectedProperty(named: base, in: declaration) else { return ("$" + base, base, nil) }
         func labels(_ f: FunctionDeclSyntax) -> String {
             f.signature.parameterClause.parameters.map { $0.firstName.text == "_" ? "_" : $0.firstName.bareText }.joined(separator: "_")
         }
@@ -272,6 +337,28 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
             return ("", selector, "another overload has the same labels and parameter types")
         }
         return ("$\(base)_\(myTypes)", selector, nil)
+    }
+}
+
+extension HookableMacro {
+    /// Whether a property of `declaration` has the projection `$name`: a
+    /// stored instance `var` that `@Hookable` hooks (or refuses, until it is
+    /// marked `@Unhooked`), or one with a wrapper, which may project one.
+    static func hasProjectedProperty(named name: String, in declaration: some DeclGroupSyntax) -> Bool {
+        declaration.memberBlock.members.contains { member in
+            guard let variable = member.decl.as(VariableDeclSyntax.self),
+                  variable.bindingSpecifier.tokenKind == .keyword(.var),
+                  !hasModifier(variable.modifiers, ["static", "class"]),
+                  variable.bindings.contains(where: { $0.pattern.as(IdentifierPatternSyntax.self)?.identifier.bareText == name })
+            else { return false }
+            if wrapper(of: variable) != nil || hasAttribute(variable.attributes, ["Hooked"]) { return true }
+            if hasAttribute(variable.attributes, ["Unhooked"]) { return false }
+            // Stored: no accessors, or observers only.
+            return variable.bindings.allSatisfy { binding in
+                guard case .accessors(let list)? = binding.accessorBlock?.accessors else { return binding.accessorBlock == nil }
+                return list.allSatisfy { ["willSet", "didSet"].contains($0.accessorSpecifier.text) }
+            }
+        }
     }
 }
 

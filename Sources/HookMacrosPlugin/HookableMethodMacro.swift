@@ -97,7 +97,8 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
             for parameter in function.signature.parameterClause.parameters {
                 let type = parameter.type.trimmedDescription
                 types.append(parameter.ellipsis != nil ? "[\(type)]" : type)
-                names.append((parameter.secondName ?? parameter.firstName).text)
+                // In backticks where it is a keyword (`func draw(in: Rect)`): `_hookableOriginal(`in`)`.
+                names.append((parameter.secondName ?? parameter.firstName).escapedText)
             }
             argumentTypes = types
             argumentNames = names

@@ -547,4 +547,235 @@ struct HookableExpansionTests {
             error("@Hookable cannot hook property '`for`' of 'Loop': the synchronous init(count:) assigns it, and Swift 6.3 treats that assignment (through the property's init accessor) as an actor-isolated mutation from a nonisolated context; give the property an initial value instead, or make that init async; mark it @Unhooked to leave it a plain property", 3, 5),
         ])
     }
+
+    /// A parameter whose inner name is a keyword (`in`, `for`, `default`):
+    /// in backticks where the expansion declares and passes it.
+    @Test func parametersNamedWithKeywordsAreEscaped() {
+        expand("""
+            @Hookable
+            final class Canvas {
+                func draw(in: Rect) {}
+                func pick(for key: Int, default: Int, _ `where`: Int) -> Int { key + `default` + `where` }
+            }
+            """, """
+            final class Canvas {
+                func draw(in: Rect) {
+                    func _hookableOriginal(_ `in`: Rect) -> Void {
+                    }
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Canvas._$draw))
+                    if _hookableBits == 0 || !Hook.MethodHook<Rect, Void>._hookableIsHooked(_hookableBits) {
+                        return _hookableOriginal(`in`)
+                    }
+                    return Hook.MethodHook<Rect, Void>._hookableCall(_hookableBits, self, _hookableOriginal, `in`)
+                }
+
+                /// Where `$draw` keeps its hook point, once made.
+                nonisolated(unsafe) final var _$draw = Hook._HookableSlot<Hook.MethodHook<Rect, Void>>()
+
+                /// The hook point of `draw` of this instance (made on first need).
+                final var $draw: Hook.MethodHook<Rect, Void> {
+                    Hook.MethodHook<Rect, Void>._hookablePoint(Hook._hookableAddress(self, \\Canvas._$draw), object: self, name: "draw", canThrow: false)
+                }
+                func pick(for key: Int, default: Int, _ `where`: Int) -> Int {
+                    func _hookableOriginal(_ key: Int, _ `default`: Int, _ `where`: Int) -> Int {
+                        key + `default` + `where`
+                    }
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Canvas._$pick))
+                    if _hookableBits == 0 || !Hook.MethodHook<Int, Int, Int, Int>._hookableIsHooked(_hookableBits) {
+                        return _hookableOriginal(key, `default`, `where`)
+                    }
+                    return Hook.MethodHook<Int, Int, Int, Int>._hookableCall(_hookableBits, self, _hookableOriginal, key, `default`, `where`)
+                }
+
+                /// Where `$pick` keeps its hook point, once made.
+                nonisolated(unsafe) final var _$pick = Hook._HookableSlot<Hook.MethodHook<Int, Int, Int, Int>>()
+
+                /// The hook point of `pick` of this instance (made on first need).
+                final var $pick: Hook.MethodHook<Int, Int, Int, Int> {
+                    Hook.MethodHook<Int, Int, Int, Int>._hookablePoint(Hook._hookableAddress(self, \\Canvas._$pick), object: self, name: "pick", canThrow: false)
+                }
+            }
+            """)
+    }
+
+    /// A raw identifier in a method's name or labels would make a hook
+    /// point's name that is not an identifier (`$do thing`): refused.
+    @Test func methodsNamedWithRawIdentifiersAreRefused() {
+        expand("""
+            @Hookable
+            final class Odd {
+                func `do thing`() {}
+                func f(`a b` x: Int) {}
+                func f(c x: Int) {}
+            }
+            """, """
+            final class Odd {
+                func `do thing`() {}
+                func f(`a b` x: Int) {}
+                func f(c x: Int) {
+                    func _hookableOriginal(_ x: Int) -> Void {
+                    }
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Odd._$f_c))
+                    if _hookableBits == 0 || !Hook.MethodHook<Int, Void>._hookableIsHooked(_hookableBits) {
+                        return _hookableOriginal(x)
+                    }
+                    return Hook.MethodHook<Int, Void>._hookableCall(_hookableBits, self, _hookableOriginal, x)
+                }
+
+                /// Where `$f_c` keeps its hook point, once made.
+                nonisolated(unsafe) final var _$f_c = Hook._HookableSlot<Hook.MethodHook<Int, Void>>()
+
+                /// The hook point of `f(c:)` of this instance (made on first need).
+                final var $f_c: Hook.MethodHook<Int, Void> {
+                    Hook.MethodHook<Int, Void>._hookablePoint(Hook._hookableAddress(self, \\Odd._$f_c), object: self, name: "f(c:)", canThrow: false)
+                }
+            }
+            """, diagnostics: [
+            error("@Hookable cannot hook method 'do thing()' of 'Odd': it would declare `$do thing`, which is not an identifier (a raw identifier in its name or labels); mark it @Unhooked to leave it a plain method", 3, 10),
+            error("@Hookable cannot hook method 'f(a b:)' of 'Odd': it would declare `$f_a b`, which is not an identifier (a raw identifier in its name or labels); mark it @Unhooked to leave it a plain method", 4, 10),
+        ])
+    }
+
+    /// `@escaping`, `@autoclosure` or `@Sendable` on a parameter whose type
+    /// is a type alias (no function type written): a closure type all the
+    /// same; and specifiers no hook point's type can spell (`sending`,
+    /// `isolated`, `__owned`), on a parameter or the result.
+    @Test func parameterAttributesAndSpecifiersItCannotTake() {
+        expand("""
+            @Hookable
+            final class Bad {
+                func load(_ done: @escaping Completion) {}
+                func lazy(_ value: @autoclosure Producer) {}
+                func later(_ work: @Sendable Work) {}
+                func send(_ box: sending Box) {}
+                func on(_ worker: isolated Worker) {}
+                func keep(_ box: __owned Box) {}
+                func make() -> sending Box { Box() }
+            }
+            """, """
+            final class Bad {
+                func load(_ done: @escaping Completion) {}
+                func lazy(_ value: @autoclosure Producer) {}
+                func later(_ work: @Sendable Work) {}
+                func send(_ box: sending Box) {}
+                func on(_ worker: isolated Worker) {}
+                func keep(_ box: __owned Box) {}
+                func make() -> sending Box { Box() }
+            }
+            """, diagnostics: [
+            error("@Hookable cannot hook method 'load(_:)' of 'Bad': parameter 'done' is marked @escaping, so its type is a closure type (here behind a type alias), and Swift 6.3.1 crashes emitting a reabstraction thunk for closure-typed values in a parameter pack; mark it @Unhooked to leave it a plain method", 3, 10),
+            error("@Hookable cannot hook method 'lazy(_:)' of 'Bad': parameter 'value' is marked @autoclosure, so its type is a closure type (here behind a type alias), and Swift 6.3.1 crashes emitting a reabstraction thunk for closure-typed values in a parameter pack; mark it @Unhooked to leave it a plain method", 4, 10),
+            error("@Hookable cannot hook method 'later(_:)' of 'Bad': parameter 'work' is marked @Sendable, so its type is a closure type (here behind a type alias), and Swift 6.3.1 crashes emitting a reabstraction thunk for closure-typed values in a parameter pack; mark it @Unhooked to leave it a plain method", 5, 10),
+            error("@Hookable cannot hook method 'send(_:)' of 'Bad': parameter 'box' is marked 'sending', which the hook point's type cannot carry; mark it @Unhooked to leave it a plain method", 6, 10),
+            error("@Hookable cannot hook method 'on(_:)' of 'Bad': parameter 'worker' is marked 'isolated', which the hook point's type cannot carry; mark it @Unhooked to leave it a plain method", 7, 10),
+            error("@Hookable cannot hook method 'keep(_:)' of 'Bad': parameter 'box' is __owned, and the hooks see a copy of the arguments; mark it @Unhooked to leave it a plain method", 8, 10),
+            error("@Hookable cannot hook method 'make()' of 'Bad': its result is marked 'sending', which the hook point's type cannot carry; mark it @Unhooked to leave it a plain method", 9, 10),
+        ])
+    }
+
+    /// A method named as a stored property (`var count`, `func count(of:)`):
+    /// `$count` is the property's, so the method is named as an overload
+    /// is. A computed property or an @Unhooked one has no `$size`, `$total`.
+    @Test func aMethodNamedAsAStoredPropertyIsNamedAsAnOverload() {
+        expand("""
+            @Hookable
+            final class Bag {
+                var count = 0
+                func count(of x: Int) -> Int { x }
+                var size: Int { 1 }
+                func size(of x: Int) -> Int { x }
+            }
+            """, """
+            final class Bag {
+                @Hook.Hooked
+                var count = 0
+                func count(of x: Int) -> Int {
+                    func _hookableOriginal(_ x: Int) -> Int {
+                        x
+                    }
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Bag._$count_of))
+                    if _hookableBits == 0 || !Hook.MethodHook<Int, Int>._hookableIsHooked(_hookableBits) {
+                        return _hookableOriginal(x)
+                    }
+                    return Hook.MethodHook<Int, Int>._hookableCall(_hookableBits, self, _hookableOriginal, x)
+                }
+
+                /// Where `$count_of` keeps its hook point, once made.
+                nonisolated(unsafe) final var _$count_of = Hook._HookableSlot<Hook.MethodHook<Int, Int>>()
+
+                /// The hook point of `count(of:)` of this instance (made on first need).
+                final var $count_of: Hook.MethodHook<Int, Int> {
+                    Hook.MethodHook<Int, Int>._hookablePoint(Hook._hookableAddress(self, \\Bag._$count_of), object: self, name: "count(of:)", canThrow: false)
+                }
+                var size: Int { 1 }
+                func size(of x: Int) -> Int {
+                    func _hookableOriginal(_ x: Int) -> Int {
+                        x
+                    }
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Bag._$size))
+                    if _hookableBits == 0 || !Hook.MethodHook<Int, Int>._hookableIsHooked(_hookableBits) {
+                        return _hookableOriginal(x)
+                    }
+                    return Hook.MethodHook<Int, Int>._hookableCall(_hookableBits, self, _hookableOriginal, x)
+                }
+
+                /// Where `$size` keeps its hook point, once made.
+                nonisolated(unsafe) final var _$size = Hook._HookableSlot<Hook.MethodHook<Int, Int>>()
+
+                /// The hook point of `size` of this instance (made on first need).
+                final var $size: Hook.MethodHook<Int, Int> {
+                    Hook.MethodHook<Int, Int>._hookablePoint(Hook._hookableAddress(self, \\Bag._$size), object: self, name: "size", canThrow: false)
+                }
+            }
+            """)
+    }
+
+    /// A property isolated to a global actor in a class that is not:
+    /// `@Hooked` storage (a global actor's attribute is not a wrapper).
+    @Test func aPropertyIsolatedToAGlobalActorIsHooked() {
+        expand("""
+            @Hookable
+            final class Panel {
+                @MainActor var title = ""
+                @DatabaseActor var rows = 0
+            }
+            """, """
+            final class Panel {
+                @MainActor
+                @Hook.Hooked var title = ""
+                @DatabaseActor
+                @Hook.Hooked var rows = 0
+            }
+            """)
+    }
+
+    /// `nonisolated(unsafe)` would have no effect on the computed property
+    /// `@Hooked` makes (and a Sendable class refuses its storage); a global
+    /// actor's property in a Sendable class that is not isolated, or in an
+    /// actor, is refused too.
+    @Test func classPropertiesItCannotTakeForIsolation() {
+        expand("""
+            @Hookable
+            final class Cache: Sendable {
+                nonisolated(unsafe) var hits = 0
+                @MainActor var title = ""
+            }
+            @Hookable
+            actor Store {
+                @MainActor var label: String = ""
+            }
+            """, """
+            final class Cache: Sendable {
+                nonisolated(unsafe) var hits = 0
+                @MainActor var title = ""
+            }
+            actor Store {
+                @MainActor var label: String = ""
+            }
+            """, diagnostics: [
+            error("@Hookable cannot hook property 'hits' of 'Cache': it is nonisolated(unsafe), which has no effect once @Hooked's storage makes it a computed property (and a Sendable class refuses that storage as mutable); mark it @Unhooked to leave it a plain property", 3, 5),
+            error("@Hookable cannot hook property 'title' of 'Cache': it is isolated to @MainActor while its Sendable class is not, and @Hooked's storage would be mutable state of a Sendable class; isolate the whole class to @MainActor instead; mark it @Unhooked to leave it a plain property", 4, 5),
+            error("@Hookable cannot hook property 'label' of 'Store': it is isolated to @MainActor, not to the actor, whose accessors the macro spells; mark it @Unhooked to leave it a plain property", 8, 5),
+        ])
+    }
 }
