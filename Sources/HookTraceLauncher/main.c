@@ -76,25 +76,27 @@ static int names_swift_runtime(const char *path) {
   return found;
 }
 
-// The program as execvp would find it, or NULL.
+// The program as execvp would find it (into `found`): 0, or why not. A name
+// without '/' is looked for in each entry of PATH, an empty one (leading,
+// trailing or '::') meaning the current folder.
 static int runnable(const char *program, char *found, size_t size) {
   if (strchr(program, '/')) {
-    snprintf(found, size, "%s", program);
+    if ((size_t)snprintf(found, size, "%s", program) >= size) return ENAMETOOLONG;
     return access(program, X_OK) == 0 ? 0 : errno;
   }
   const char *path = getenv("PATH");
   if (path == NULL) path = "/usr/local/bin:/usr/bin:/bin";
   int error = ENOENT;
-  for (const char *p = path; *p;) {
-    const char *end = strchr(p, ':');
-    size_t length = end ? (size_t)(end - p) : strlen(p);
-    snprintf(found, size, "%.*s/%s", (int)length, length ? p : ".", program);
+  for (const char *p = path;;) {
+    const char *end = strchrnul(p, ':');
+    int length = (int)(end - p);
+    int n = length ? snprintf(found, size, "%.*s/%s", length, p, program) : snprintf(found, size, "./%s", program);
     struct stat info;
-    if (stat(found, &info) == 0 && S_ISREG(info.st_mode)) {
+    if (n >= 0 && (size_t)n < size && stat(found, &info) == 0 && S_ISREG(info.st_mode)) {
       if (access(found, X_OK) == 0) return 0;
       error = EACCES;
     }
-    if (!end) break;
+    if (*end == 0) break;
     p = end + 1;
   }
   return error;
@@ -137,7 +139,12 @@ int main(int argc, char **argv) {
         return 2;
       }
       snprintf(copy, sizeof copy, "%s", value);
-      if (*copy == 0 && !check_pattern(copy)) return 2;
+      // Nothing but '+' (or nothing) names no pattern, and no pattern at all
+      // would mean every function: the opposite of what was asked.
+      if (copy[strspn(copy, "+")] == 0) {
+        fprintf(stderr, "hook-trace: an empty pattern (-e '%s'): name a symbol or a glob such as 'str*'\n", copy);
+        return 2;
+      }
       char *save = NULL;
       for (char *p = strtok_r(copy, "+", &save); p; p = strtok_r(NULL, "+", &save)) {
         if (!check_pattern(p)) return 2;
@@ -176,10 +183,21 @@ int main(int argc, char **argv) {
     close(fd);
   }
 
-  // The library beside this executable (or HOOK_TRACE_LIBRARY).
+  // The library beside this executable (or HOOK_TRACE_LIBRARY, made
+  // absolute: a child that changes its folder still finds it).
   char library[PATH_MAX];
   const char *given = getenv("HOOK_TRACE_LIBRARY");
-  if (given && *given) {
+  if (given && *given && *given != '/') {
+    if (!realpath(given, library)) {
+      fprintf(stderr, "hook-trace: cannot read its library '%s': %s (build it: swift build --product HookTrace)\n",
+              given, strerror(errno));
+      return 2;
+    }
+  } else if (given && *given) {
+    if (strlen(given) >= sizeof library) {
+      fprintf(stderr, "hook-trace: the library path '%s' is too long\n", given);
+      return 2;
+    }
     snprintf(library, sizeof library, "%s", given);
   } else {
     char self[PATH_MAX];
@@ -189,11 +207,24 @@ int main(int argc, char **argv) {
       return 2;
     }
     self[n] = 0;
-    snprintf(library, sizeof library, "%s/libHookTrace.so", dirname(self));
+    if ((size_t)snprintf(library, sizeof library, "%s/libHookTrace.so", dirname(self)) >= sizeof library) {
+      fprintf(stderr, "hook-trace: the library path '%s/libHookTrace.so' is too long\n", self);
+      return 2;
+    }
   }
   if (access(library, R_OK) != 0) {
     fprintf(stderr, "hook-trace: cannot read its library '%s': %s (build it: swift build --product HookTrace)\n",
             library, strerror(errno));
+    return 2;
+  }
+  // ld.so splits LD_PRELOAD at spaces and colons, with no escape: such a
+  // path would be dropped ("cannot be preloaded ... ignored") and the
+  // program run untraced.
+  if (strpbrk(library, " :")) {
+    fprintf(stderr,
+            "hook-trace: the library path '%s' has a space or ':', which LD_PRELOAD cannot carry; "
+            "move it or set HOOK_TRACE_LIBRARY to a path without\n",
+            library);
     return 2;
   }
 
@@ -204,10 +235,21 @@ int main(int argc, char **argv) {
   // environment says otherwise.
   if (getenv("SWIFT_BACKTRACE") == NULL && !names_swift_runtime(found)) setenv("SWIFT_BACKTRACE", "enable=no", 1);
 
+  // The library first, then what LD_PRELOAD held (whole, however long).
   const char *preload = getenv("LD_PRELOAD");
-  char value[PATH_MAX * 2];
-  snprintf(value, sizeof value, "%s%s%s", library, preload && *preload ? ":" : "", preload ? preload : "");
-  setenv("LD_PRELOAD", value, 1);
+  if (preload == NULL) preload = "";
+  size_t size = strlen(library) + 1 + strlen(preload) + 1;
+  char *value = malloc(size);
+  if (value == NULL) {
+    fprintf(stderr, "hook-trace: no memory for LD_PRELOAD (%zu bytes)\n", size);
+    return 2;
+  }
+  snprintf(value, size, "%s%s%s", library, *preload ? ":" : "", preload);
+  if (setenv("LD_PRELOAD", value, 1) != 0) {
+    fprintf(stderr, "hook-trace: cannot set LD_PRELOAD: %s\n", strerror(errno));
+    return 2;
+  }
+  free(value);
   setenv("HOOK_TRACE", "1", 1);
   if (*patterns) setenv("HOOK_TRACE_PATTERNS", patterns, 1);
   else unsetenv("HOOK_TRACE_PATTERNS");
@@ -238,6 +280,21 @@ int main(int argc, char **argv) {
     }
   }
   execv(found, argv + i);
+  if (errno == ENOEXEC) {
+    // As execvp: a file the kernel does not run (no '#!' line) is a script
+    // of /bin/sh, run with its path and the arguments.
+    int count = argc - i;   // the program and its arguments
+    char **shell = malloc((size_t)(count + 2) * sizeof *shell);
+    if (shell) {
+      shell[0] = "/bin/sh";
+      shell[1] = found;
+      memcpy(shell + 2, argv + i + 1, (size_t)count * sizeof *shell);   // the arguments and argv's NULL
+      execv(shell[0], shell);
+      int shell_error = errno;
+      free(shell);
+      errno = shell_error;
+    }
+  }
   fprintf(stderr, "hook-trace: cannot run '%s': %s\n", program, strerror(errno));
   return 127;
 }

@@ -55,6 +55,21 @@ func run(_ arguments: [String]) throws -> Run {
                errors: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
 }
 
+/// Runs `arguments` in `folder`, with `environment` added to the test's
+/// (through /bin/sh's `cd` and `env`).
+func run(_ arguments: [String], in folder: String, environment: [String: String] = [:]) throws -> Run {
+    let settings = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+    return try run(["/bin/sh", "-c", #"cd "$0" && exec env "$@""#, folder] + settings + arguments)
+}
+
+/// A new folder of the test's own, removed after `body`.
+func withFolder(_ name: String, _ body: (URL) throws -> Void) throws {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-\(name)-\(getpid())-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: folder) }
+    try body(folder)
+}
+
 /// The summary tables in `text` (`-c`): per process, calls and errors by function.
 func summaries(_ text: String) -> [[String: (calls: Int, errors: Int)]] {
     var tables: [[String: (calls: Int, errors: Int)]] = []
@@ -621,6 +636,87 @@ struct HookTraceTests {
         #expect(unwritable.output.isEmpty, "the program never ran")
         let nothing = try run([launcher, "-c"])
         #expect(nothing.status == 2 && nothing.errors.contains("no program to run"))
+    }
+
+    /// A library whose path has a space or a ':' is refused: ld.so splits
+    /// LD_PRELOAD at both, with no escape. (The program ran untraced, ld.so's
+    /// "cannot be preloaded ... ignored" the only word of it.)
+    @Test func aLibraryPathThatLdPreloadCannotCarryIsRefused() throws {
+        try withFolder("library-path") { folder in
+            for name in ["a b", "a:b"] {
+                let inside = folder.appendingPathComponent(name)
+                try FileManager.default.createDirectory(at: inside, withIntermediateDirectories: true)
+                let library = inside.appendingPathComponent("libHookTrace.so").path
+                try FileManager.default.copyItem(atPath: products.appendingPathComponent("libHookTrace.so").path, toPath: library)
+                let refused = try run(["env", "HOOK_TRACE_LIBRARY=" + library, launcher, "-c", "-e", "strlen", sample, "loop", "1"])
+                #expect(refused.status == 2, "\(refused)")
+                #expect(refused.errors.contains("hook-trace: the library path '\(library)' has a space or ':', which LD_PRELOAD cannot carry"),
+                        "\(refused.errors)")
+                #expect(refused.output.isEmpty, "the program never ran")
+            }
+        }
+    }
+
+    /// A program is found and run as execvp would: an empty PATH entry
+    /// (leading, '::' or trailing) is the current folder, and a file without
+    /// a '#!' line is run by /bin/sh. (An empty entry was searched as "/", a
+    /// trailing one not at all: "No such file or directory"; and a script
+    /// without '#!' ended in "Exec format error".)
+    @Test func aProgramIsFoundAndRunAsExecvpDoes() throws {
+        try withFolder("path") { folder in
+            // (Written by a shell of their own: a descriptor of this process
+            // open on them, inherited by a program another test starts
+            // meanwhile, would make their exec fail with ETXTBSY.)
+            let written = try run(["/bin/sh", "-c", #"""
+                printf '#!/bin/sh\necho "line $*"\n' > with-line && printf 'echo "no line $*"\n' > without-line &&
+                chmod 755 with-line without-line
+                """#], in: folder.path)
+            try #require(written.status == 0, "\(written.errors)")
+            for path in [":/usr/bin:/bin", "/usr/bin::/bin", "/usr/bin:/bin:"] {
+                let found = try run([launcher, "-c", "-e", "strlen", "--", "with-line", "a", "b"], in: folder.path, environment: ["PATH": path])
+                #expect(found.status == 0 && found.output == "line a b\n", "PATH=\(path): \(found)")
+            }
+            for program in ["without-line", "./without-line"] {
+                let script = try run([launcher, "-c", "-e", "strlen", "--", program, "x", "y"], in: folder.path,
+                                     environment: ["PATH": ":/usr/bin:/bin"])
+                #expect(script.status == 0 && script.output == "no line x y\n", "\(program): \(script)")
+            }
+        }
+    }
+
+    /// `-e` with nothing but '+' names no pattern, and no pattern would
+    /// mean every function: refused, as `-e ''` is. (It traced everything.)
+    @Test func aPatternOfSeparatorsOnlyIsRefused() throws {
+        for value in ["+", "++"] {
+            let refused = try run([launcher, "-e", value, sample, "loop", "1"])
+            #expect(refused.status == 2 && refused.errors.contains("hook-trace: an empty pattern (-e '\(value)')"), "\(refused)")
+            #expect(refused.output.isEmpty, "the program never ran")
+        }
+        let beside = try run([launcher, "-e", "strlen", "-e", "+", sample, "loop", "1"])
+        #expect(beside.status == 2 && beside.errors.contains("an empty pattern"), "\(beside)")
+    }
+
+    /// A relative HOOK_TRACE_LIBRARY is made absolute: a child that changes
+    /// its folder before it execs is traced too. (ld.so looked for the
+    /// library in the child's folder: "cannot be preloaded", untraced.)
+    @Test func aRelativeLibraryPathStillReachesAChildInAnotherFolder() throws {
+        let traced = try run([launcher, "-c", "-L", "-e", "strdup+strlen+free", "--", "/bin/sh", "-c", #"cd / && exec "$0" loop 3"#, sample],
+                             in: products.path, environment: ["HOOK_TRACE_LIBRARY": "./libHookTrace.so"])
+        #expect(traced.status == 3 && traced.output == "total 36\n", "\(traced)")
+        #expect(!traced.errors.contains("cannot be preloaded"), "\(traced.errors)")
+        #expect(counts(summaries(traced.errors).last ?? [:]) == ["strdup": 3, "strlen": 3, "free": 3], "\(traced.errors)")
+        let missing = try run([launcher, "-c", "/bin/true"], in: products.path, environment: ["HOOK_TRACE_LIBRARY": "no-such-folder/libHookTrace.so"])
+        #expect(missing.status == 2 && missing.errors.contains("cannot read its library 'no-such-folder/libHookTrace.so'"), "\(missing)")
+    }
+
+    /// A long LD_PRELOAD of the environment is passed on whole, after the
+    /// library. (It was cut at 8,192 bytes, without a word.)
+    @Test func aLongLdPreloadIsPassedOnWhole() throws {
+        let long = (0..<200).map { "/nonexistent/hook-trace-\($0)-" + String(repeating: "a", count: 40) + ".so" }.joined(separator: ":")
+        let traced = try run(["env", "LD_PRELOAD=" + long, launcher, "-o", "/dev/null", "-e", "strlen", "--", "/usr/bin/env"])
+        #expect(traced.status == 0, "\(traced.errors.suffix(500))")
+        let value = traced.output.split(separator: "\n").first { $0.hasPrefix("LD_PRELOAD=") }.map(String.init) ?? ""
+        #expect(value.hasPrefix("LD_PRELOAD=/") && value.hasSuffix("/libHookTrace.so:" + long), "\(value.count) bytes: \(value.suffix(200))")
     }
 
     /// The same calls and counts as ltrace and uftrace report for the same program.
