@@ -68,7 +68,13 @@ public struct ArrayChange<Element> {
 /// an ``Observable``, is stored without calling the subscribers again; or
 /// one made in the hook point's `withoutHooks`) is heard with the next
 /// change, which describes both. A vetoed write, or one an `instead` hook
-/// took over without storing, delivers no change set.
+/// took over without storing, delivers no change set. A write whose array a
+/// `before` hook replaced (sorting it, say) is heard as a replacement
+/// (``ArrayChange/isReplacement``): the edit no longer describes it.
+///
+/// The change being delivered keeps the old elements; it is let go of when
+/// the edit's write returns (a batch's, at the array's next write), and with
+/// it the elements the edit removed.
 ///
 /// Cost: a change keeps the old array beside the new one (subscribers get
 /// both), so an edit copies the elements once, and the change set compares
@@ -122,7 +128,10 @@ public final class ObservableArray<Element>: Subscribable, @unchecked Sendable {
         // Start from what is stored (in a batch, or after edits stored
         // without a call, edits not yet delivered).
         let elements = storage.hookPoint._currentValue
-        if root.inBatch, identities.batchStart == nil { identities.batchStart = .init(stored: identities.stored) }
+        // (Kept as the batch's start only once an edit is made: one that
+        // failed or changed nothing left a start a later batch took for
+        // its own.)
+        let storedBefore = identities.stored
         var base = identities.stored ?? identities.heardIDs
         // Identities that are not those of what is stored (an edit made by
         // a `before` hook of the write that ends a batch, while the array
@@ -132,14 +141,24 @@ public final class ObservableArray<Element>: Subscribable, @unchecked Sendable {
         var editor = ArrayEditor(elements, base.ids ?? identities.fresh(elements.count), identities)
         let result = try body(&editor)
         if editor.edited {
+            if root.inBatch, identities.batchStart == nil { identities.batchStart = .init(stored: storedBefore) }
             // A write of this array under way (this edit is made by one of
             // its `before` hooks): its identities are its own again after.
             let interrupted = identities.proposed
-            identities.proposed = _Identities.Known(ids: editor.ids, replaced: base.ids == nil || base.replaced || editor.replaced)
+            let outerDelivery = identities.delivering
+            identities.proposed = _Identities.Known(ids: editor.ids, replaced: base.ids == nil || base.replaced || editor.replaced,
+                                                    buffer: _Identities<Element>.buffer(of: editor.elements))
             storage._write(editor.elements, root)
-            // Not taken by a call: stored without one (in a batch, by a
-            // hook of this array, in `withoutHooks`).
-            if let stored = identities.proposed { identities.stored = stored }
+            if let stored = identities.proposed {
+                // Not taken by a call: stored without one (in a batch, by a
+                // hook of this array, in `withoutHooks`).
+                identities.stored = stored
+            } else {
+                // Taken, and its change delivered: let go of it, and of the
+                // elements it removed with it (kept until the next write
+                // before).
+                identities.delivering = outerDelivery
+            }
             identities.proposed = interrupted
         }
         return result
@@ -282,6 +301,17 @@ final class _Identities<Element>: @unchecked Sendable {
     struct Known {
         var ids: [UInt64]?
         var replaced: Bool
+        /// The storage of the array `ids` describe, where known: a call
+        /// that stores another array of the same length (a `before` hook
+        /// replaced it, sorting it, say) is all new. (Arrays are compared
+        /// by storage, not elements, which need not be `Equatable`; a copy
+        /// shares its storage.)
+        var buffer: UnsafeRawPointer? = nil
+    }
+
+    /// The storage of `elements` (see `Known.buffer`).
+    static func buffer(of elements: [Element]) -> UnsafeRawPointer? {
+        elements.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
     }
     /// The elements change subscribers heard last (the array made with, or
     /// the last change set's `elements`), and one identity for each.
@@ -343,7 +373,8 @@ final class _Identities<Element>: @unchecked Sendable {
         let known = proposed ?? stored
         stored = nil
         let ids: [UInt64], replaced: Bool
-        if let known, let knownIDs = known.ids, knownIDs.count == value.count {
+        if let known, let knownIDs = known.ids, knownIDs.count == value.count,
+           known.buffer == nil || known.buffer == Self.buffer(of: value) {
             (ids, replaced) = (knownIDs, known.replaced)
         } else {
             (ids, replaced) = (fresh(value.count), true)

@@ -28,6 +28,61 @@ struct ObservableArrayTests {
         for i in change.deletions { #expect(!after.contains(before[i]), "\(context)") }
     }
 
+    @Test func aBeforeHookThatReplacesTheArrayIsDescribed() throws {
+        // It sorts what an append proposes: as long as the edit, but not it.
+        let array = ObservableArray([3, 1, 2])
+        let changes = record(array)
+        let token = array.hookPoint.before { call in
+            try call.setArgument(0, to: try call.argument(0, as: [Int].self).sorted())
+        }
+        defer { token.remove() }
+        array.append(0)
+        #expect(array.value == [0, 1, 2, 3])
+        // Not the append it was (an insertion at 3 of 3, with 3, 1, 2 kept):
+        // a replacement, from what was heard to what is stored.
+        let change = try #require(changes.value.first)
+        #expect(change.isReplacement)
+        #expect(change.oldElements == [3, 1, 2] && change.elements == [0, 1, 2, 3])
+        #expect(change.deletions == [0, 1, 2] && change.insertions == [0, 1, 2, 3] && change.moves.isEmpty)
+        // A hook that lets the edit through leaves its identities.
+        token.remove()
+        let passing = array.hookPoint.before { _ in }
+        defer { passing.remove() }
+        try array.insert(9, at: 1)
+        let insert = try #require(changes.value.last)
+        #expect(!insert.isReplacement && insert.insertions == [1] && insert.deletions.isEmpty)
+    }
+
+    @Test func removedElementsAreLetGoOfOnceTheChangeIsDelivered() throws {
+        final class Row {}
+        let array = ObservableArray([Row(), Row()])
+        var heard = 0
+        array.subscribeChanges { _ in heard += 1 }
+        weak var first = array.value[0]
+        weak var all = array.value[1]
+        _ = try array.remove(at: 0)
+        #expect(heard == 1)
+        #expect(first == nil)
+        array.removeAll()
+        #expect(all == nil)
+    }
+
+    @Test func aBatchWhoseEditFailedLeavesNoStartForTheNextBatch() throws {
+        let array = ObservableArray([1, 2, 3])
+        let changes = record(array)
+        // Nothing edited: an offset out of range.
+        batch { _ = try? array.remove(at: 9) }
+        // Stored without a call, heard with the next change.
+        try array.hookPoint.withoutHooks { try array.move(from: 0, to: 2) }
+        let veto = array.hookPoint.before { call in try call.veto() }
+        batch { array.append(4) }   // vetoed: [2, 3, 1] stays
+        veto.remove()
+        #expect(array.value == [2, 3, 1])
+        array.append(5)
+        let change = try #require(changes.value.last)
+        expect(change, describes: [1, 2, 3], [2, 3, 1, 5], "after a vetoed batch")
+    }
+
     @Test func theSeedsDaysOfTheWeek() throws {
         let days = ObservableArray(["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"])
         let changes = record(days)
