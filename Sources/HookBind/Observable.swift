@@ -221,7 +221,11 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     /// before the batch to the last one written.
     @usableFromInline
     func _writeInBatch(_ newValue: Value) {
-        if _Graph.state.committed.insert(ObjectIdentifier(self)).inserted {
+        if let write = _Graph.state.committed[ObjectIdentifier(self)] {
+            write.deliveredBy = _Change.deliveredSoFar
+        } else {
+            let write = _BatchWrite(_Change.deliveredSoFar)
+            _Graph.state.committed[ObjectIdentifier(self)] = write
             let old = _cell._storedValue
             _Graph.state.commits.append { [self] in
                 _Graph.locked(_group) {
@@ -229,7 +233,13 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
                     _cell._storedValue = old
                     var version: UInt64 = 0
                     _ifRead { version = $0.version }
-                    _store(last)
+                    // The bindings that delivered the last write (a bound
+                    // property written in the batch) do not deliver it back.
+                    if write.deliveredBy.isEmpty {
+                        _store(last)
+                    } else {
+                        _Change.run(deliveredBy: write.deliveredBy) { _store(last) }
+                    }
                     // Whatever the hooks did (vetoed, replaced), computeds that read
                     // the value during the batch must look again: told once, by the
                     // store or here. (Told again after the store, a computed that a

@@ -23,7 +23,10 @@ extension Observable {
     /// that code run by the change makes (a subscriber's) is part of the
     /// change: a binding that delivered it already does not deliver it again.
     /// A write that stores nothing (vetoed, or taken over by an `instead`
-    /// hook that does not run the original) is not delivered.
+    /// hook that does not run the original) is not delivered. In a
+    /// ``batch(_:)`` the property's write reaches the observable at once,
+    /// and the observable's call at the batch's end, when its last write was
+    /// the property's, does not set the property again.
     ///
     /// - Throws: ``BindError`` `.notHookable` if `keyPath` is not a `@Hooked` property.
     @discardableResult

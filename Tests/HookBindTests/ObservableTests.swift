@@ -1163,6 +1163,37 @@ struct ObservablePropertyBindingTests {
         #expect(field.text == "Hopper" && writes == 3 && heard == 2)
     }
 
+    @Test func aPropertyWrittenInABatchIsNotEchoedBackToIt() throws {
+        // The observable's call is made when the batch ends: the binding that
+        // wrote it there delivered it already, and the property is set once.
+        let name = Observable("Ada")
+        let field = TextField(), other = TextField()
+        try name.bind(field, \.text)
+        try name.bind(other, \.text)
+        var writes: [String] = []
+        field.$text.after { _ in writes.append(field.text) }
+        var heard: [String] = []
+        name.subscribe { _, new in heard.append(new) }
+        batch { field.text = "Grace" }
+        #expect(name.value == "Grace" && other.text == "Grace")
+        #expect(writes == ["Grace"])
+        #expect(heard == ["Grace"])
+        // A later write of the observable in the batch reaches the property.
+        batch {
+            field.text = "Hopper"
+            name.value = "Lovelace"
+        }
+        #expect(field.text == "Lovelace" && other.text == "Lovelace")
+        #expect(writes == ["Grace", "Hopper", "Lovelace"])
+        // And one the property makes after the observable's own: not echoed.
+        batch {
+            name.value = "Turing"
+            field.text = "Noether"
+        }
+        #expect(field.text == "Noether" && other.text == "Noether" && name.value == "Noether")
+        #expect(writes == ["Grace", "Hopper", "Lovelace", "Noether"])
+    }
+
     /// Six observables each bound to the same six properties: a write
     /// reaches all twelve, each binding delivering it once (36 sets of the
     /// properties at most, 196,956 when each write went along every path

@@ -78,6 +78,36 @@ struct _Change {
         try begin(id, root: nil, body)
     }
 
+    /// The bindings that delivered the change this thread is delivering
+    /// (none outside one).
+    static var deliveredSoFar: [ObjectIdentifier] {
+        guard let raw = _BindingThread.change else { return [] }
+        let change = raw.assumingMemoryBound(to: _Change.self)
+        return Array(UnsafeBufferPointer(start: change.pointee.ids, count: change.pointee.count))
+    }
+
+    /// Runs `body` as part of a change that `delivered` delivered already
+    /// (a batch's call of an observable at its end, of a write those
+    /// bindings made in the batch: they do not deliver it back). In the
+    /// thread's change if it has one; else in one begun here, holding no lock.
+    static func run(deliveredBy delivered: [ObjectIdentifier], _ body: () -> Void) {
+        if let raw = _BindingThread.change {
+            let change = raw.assumingMemoryBound(to: _Change.self)
+            for id in delivered where !change.pointee.contains(id) { change.pointee.insert(id) }
+            return body()
+        }
+        withUnsafeTemporaryAllocation(of: ObjectIdentifier.self, capacity: inlineCapacity) { buffer in
+            var change = _Change(buffer)
+            defer { if change.onHeap { change.ids.deallocate() } }
+            for id in delivered { change.insert(id) }
+            withUnsafeMutablePointer(to: &change) { pointer in
+                _BindingThread.change = UnsafeMutableRawPointer(pointer)
+                defer { _BindingThread.change = nil }
+                body()
+            }
+        }
+    }
+
     /// A change begun by `id` (the thread has none), on this stack, named by
     /// the thread state while `body(true)` runs; `root`: the group lock its
     /// beginning holds, if any.
