@@ -79,14 +79,20 @@ public final class SwiftTrace: @unchecked Sendable {
             do throws(HookError) {
                 let point = try _SwiftRawPoint.install(function)
                 let token = point.instead { call in
-                    let depth = hk_swift_trace_depth(1)
+                    // The calls `_handle` counts, this one among them: one
+                    // a call, however many traces hear it (counted here, a
+                    // second trace's hook, inside the first's, said 1).
+                    let depth = hk_swift_trace_depth(0) &- 1
                     let start = Self.now()
                     var threw = false
                     do { try call.invokeOriginal() } catch { threw = true }
                     let elapsed = Self.now() &- start
-                    _ = hk_swift_trace_depth(-1)
-                    threw = threw || point.threwInCall
-                    report(Call(name: name, nanoseconds: elapsed, depth: Int(depth), threw: threw))
+                    // The original's, kept for a trace whose hook this one
+                    // runs inside: a report that calls a traced function
+                    // (unhooked) sets the thread's flag again.
+                    let flag = hk_swift_trace_threw(-1)
+                    report(Call(name: name, nanoseconds: elapsed, depth: Int(depth), threw: threw || flag != 0))
+                    _ = hk_swift_trace_threw(flag)
                 }
                 // Installed again, now that the hook is there: another
                 // trace's `stop()` may have found the point without hooks
@@ -120,7 +126,9 @@ public final class SwiftTrace: @unchecked Sendable {
     /// trace (or hook) follows gets its first bytes back. Idempotent; also
     /// done when the trace deinitializes. Traces of the same functions may
     /// start and stop on any threads: each hears every call made while it
-    /// runs.
+    /// runs. Each reports a call once, at the same depth and with the same
+    /// `threw`; the duration the first reports includes the reports of the
+    /// traces added after it (their hooks run inside its call).
     public func stop() {
         let tokens = self.tokens.withLock { tokens in
             defer { tokens = [] }
@@ -149,8 +157,6 @@ public final class SwiftTrace: @unchecked Sendable {
 /// bytes of stack arguments go to the function untouched, and its result
 /// registers back.
 final class _SwiftRawPoint: SwiftEntryPoint, @unchecked Sendable {
-    /// Whether the function left an error in r12 in this thread's current call.
-    var threwInCall: Bool { hk_swift_trace_threw(-1) != 0 }
 
     static func install(_ function: _SwiftFunction) throws(HookError) -> _SwiftRawPoint {
         let point = try _EntryRegistry.shared.installSwift(
@@ -165,6 +171,9 @@ final class _SwiftRawPoint: SwiftEntryPoint, @unchecked Sendable {
     }
 
     override func _handle(_ frame: UnsafeMutablePointer<hk_swift_frame>) {
+        // The traced calls this thread is inside (`SwiftTrace.Call.depth`).
+        _ = hk_swift_trace_depth(1)
+        defer { _ = hk_swift_trace_depth(-1) }
         let original = relocated
         let call: () -> Void = {
             var registers = frame.pointee

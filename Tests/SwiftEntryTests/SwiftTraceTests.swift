@@ -39,6 +39,31 @@ extension SwiftEntrySuites {
         #expect(calls.withLock { $0.map(\.threw) } == [true, false])
     }
 
+    /// Two traces of one function: each reports the call once, at its own
+    /// depth (0: the call is one, however many traces hear it), and whether
+    /// it threw, though the inner trace's report calls a traced function
+    /// (run unhooked) that does not throw.
+    @Test func twoTracesOfOneFunctionEachHearTheCallAsItWas() throws {
+        let me = pthread_self()
+        let outer = Mutex<[SwiftTrace.Call]>([]), inner = Mutex<[SwiftTrace.Call]>([])
+        let first = try SwiftTrace("SwiftEntrySample.parseNumber(_:)") { call in
+            if pthread_equal(pthread_self(), me) != 0 { outer.withLock { $0.append(call) } }
+        }
+        defer { first.stop() }
+        let second = try SwiftTrace("SwiftEntrySample.parse*") { call in
+            guard pthread_equal(pthread_self(), me) != 0 else { return }
+            inner.withLock { $0.append(call) }
+            _ = try? parseNumber("1")
+        }
+        defer { second.stop() }
+        #expect(throws: SampleError.empty) { try parseNumber("") }
+        #expect(try parseNumber("12") == 12)
+        #expect(outer.withLock { $0.map(\.threw) } == [true, false])
+        #expect(inner.withLock { $0.map(\.threw) } == [true, false])
+        #expect(outer.withLock { $0.map(\.depth) } == [0, 0])
+        #expect(inner.withLock { $0.map(\.depth) } == [0, 0])
+    }
+
     /// Two threads each start a trace of the same function, call it and
     /// stop the trace, over and over: each trace hears each of its
     /// thread's calls while it runs, whatever the other's stop does (a
