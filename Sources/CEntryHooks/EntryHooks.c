@@ -160,12 +160,16 @@ static int versioned_lookup(const char *name, hk_entry_definition *out, int max)
   if (!address) return 0;
   Dl_info info;
   const Elf64_Sym *sym = NULL;
-  if (!dladdr1(address, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym) return 0;
+  if (!dladdr1(address, &info, (void **)&sym, RTLD_DL_SYMENT)) return 0;
   if (max > 0) {
     memset(&out[0], 0, sizeof out[0]);
     out[0].address = address;
-    out[0].size = sym->st_size;
-    out[0].type = ELF64_ST_TYPE(sym->st_info);
+    // dlvsym resolves an IFUNC: its implementation may have no symbol of
+    // its own (libc keeps no .symtab), or the nearest one below it is
+    // another's. A function of unknown size, then.
+    const int exact = sym && (uintptr_t)info.dli_fbase + sym->st_value == (uintptr_t)address;
+    out[0].size = exact ? sym->st_size : 0;
+    out[0].type = exact ? ELF64_ST_TYPE(sym->st_info) : STT_FUNC;
     snprintf(out[0].object, sizeof out[0].object, "%s", info.dli_fname ? info.dli_fname : "");
   }
   return 1;
@@ -818,23 +822,28 @@ int hk_entry_plan_make(const void *function, uint64_t size, const void *stub_add
 static pthread_mutex_t page_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void *hk_entry_page_reserve(const void *near, char *why, size_t why_size) {
-  FILE *maps = fopen("/proc/self/maps", "re");
-  if (!maps) { say(why, why_size, "/proc/self/maps could not be read"); return NULL; }
   // Static, not on the caller's stack (64 KB): callers are serialized by
   // EntryHook's registry lock, and the patch lock besides.
   static uintptr_t starts[4096], ends[4096];
   pthread_mutex_lock(&page_lock);
-  int n = 0;
-  char line[512];
-  while (n < 4096 && fgets(line, sizeof line, maps)) {
-    unsigned long s, e;
-    if (sscanf(line, "%lx-%lx", &s, &e) == 2) { starts[n] = s; ends[n] = e; n++; }
-  }
-  fclose(maps);
   void *found = NULL;
   const uintptr_t target = (uintptr_t)near & ~(uintptr_t)(PAGE - 1);
   const uintptr_t reach = 0x7FF00000;  // a little under 2 GB: the jump and the stub's operands both fit
-  for (int attempt = 0; attempt < 64; attempt++) {
+  int readable = 1;
+  for (int attempt = 0; attempt < 64 && !found; attempt++) {
+    // The mappings as they are now: read again after a gap was taken
+    // meanwhile (another thread's mmap: a thread's stack of 8 MB, which
+    // marking the one page tried as taken crossed a page an attempt, and
+    // 64 attempts gave up: "no free page within 2 GB").
+    FILE *maps = fopen("/proc/self/maps", "re");
+    if (!maps) { readable = 0; break; }
+    int n = 0;
+    char line[512];
+    while (n < 4096 && fgets(line, sizeof line, maps)) {
+      unsigned long s, e;
+      if (sscanf(line, "%lx-%lx", &s, &e) == 2) { starts[n] = s; ends[n] = e; n++; }
+    }
+    fclose(maps);
     uintptr_t best = 0, best_distance = UINTPTR_MAX;
     // The gaps between mappings (and before the first), nearest first.
     uintptr_t previous_end = 0x10000;
@@ -848,18 +857,12 @@ void *hk_entry_page_reserve(const void *near, char *why, size_t why_size) {
     }
     if (!best || best_distance > reach) break;
     void *page = mmap((void *)best, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    if (page == (void *)best) { found = page; break; }
-    if (page != MAP_FAILED) munmap(page, PAGE);
-    // Taken meanwhile: mark it and look again.
-    if (n < 4096) { starts[n] = best; ends[n] = best + PAGE; n++; }
-    for (int i = n - 1; i > 0 && starts[i] < starts[i - 1]; i--) {
-      uintptr_t s = starts[i], e = ends[i];
-      starts[i] = starts[i - 1]; ends[i] = ends[i - 1];
-      starts[i - 1] = s; ends[i - 1] = e;
-    }
+    if (page == (void *)best) found = page;
+    else if (page != MAP_FAILED) munmap(page, PAGE);
   }
   pthread_mutex_unlock(&page_lock);
-  if (!found) say(why, why_size, "no free page within 2 GB of %p for the trampoline", near);
+  if (!readable) say(why, why_size, "/proc/self/maps could not be read");
+  else if (!found) say(why, why_size, "no free page within 2 GB of %p for the trampoline", near);
   return found;
 }
 
@@ -921,6 +924,28 @@ static _Thread_local int refuse_write;
 // Tests: the calling thread's next patch takes at most this many other
 // threads (0: MAX_ACKS).
 static _Thread_local int thread_limit;
+// Tests: a thread whose signal mask only the patches of the thread that
+// named it look at (a test's thread that blocks SIGTRAP would otherwise make
+// every patch of the tests running beside it refuse; see
+// hk_entry_test_private_thread).
+static _Atomic pid_t test_private_thread;
+static _Thread_local int sees_private_thread;
+
+// The handlers make their system calls themselves, not through libc:
+// getpid, syscall, sigaction and raise are functions like any other, and an
+// entry hook may have patched one (its hooks, Swift code, would then run
+// inside a signal handler, or a patch in progress send the handler through
+// its int3 and stub). Up to four arguments; the kernel's result (-errno on
+// failure; errno is left alone).
+static inline long raw_syscall(long number, long a, long b, long c, long d) {
+  register long r10 __asm__("r10") = d;
+  long result;
+  __asm__ volatile("syscall"
+                   : "=a"(result)
+                   : "0"(number), "D"(a), "S"(b), "d"(c), "r"(r10)
+                   : "rcx", "r11", "memory");
+  return result;
+}
 
 // SIGTRAP: an int3 on a patch's first byte (the instruction pointer is just
 // past it) sends the thread on to the stub; any other goes to whoever
@@ -935,12 +960,18 @@ static void chain(int signal, siginfo_t *info, void *context, const struct sigac
     previous->sa_handler(signal);
     return;
   }
-  // The default action, as without this handler (SIGPROF's and SIGTRAP's both end the process).
-  struct sigaction fallback;
-  memset(&fallback, 0, sizeof fallback);
-  fallback.sa_handler = SIG_DFL;
-  sigaction(signal, &fallback, NULL);
-  raise(signal);
+  // The default action, as without this handler (SIGPROF's and SIGTRAP's
+  // both end the process): the kernel's rt_sigaction (its struct: handler,
+  // flags, restorer, mask; no restorer needed for SIG_DFL), then the signal
+  // to this thread, delivered when the handler returns (it is blocked
+  // while the handler runs, as raise's was).
+  struct { void *handler; unsigned long flags; void *restorer; uint64_t mask; } fallback;
+  fallback.handler = (void *)SIG_DFL;
+  fallback.flags = 0;
+  fallback.restorer = NULL;
+  fallback.mask = 0;
+  raw_syscall(SYS_rt_sigaction, signal, (long)&fallback, 0, sizeof fallback.mask);
+  raw_syscall(SYS_tgkill, raw_syscall(SYS_getpid, 0, 0, 0, 0), raw_syscall(SYS_gettid, 0, 0, 0, 0), signal, 0);
 }
 
 static void trap_handler(int signal, siginfo_t *info, void *context) {
@@ -964,7 +995,7 @@ static void trap_handler(int signal, siginfo_t *info, void *context) {
 // Dispatch's worker threads (Swift concurrency's) leave it unblocked. Any
 // other SIGPROF (a profiler's timer) goes to whoever handled it before.
 static void fixup_handler(int signal, siginfo_t *info, void *context) {
-  if (info->si_code != SI_TKILL || info->si_pid != getpid()) {
+  if (info->si_code != SI_TKILL || info->si_pid != (pid_t)raw_syscall(SYS_getpid, 0, 0, 0, 0)) {
     chain(signal, info, context, &previous_profile);
     return;
   }
@@ -984,7 +1015,10 @@ static void fixup_handler(int signal, siginfo_t *info, void *context) {
     }
   }
   int slot = atomic_fetch_add(&ack_count, 1);
-  if (slot < MAX_ACKS) atomic_store(&acks[slot], ((uint64_t)request->generation << 32) | (uint32_t)syscall(SYS_gettid));
+  if (slot < MAX_ACKS) {
+    const uint32_t tid = (uint32_t)raw_syscall(SYS_gettid, 0, 0, 0, 0);
+    atomic_store(&acks[slot], ((uint64_t)request->generation << 32) | tid);
+  }
   atomic_fetch_sub(&handlers_reading, 1);
 }
 
@@ -1035,49 +1069,117 @@ static int thread_exists(pid_t tid) {
   return access(path, F_OK) == 0;
 }
 
-// For a thread that blocks SIGPROF: 1 if it is in a system call whose return
-// address is outside [start, end) (it cannot be stopped between two
-// displaced instructions), 0 if that is not known (it runs).
+// 1 if thread `tid` is off its core at a known place outside [start, end)
+// (in a system call, or stopped), or gone; 0 if that is not known: it runs
+// ("running": on a core, or ready to be), or /proc does not say. Called
+// once the int3 is on the first byte: from anywhere outside the displaced
+// bytes a thread can come back into them only through that byte (no branch
+// lands inside them, checked when planning; a displaced call is the last
+// displaced instruction, so its return address is past them), so such a
+// thread need not be interrupted.
 static int thread_is_elsewhere(pid_t tid, uintptr_t start, uintptr_t end) {
   char path[64], line[256];
   snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
   FILE *file = fopen(path, "re");
   if (!file) return !thread_exists(tid);
   int known = 0;
-  if (fgets(line, sizeof line, file) && line[0] >= '0' && line[0] <= '9') {
-    // "nr arg1 ... arg6 sp pc"
+  // "nr arg1 ... arg6 sp pc" in a system call, "-1 sp pc" off its core
+  // outside one (a fault, a stop), "running" otherwise.
+  if (fgets(line, sizeof line, file) && ((line[0] >= '0' && line[0] <= '9') || line[0] == '-')) {
+    const long number = strtol(line, NULL, 10);
     char *last = strrchr(line, ' ');
     if (last) {
-      uintptr_t pc = (uintptr_t)strtoull(last + 1, NULL, 16);
-      known = pc < start || pc >= end;
+      const uintptr_t pc = (uintptr_t)strtoull(last + 1, NULL, 16);
+      // In a system call, pc is past the 2-byte `syscall`; a restarted call
+      // (SA_RESTART, or a stop and continue) runs that instruction again,
+      // at pc - 2: it must be outside too.
+      const uintptr_t reach = number >= 0 ? 2 : 0;
+      known = pc < start || pc >= end + reach;
     }
   }
   fclose(file);
   return known;
 }
 
-static int blocks_profile_signal(pid_t tid) {
+// Thread `tid`'s blocked signals (/proc's SigBlk: bit n - 1 for signal n),
+// or 0 if it is gone.
+static uint64_t blocked_signals(pid_t tid) {
   char path[64], line[256];
   snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
   FILE *file = fopen(path, "re");
   if (!file) return 0;
-  int blocked = 0;
+  uint64_t mask = 0;
   while (fgets(line, sizeof line, file)) {
     if (strncmp(line, "SigBlk:", 7) == 0) {
-      unsigned long long mask = strtoull(line + 7, NULL, 16);
-      blocked = (mask >> (SIGPROF - 1)) & 1;
+      mask = (uint64_t)strtoull(line + 7, NULL, 16);
       break;
     }
   }
   fclose(file);
-  return blocked;
+  return mask;
 }
 
-// Interrupts every other thread once (SIGPROF); a thread stopped between two
-// displaced instructions resumes at the copy of the next one in the stub.
-// A thread that does not answer gets the signal again every 2 ms (two
-// SIGPROFs pending merge into one); one that blocks SIGPROF must be in a
-// system call elsewhere. 0 when every thread answered, exited or is elsewhere.
+// A thread inside a signal handler blocks SIGTRAP for a moment (the trap
+// handler itself, just after another patch's int3 sent the thread on; a
+// handler whose sa_mask is full): one that still does after 1 s is taken to
+// block it for good. (A test's private thread, named meanwhile, does not.)
+static int blocks_trap_signal(pid_t tid) {
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  while ((blocked_signals(tid) >> (SIGTRAP - 1)) & 1) {
+    if (tid == atomic_load(&test_private_thread) && !sees_private_thread) return 0;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 >= 1000) return 1;
+    struct timespec pause = {0, 200000};
+    nanosleep(&pause, NULL);
+  }
+  return 0;
+}
+
+// A thread that blocks SIGTRAP and meets the int3 ends the process: the
+// kernel does not leave a trap blocked, it unblocks it and restores the
+// default action (status 133), whatever handler is installed. So, before
+// an int3 is written (installing, restoring, uninstalling), no thread of the
+// process may block SIGTRAP, the calling one included (it calls libc while
+// the int3 is there, and the patched function may be one of those). 0, or
+// -1 naming the first such thread (a thread that blocks it later, while the
+// patch is written, is not seen).
+static int refuse_trap_blockers(const void *at, char *why, size_t why_size) {
+  DIR *tasks = opendir("/proc/self/task");
+  if (!tasks) {
+    say(why, why_size, "/proc/self/task could not be read: which threads block SIGTRAP (and would end the process at the int3 on the first byte) is not known; nothing was written");
+    return -1;
+  }
+  struct dirent *entry;
+  while ((entry = readdir(tasks))) {
+    pid_t tid = (pid_t)atoi(entry->d_name);
+    if (tid <= 0 || !blocks_trap_signal(tid)) continue;
+    char path[64], name[32] = "?";
+    snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
+    FILE *file = fopen(path, "re");
+    if (file) {
+      if (fgets(name, sizeof name, file)) name[strcspn(name, "\n")] = 0;
+      fclose(file);
+    }
+    closedir(tasks);
+    say(why, why_size, "thread %d (\"%s\") blocks SIGTRAP: had it reached the int3 the patch puts on the first byte at %p, the kernel would have ended the process; nothing was written",
+        (int)tid, name, at);
+    return -1;
+  }
+  closedir(tasks);
+  return 0;
+}
+
+// Interrupts every other thread that may be inside the displaced bytes once
+// (SIGPROF); a thread stopped between two displaced instructions resumes at
+// the copy of the next one in the stub. One that /proc shows elsewhere
+// (thread_is_elsewhere: asleep in a system call, say) is left alone: a
+// signal with a handler ends nanosleep, poll, epoll_wait, select early
+// (EINTR, or the time left), SA_RESTART or not, and every install would cut
+// short the sleeps and waits of unrelated threads. A thread that does not
+// answer gets the signal again every 2 ms (two SIGPROFs pending merge into
+// one), until it answers, exits or is seen elsewhere (one that blocks
+// SIGPROF can only be seen elsewhere). 0 when every thread did.
 static int fixup_round(const hk_entry_plan *plan, uintptr_t stub, char *why, size_t why_size) {
   fixup_request request = {
     (uintptr_t)plan->function + plan->patch_offset, plan->patch_length, plan->count,
@@ -1098,19 +1200,22 @@ static int fixup_round(const hk_entry_plan *plan, uintptr_t stub, char *why, siz
   // Every other thread, or a refusal: one left out could be stopped between
   // two displaced instructions and resume inside the jump. (Past MAX_ACKS
   // the list stopped, and the patch went on.)
+  // Every other thread counts toward the limit, those left alone too (the
+  // count the limit has always meant).
   const int most = thread_limit ? thread_limit : MAX_ACKS;
+  int listed = 0;
   struct dirent *entry;
   while ((entry = readdir(tasks))) {
     pid_t tid = (pid_t)atoi(entry->d_name);
     if (tid <= 0 || tid == self) continue;
-    if (pending_count == most) {
+    if (listed++ == most) {
       closedir(tasks);
       end_fixup_round();
       thread_limit = 0;
       say(why, why_size, "the process has more than %d other threads, more than the patch can move off the displaced instructions; nothing was patched", most);
       return -1;
     }
-    pending[pending_count++] = tid;
+    if (!thread_is_elsewhere(tid, request.start, end)) pending[pending_count++] = tid;
   }
   closedir(tasks);
   thread_limit = 0;
@@ -1126,7 +1231,8 @@ static int fixup_round(const hk_entry_plan *plan, uintptr_t stub, char *why, siz
       int done = 0;
       const uint64_t answer = ((uint64_t)request.generation << 32) | (uint32_t)tid;
       for (int a = 0; a < acked && a < MAX_ACKS && !done; a++) done = atomic_load(&acks[a]) == answer;
-      if (!done) done = !thread_exists(tid) || (blocks_profile_signal(tid) && thread_is_elsewhere(tid, request.start, end));
+      // Once elsewhere, always safe (see thread_is_elsewhere); gone too.
+      if (!done) done = thread_is_elsewhere(tid, request.start, end);
       if (done) pending[i] = pending[--pending_count]; else i++;
     }
     if (pending_count == 0) break;
@@ -1192,6 +1298,11 @@ int hk_entry_patch(const hk_entry_plan *plan, const void *stub, const void *thun
     pthread_mutex_unlock(&patch_lock);
     return 0;
   }
+  // Every write below begins with the int3 (restoring as well).
+  if (refuse_trap_blockers(at, why, why_size) != 0) {
+    pthread_mutex_unlock(&patch_lock);
+    return -1;
+  }
   if (install_handler(why, why_size) != 0) {
     pthread_mutex_unlock(&patch_lock);
     return -1;
@@ -1249,6 +1360,10 @@ int hk_entry_is_patched(const hk_entry_plan *plan, const void *thunk) {
 
 void hk_entry_test_refuse_write(int refuse) { refuse_write = refuse; }
 void hk_entry_test_thread_limit(int limit) { thread_limit = limit; }
+void hk_entry_test_private_thread(int tid) {
+  sees_private_thread = tid != 0;
+  atomic_store(&test_private_thread, (pid_t)tid);
+}
 
 #else  // not x86-64 Linux
 #include <stdio.h>
@@ -1282,5 +1397,6 @@ int hk_entry_is_patched(const hk_entry_plan *plan, const void *thunk) { (void)pl
 int hk_entry_unavailable_under_sanitizer(void) { return 0; }
 void hk_entry_test_refuse_write(int refuse) { (void)refuse; }
 void hk_entry_test_thread_limit(int limit) { (void)limit; }
+void hk_entry_test_private_thread(int tid) { (void)tid; }
 
 #endif

@@ -27,9 +27,10 @@ import Synchronization
 /// By symbol in every loaded object: each object's dynamic symbol table and,
 /// read from its file, its full symbol table, so the program's own functions
 /// and a library's `static` ones are found where the file keeps its symbols.
-/// A versioned name (`memcpy@GLIBC_2.14`) is looked up with `dlvsym`. A
-/// symbol that several objects define is an error listing them: name one
-/// with `in:`. Or by address (``init(address:signature:name:)``).
+/// A versioned name (`fmemopen@GLIBC_2.22`) is looked up with `dlvsym`; a
+/// plain name with several versions is its default version, as calls bind
+/// it. A symbol that several objects define is an error listing them: name
+/// one with `in:`. Or by address (``init(address:signature:name:)``).
 ///
 /// ## Safe while other threads run the function
 /// The patch follows the kernel's `text_poke_bp`: an `int3` on the first
@@ -161,7 +162,7 @@ extension _EntryHookMaking where Self == EntryHook {
     ///
     /// - Parameters:
     ///   - symbol: As the symbol tables spell it (`"sqlite3_step"`, `"deflate"`,
-    ///     a `static` function's name), or versioned (`"memcpy@GLIBC_2.14"`).
+    ///     a `static` function's name), or versioned (`"fmemopen@GLIBC_2.22"`).
     ///   - signature: Its C signature. Variadic functions are refused.
     ///   - object: The defining object, by path or file name (`"libz.so.1"`),
     ///     when several define the symbol.
@@ -293,20 +294,43 @@ final class _EntryRegistry: @unchecked Sendable {
         }
         // Within one object: a function (an IFUNC resolves to the implementation this CPU gets).
         let functions = candidates.filter { $0.type == 2 || $0.type == 10 }
-        guard let chosen = functions.first else {
+        guard var chosen = functions.first else {
             throw HookError(.symbolNotFound, point: symbol, "'\(symbol)' is \(Self.describe(candidates[0].type)), not a function")
         }
+        // What a call by this name from another object binds to: the
+        // object's own `dlsym` (not the process's first definition, which
+        // an interposer, a preloaded library or a sanitizer's interceptor,
+        // may be), an IFUNC's implementation for this CPU.
+        let bound: UnsafeMutableRawPointer? = {
+            let file = path(chosen)
+            guard let handle = dlopen(file.isEmpty ? nil : file, RTLD_LAZY | RTLD_NOLOAD) else {
+                return dlsym(UnsafeMutableRawPointer(bitPattern: 0), symbol)
+            }
+            defer { dlclose(handle) }
+            return dlsym(handle, symbol)
+        }()
+        if Set(functions.map { UInt(bitPattern: $0.address) }).count > 1 {
+            // Versions of one name (`memcpy@GLIBC_2.2.5` and
+            // `memcpy@@GLIBC_2.14`, `realpath@GLIBC_2.2.5` and
+            // `realpath@@GLIBC_2.3`): the default one, which `dlsym` gives
+            // and unversioned references bind to; else local functions of
+            // several files, which no name tells apart.
+            if let bound, let exact = functions.first(where: { $0.address == UnsafeRawPointer(bound) }) {
+                return (exact.address, exact.size, path(exact))
+            } else if bound != nil, let resolver = functions.first(where: { $0.type == 10 }) {
+                chosen = resolver
+            } else {
+                throw HookError(.ambiguousSymbol, point: symbol, "'\(symbol)' names \(functions.count) functions in \(path(chosen)) (local ones of several files; or versions: name one, as '\(symbol)@VERSION')")
+            }
+        }
         if chosen.type == 10 {
-            guard let implementation = dlsym(UnsafeMutableRawPointer(bitPattern: 0), symbol) else {
+            guard let implementation = bound else {
                 throw HookError(.cannotPatch, point: symbol, "'\(symbol)' is an IFUNC whose implementation dlsym does not give")
             }
             var info = hk_entry_definition()
             var name = [CChar](repeating: 0, count: 256)
             let size = hk_entry_find_address(implementation, &name, name.count, &info) != 0 && info.address == UnsafeRawPointer(implementation) ? info.size : 0
             return (UnsafeRawPointer(implementation), size, path(chosen))
-        }
-        guard functions.count == 1 || Set(functions.map { UInt(bitPattern: $0.address) }).count == 1 else {
-            throw HookError(.ambiguousSymbol, point: symbol, "'\(symbol)' names \(functions.count) functions in \(path(chosen)) (local ones of several files)")
         }
         return (chosen.address, chosen.size, path(chosen))
     }

@@ -442,3 +442,119 @@ int hk_thread_log_take(int64_t *out) {
   hk_thread_log_count = 0;
   return all;
 }
+
+// MARK: patch round
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+
+// The entry hooks' test knob (CEntryHooks.h), linked into every test
+// bundle through Hook; declared here, where CEntryHooks' header is not on
+// the include path.
+void hk_entry_test_private_thread(int tid);
+
+// What the patch-round tests hook: x * 5 + 2, longer than the jump.
+__attribute__((noinline)) int64_t patch_round_target(int64_t x) {
+  volatile int64_t y = x * 5;
+  return y + 2;
+}
+
+// What the blocking thread calls, never hooked: the thread blocks SIGTRAP,
+// and the int3 of a patch of a function it calls would end the process.
+__attribute__((noinline)) static int64_t patch_round_blocker_work(int64_t x) {
+  volatile int64_t y = x * 7;
+  return y - 1;
+}
+
+static pthread_t patch_round_blocker;
+static char patch_round_blocker_name[16];  // a thread's name: 15 bytes at most
+static _Atomic int patch_round_blocker_stop_now, patch_round_blocker_tid, patch_round_blocker_go;
+static _Atomic int64_t patch_round_blocker_turns;
+
+static void *patch_round_blocker_main(void *unused) {
+  (void)unused;
+  pthread_setname_np(pthread_self(), patch_round_blocker_name);
+  atomic_store(&patch_round_blocker_tid, (int)syscall(SYS_gettid));
+  // Blocked only once it is private to the test's thread.
+  while (!atomic_load(&patch_round_blocker_go)) sched_yield();
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  while (!atomic_load(&patch_round_blocker_stop_now)) {
+    patch_round_blocker_work(atomic_fetch_add(&patch_round_blocker_turns, 1));
+    // Mostly asleep: the other tests' patches, which do not look at its
+    // mask (patch_round_private_thread), leave a thread asleep elsewhere
+    // alone, and this one, blocking SIGPROF, would never answer theirs.
+    struct timespec pause = {0, 1000000};
+    nanosleep(&pause, NULL);
+  }
+  // Unblocked before it ends: the thread's exit runs libc (free), which
+  // another test may be patching.
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return NULL;
+}
+
+int patch_round_blocker_start(const char *name) {
+  atomic_store(&patch_round_blocker_stop_now, 0);
+  atomic_store(&patch_round_blocker_tid, 0);
+  atomic_store(&patch_round_blocker_turns, 0);
+  atomic_store(&patch_round_blocker_go, 0);
+  snprintf(patch_round_blocker_name, sizeof patch_round_blocker_name, "%s", name);
+  if (pthread_create(&patch_round_blocker, NULL, patch_round_blocker_main, NULL) != 0) return -1;
+  while (atomic_load(&patch_round_blocker_tid) == 0) sched_yield();
+  const int tid = atomic_load(&patch_round_blocker_tid);
+  hk_entry_test_private_thread(tid);
+  atomic_store(&patch_round_blocker_go, 1);
+  while (atomic_load(&patch_round_blocker_turns) == 0) sched_yield();
+  return tid;
+}
+
+int64_t patch_round_blocker_stop(void) {
+  atomic_store(&patch_round_blocker_stop_now, 1);
+  pthread_join(patch_round_blocker, NULL);
+  hk_entry_test_private_thread(0);
+  return atomic_load(&patch_round_blocker_turns);
+}
+
+static pthread_t patch_round_sleeper;
+static _Atomic int patch_round_sleeper_started;
+static int64_t patch_round_sleep_ms, patch_round_sleep_left_ns;
+static int patch_round_sleep_result;
+
+static void *patch_round_sleeper_main(void *unused) {
+  (void)unused;
+  // Only the patch's SIGPROF may reach it (and the signals an instruction
+  // raises): a signal of another test (a child's SIGCHLD) would cut the
+  // sleep short too.
+  sigset_t others;
+  sigfillset(&others);
+  sigdelset(&others, SIGPROF);
+  sigdelset(&others, SIGTRAP);
+  sigdelset(&others, SIGSEGV);
+  sigdelset(&others, SIGBUS);
+  sigdelset(&others, SIGILL);
+  sigdelset(&others, SIGFPE);
+  pthread_sigmask(SIG_SETMASK, &others, NULL);
+  struct timespec pause = {patch_round_sleep_ms / 1000, (patch_round_sleep_ms % 1000) * 1000000}, left = {0, 0};
+  atomic_store(&patch_round_sleeper_started, 1);
+  patch_round_sleep_result = nanosleep(&pause, &left) == 0 ? 0 : errno;
+  patch_round_sleep_left_ns = (int64_t)left.tv_sec * 1000000000 + left.tv_nsec;
+  return NULL;
+}
+
+int patch_round_sleeper_start(int64_t milliseconds) {
+  patch_round_sleep_ms = milliseconds;
+  patch_round_sleep_result = -1;
+  patch_round_sleep_left_ns = 0;
+  atomic_store(&patch_round_sleeper_started, 0);
+  if (pthread_create(&patch_round_sleeper, NULL, patch_round_sleeper_main, NULL) != 0) return -1;
+  while (!atomic_load(&patch_round_sleeper_started)) sched_yield();
+  return 0;
+}
+
+int patch_round_sleeper_join(int64_t *left_ns) {
+  pthread_join(patch_round_sleeper, NULL);
+  if (left_ns) *left_ns = patch_round_sleep_left_ns;
+  return patch_round_sleep_result;
+}

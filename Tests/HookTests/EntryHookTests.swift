@@ -64,6 +64,35 @@ struct EntryHookTests {
     /// calls its own exported functions through its PLT, so an `ImportHook`
     /// scoped to it sees these steps too; where a library calls itself
     /// directly it sees none: next test.)
+    /// A name with versions (fmemopen@GLIBC_2.2.5 and fmemopen@@GLIBC_2.22
+    /// are two functions): the default, as a call binds it; a version named
+    /// explicitly, an IFUNC's (memcpy@GLIBC_2.14) included.
+    @Test func aNameWithVersionsIsTheDefaultVersion() throws {
+        let signature = Signature(returning: .pointer, arguments: [.pointer, .uint64, .pointer])
+        let hook = try EntryHook(symbol: "fmemopen", signature: signature, in: "libc.so.6")
+        defer { try? hook.restore() }
+        // The one a call binds to: what libc's own dlsym gives.
+        let libc = try #require(dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD))
+        defer { dlclose(libc) }
+        #expect(hook.address == UnsafeRawPointer(dlsym(libc, "fmemopen")))
+        let me = threadID()
+        let calls = Shared(0)
+        let token = hook.before { _ in if threadID() == me { calls.mutate { $0 += 1 } } }
+        defer { token.remove() }
+        var buffer = [CChar](repeating: 0, count: 16)
+        let file = try #require(buffer.withUnsafeMutableBytes { fmemopen($0.baseAddress, 16, "w") })
+        fclose(file)
+        #expect(calls.value == 1)
+        // Named by version: found (an IFUNC's implementation, with no symbol
+        // of its own); memcpy is then refused for mempcpy's jump into it,
+        // not as a name no object defines.
+        expectEntryError(.cannotPatch, point: "memcpy@GLIBC_2.14", containing: "branches to +") {
+            _ = try EntryHook(symbol: "memcpy@GLIBC_2.14", signature: signature)
+        }
+        let versioned = try EntryHook(symbol: "fmemopen@GLIBC_2.22", signature: signature)
+        #expect(versioned === hook)
+    }
+
     @Test func aLoopInsideTheDisplacedBytesStaysInTheStub() throws {
         // decq; jnz back to the first instruction: both displaced. The
         // relocated jnz goes to the copy of decq in the stub: one call of the

@@ -193,12 +193,15 @@ const void *hk_entry_page_thunk(const void *page);
 // kernel's text_poke_bp: an int3 on the first byte, a core-serializing
 // membarrier, the other bytes, another, the first byte, another. A thread
 // that reaches the int3 meanwhile is sent on to the stub (the original) by a
-// SIGTRAP handler; when installing, each other thread is also interrupted
-// once (SIGTRAP by tgkill) before the other bytes are written, and one that
-// stopped between two displaced instructions resumes at that instruction's
-// copy in the stub. `stub` is the page's stub. Returns 0, or -1 with the
-// reason in `why` (write access to the code refused, a thread that never
-// answered): then the entry is as it was.
+// SIGTRAP handler; when installing, each other thread that may be inside the
+// displaced bytes (running; not one /proc shows asleep elsewhere) is also
+// interrupted once (SIGPROF by tgkill) before the other bytes are written,
+// and one that stopped between two displaced instructions resumes at that
+// instruction's copy in the stub. Nothing is written while a thread of the
+// process blocks SIGTRAP (at the int3 the kernel would end the process).
+// `stub` is the page's stub. Returns 0, or -1 with the reason in `why`
+// (write access to the code refused, a thread that never answered, a thread
+// that blocks SIGTRAP, named): then the entry is as it was.
 int hk_entry_patch(const hk_entry_plan *plan, const void *stub, const void *thunk, char *why, size_t why_size);
 
 // 1 in a process run under ThreadSanitizer, where hk_entry_patch refuses.
@@ -214,5 +217,11 @@ void hk_entry_test_refuse_write(int refuse);
 // Tests: the calling thread's next patch takes at most `limit` other threads
 // (as if the process had more than the patch can move).
 void hk_entry_test_thread_limit(int limit);
+
+// Tests: thread `tid`'s signal mask counts in the calling thread's patches
+// only, until called again (0: no such thread). A test's thread that blocks
+// SIGTRAP would otherwise refuse the patches of every test running beside
+// it; it must call nothing those patch.
+void hk_entry_test_private_thread(int tid);
 
 #endif

@@ -188,4 +188,26 @@ void hk_thread_log_push(int64_t value);
 // returns how many values it held.
 int hk_thread_log_take(int64_t *out);
 
+// MARK: patch round
+// The entry patch's protocol with other threads (EntryPatchRoundTests).
+
+// x * 5 + 2: what those tests hook.
+int64_t patch_round_target(int64_t x);
+// Starts a thread named `name` (15 bytes at most) that blocks
+// every signal, then calls a function of its own (never hooked) every
+// millisecond, asleep in between; returns its thread id once it blocks them.
+// Its signal mask counts in the calling thread's patches only, until it
+// stops (hk_entry_test_private_thread): it would refuse the patches of the
+// tests running beside. Call both on the same thread.
+int patch_round_blocker_start(const char *name);
+// Stops it and waits for it; returns how many turns it made.
+int64_t patch_round_blocker_stop(void);
+// Starts a thread that sleeps `milliseconds` in one nanosleep (blocking
+// every signal but SIGPROF and those an instruction raises); returns once it
+// is about to sleep (0), or -1.
+int patch_round_sleeper_start(int64_t milliseconds);
+// Waits for it; returns 0 if the sleep ran its course, else nanosleep's
+// errno (EINTR: a signal cut it short, with `*left_ns` of it left).
+int patch_round_sleeper_join(int64_t *left_ns);
+
 #endif
