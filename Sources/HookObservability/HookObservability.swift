@@ -111,7 +111,8 @@ extension HookPoint {
     ///
     /// The metrics are made once, here; a call increments two counters at
     /// most and records one duration (monotonic clock). Like ``traced(by:ofKind:owner:attributes:)``
-    /// it is an instead hook that calls the original.
+    /// it is an instead hook that calls the original: a call a before hook
+    /// vetoes reaches neither, and is not counted.
     ///
     /// - Parameters:
     ///   - prefix: The metrics' label prefix (`hook` by default).
