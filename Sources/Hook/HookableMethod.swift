@@ -18,7 +18,8 @@ import Synchronization
 /// ```
 ///
 /// `deposit` has the method's type, `(Int) -> Int`, and calling it runs the
-/// hooks of that instance's hook point around the method. In its CallBacks
+/// hooks of that instance's hook point around the method, a function value
+/// taken before the point was made (`button.onTap = account.deposit`) too. In its CallBacks
 /// `target` is the instance and `selector` the property's name ("deposit").
 /// The body is any method of the class (or any function taking the instance
 /// first): `Account.depositBody` is `(Account) -> (Int) -> Int`.
@@ -79,7 +80,20 @@ public struct HookableMethod<Object: AnyObject, each A, R> {
             cell = withUnsafeMutablePointer(to: &object[keyPath: storage]) { UnsafeRawPointer($0) }
         }
         let bits = hk_word_load(cell + _pointOffset)
-        guard bits != 0 else { return method(object) }
+        guard bits != 0 else {
+            // No point yet, but one may be made before this function value
+            // is called (`button.onTap = model.refresh`, hooked later: the
+            // bare method it was never ran the hooks): the call looks again.
+            // (The closure holds the object, so the cell stays valid.)
+            return { (args: repeat each A) -> R in
+                let body = method(object)
+                let bits = hk_word_load(cell + _pointOffset)
+                guard bits != 0 else { return body(repeat each args) }
+                let point = Unmanaged<MethodHook<repeat each A, R>>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).takeUnretainedValue()
+                guard point._hasHooks else { return body(repeat each args) }
+                return try! _typedCall(point, target: .passUnretained(object), body, escapable: body, repeat each args)
+            }
+        }
         let point = Unmanaged<MethodHook<repeat each A, R>>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).takeUnretainedValue()
         if point._isProbed, _KeyPathResolver.answerProbe(point) { return method(object) }
         return { (args: repeat each A) -> R in

@@ -168,6 +168,18 @@ struct HookedPropertyTests {
 
 @Suite("Hookable methods")
 struct HookableMethodTests {
+    /// A function value taken before the hook point existed
+    /// (`button.onTap = model.refresh`), hooked later: its calls run the hooks.
+    @Test func aMethodTakenBeforeItsPointWasMadeRunsTheHooksAddedLater() throws {
+        let account = Account()
+        let tap = account.deposit
+        #expect(tap(1) == 1)
+        var seen: [Int] = []
+        account.$deposit.before { call in seen.append(try call.argument(0, as: Int.self)) }
+        #expect(tap(2) == 3)
+        #expect(seen == [2])
+    }
+
     @Test func methodsRunThroughPerInstanceHookPoints() throws {
         let account = Account(), other = Account()
         var seen: [String] = []
