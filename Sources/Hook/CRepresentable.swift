@@ -51,3 +51,17 @@ extension UnsafeMutableRawPointer: _CPointer {}
 extension OpaquePointer: _CPointer {}
 extension UnsafePointer: _CPointer {}
 extension UnsafeMutablePointer: _CPointer {}
+
+/// Why `T`'s memory is not a value of its ``CRepresentable/cType`` (nil: it
+/// is). A C value is read and written as `T`'s bytes, so a scalar C type
+/// needs a plain type of its size: an enum `Mode: Int32` whose `cType` is
+/// `.int32` is one byte (its tag), and was written over the low byte of a
+/// 4-byte argument, or read 3 bytes past itself.
+func _cLayoutProblem<T: CRepresentable>(_ type: T.Type) -> String? {
+    guard _isPOD(T.self) else { return "\(T.self) holds references, and a C value is copied as bytes" }
+    let c = T.cType
+    if c._scalarCode != 0, MemoryLayout<T>.size != c._scalarSize {
+        return "\(T.self) is \(MemoryLayout<T>.size) bytes, its C type \(c) \(c._scalarSize)"
+    }
+    return nil
+}

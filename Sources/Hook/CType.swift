@@ -55,7 +55,18 @@ public indirect enum CType: Hashable, Sendable, CustomStringConvertible {
         case .pointer: "void *"
         case .structure(let members):
             "struct { " + members.map { "\($0); " }.joined() + "}"
-        case .array(let element, let count): "\(element)[\(count)]"
+        case .array:
+            // Dimensions outermost first, as C writes them: `int32_t m[2][3]`
+            // is an array of 2 arrays of 3 (it read `int32_t[3][2]`).
+            { () -> String in
+                var dimensions: [Int] = []
+                var base = self
+                while case .array(let element, let count) = base {
+                    dimensions.append(count)
+                    base = element
+                }
+                return "\(base)" + dimensions.map { "[\($0)]" }.joined()
+            }()
         case .union(let members):
             "union { " + members.map { "\($0); " }.joined() + "}"
         case .bitField(let base, let bits): "\(base) : \(bits)"
@@ -85,6 +96,18 @@ public indirect enum CType: Hashable, Sendable, CustomStringConvertible {
         return UInt8(truncatingIfNeeded: code.rawValue)
     }
 
+    /// The size of a scalar type (`_scalarCode` not 0); 0 for the others.
+    @inlinable
+    var _scalarSize: Int {
+        switch self {
+        case .bool, .int8, .uint8: 1
+        case .int16, .uint16: 2
+        case .int32, .uint32, .float: 4
+        case .int64, .uint64, .double, .pointer: 8
+        default: 0
+        }
+    }
+
     /// Whether this is an integer type (including `bool`).
     var isInteger: Bool {
         switch self {
@@ -111,7 +134,9 @@ struct CLayout: Equatable {
 }
 
 extension CType {
-    /// The type's size in bytes, as C's `sizeof`.
+    /// The type's size in bytes, as C's `sizeof`. (For a type
+    /// ``validate(in:)`` refuses, a size past `Int.max` is `Int.max`, and a
+    /// negative count counts as none.)
     public var size: Int { layout.size }
     /// The type's alignment in bytes, as C's `_Alignof`.
     public var alignment: Int { layout.alignment }
@@ -127,20 +152,23 @@ extension CType {
         case .int64, .uint64, .double, .pointer: return CLayout(size: 8, alignment: 8)
         case .array(let element, let count):
             let e = element.layout
-            return CLayout(size: e.size * count, alignment: e.alignment)
+            // (Saturated: a public `size` of `Int.max / 4` elements trapped.)
+            let (size, overflow) = e.size.multipliedReportingOverflow(by: Swift.max(count, 0))
+            return CLayout(size: overflow ? .max : size, alignment: e.alignment)
         case .structure(let members):
             var offset = 0
             var alignment = 1
             for member in members {
                 let m = member.layout
-                offset = offset.roundedUp(to: m.alignment) + m.size
+                let (end, overflow) = offset.roundedUp(to: m.alignment).addingReportingOverflow(m.size)
+                offset = overflow ? .max - 64 : Swift.min(end, .max - 64)
                 alignment = Swift.max(alignment, m.alignment)
             }
             return CLayout(size: offset.roundedUp(to: alignment), alignment: alignment)
         case .union(let members):
             let ls = members.map(\.layout)
             let alignment = ls.map(\.alignment).max() ?? 1
-            return CLayout(size: (ls.map(\.size).max() ?? 0).roundedUp(to: alignment), alignment: alignment)
+            return CLayout(size: Swift.min(ls.map(\.size).max() ?? 0, .max - 64).roundedUp(to: alignment), alignment: alignment)
         case .bitField(let base, _): return base.layout
         }
     }

@@ -104,7 +104,14 @@ public enum CValue: Hashable, @unchecked Sendable, CustomStringConvertible {
 extension CValue {
     /// The value of a ``CRepresentable`` Swift value, read through its C type.
     public init<T: CRepresentable>(_ value: T) {
-        self = withUnsafeBytes(of: value) { CValue.load(T.cType, from: $0.baseAddress!) }
+        // Read from a copy as long as the C type (zeros past `T`'s bytes): a
+        // `T` smaller than its C type (see `_cLayoutProblem`) was read past.
+        let size = Swift.max(T.cType.layout.size, MemoryLayout<T>.size, 1)
+        self = withUnsafeTemporaryAllocation(byteCount: size, alignment: 16) { buffer in
+            buffer.initializeMemory(as: UInt8.self, repeating: 0)
+            withUnsafeBytes(of: value) { buffer.copyMemory(from: $0) }
+            return CValue.load(T.cType, from: UnsafeRawPointer(buffer.baseAddress!))
+        }
     }
 
     /// Reads a value of `type` from C memory at `base` (which must hold one).
@@ -141,8 +148,32 @@ extension CValue {
     ///   - base: Where to write it.
     ///   - widen: Write integers narrower than 64 bits as a full
     ///     register (`ffi_arg`), as libffi requires of return values.
-    /// - Returns: `false`, writing nothing further, if the value does not have that type.
+    /// - Returns: `false`, writing nothing, if the value does not have that type.
     public func store(_ type: CType, to base: UnsafeMutableRawPointer, widen: Bool = false) -> Bool {
+        // All or nothing: a structure whose second member did not fit had
+        // its first written (an after hook's failed `setResultValue` changed
+        // part of the original's result).
+        guard fits(type) else { return false }
+        return write(type, to: base, widen: widen)
+    }
+
+    /// Whether the value has `type` (what `store` writes).
+    func fits(_ type: CType) -> Bool {
+        switch (type, self) {
+        case (.void, .void), (.bool, .bool), (.int8, .int8), (.uint8, .uint8), (.int16, .int16), (.uint16, .uint16),
+             (.int32, .int32), (.uint32, .uint32), (.int64, .int64), (.uint64, .uint64), (.float, .float),
+             (.double, .double), (.pointer, .pointer):
+            return true
+        case (.structure(let members), .structure(let values)):
+            return members.count == values.count && zip(members, values).allSatisfy { $1.fits($0) }
+        case (.array(let element, let count), .array(let values)):
+            return values.count == count && values.allSatisfy { $0.fits(element) }
+        default:
+            return false
+        }
+    }
+
+    private func write(_ type: CType, to base: UnsafeMutableRawPointer, widen: Bool) -> Bool {
         switch (type, self) {
         case (.void, .void): return true
         case (.bool, .bool(let v)):
@@ -160,12 +191,12 @@ extension CValue {
         case (.pointer, .pointer(let v)): base.storeBytes(of: UInt(bitPattern: v), as: UInt.self)
         case (.structure(let members), .structure(let values)) where members.count == values.count:
             for ((member, offset), value) in zip(zip(members, type.memberOffsets), values) {
-                guard value.store(member, to: base + offset) else { return false }
+                guard value.write(member, to: base + offset, widen: false) else { return false }
             }
         case (.array(let element, let count), .array(let values)) where values.count == count:
             let stride = element.layout.size
             for (i, value) in values.enumerated() {
-                guard value.store(element, to: base + i * stride) else { return false }
+                guard value.write(element, to: base + i * stride, widen: false) else { return false }
             }
         default:
             return false

@@ -188,7 +188,8 @@ public struct CallBack {
         if typeIDs[index] == ObjectIdentifier(T.self) { return true }
         guard isCFunction, _isPOD(T.self) else { return false }
         let code = T.cType._scalarCode
-        return code != 0 ? codes[index] == code : nil
+        // (Of its C type's size too: see `_cLayoutProblem`.)
+        return code != 0 ? codes[index] == code && MemoryLayout<T>.size == T.cType._scalarSize : nil
     }
 
     /// What the slow paths of typed access need of the call: a few words.

@@ -137,11 +137,17 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
 
     /// Makes a hook point over a `@convention(c)` function value.
     ///
-    /// - Throws: ``HookError`` if `cFunction` is not a C function pointer (a
-    ///   Swift closure is two words, a C function pointer one).
+    /// - Throws: ``HookError`` if `cFunction` is not a C function pointer
+    ///   (its type `@convention(c)`, or an `Optional` of one), or it takes
+    ///   another number of arguments than `signature`.
     public convenience init<F>(cFunction: F, signature: Signature, name: String? = nil, target: AnyObject? = nil) throws(HookError) {
-        guard MemoryLayout<F>.size == MemoryLayout<UnsafeRawPointer>.size else {
+        // (Its type's metadata: any value of 8 bytes, an `Int` or a class
+        // reference, was taken for code.)
+        guard let parameters = _cFunctionParameterCount(F.self) else {
             throw HookError(.invalidValue, point: name ?? "\(F.self)", "\(F.self) is not a C function pointer; declare it @convention(c)")
+        }
+        guard parameters == signature.arguments.count else {
+            throw HookError(.invalidValue, point: name ?? "\(F.self)", "\(F.self) takes \(parameters) arguments; the signature \(signature) has \(signature.arguments.count)")
         }
         let raw = unsafeBitCast(cFunction, to: UnsafeRawPointer?.self)
         try self.init(function: raw, signature: signature, name: name, target: target)
@@ -342,7 +348,7 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
             var i = 0
             try body(_CRegister.value(R.self, result), repeat _CRegister.next((each A).self, registers, &i))
         }
-        return try _addCTypedAfter(result: R.self, arguments: _CRegister.cTypes(repeat (each A).self), owner: owner, native: native,
+        return try _addCTypedAfter(result: R.self, arguments: try _CRegister.cTypes(name, repeat (each A).self), owner: owner, native: native,
                                    recorded: _CRegister.recordedBody(body))
     }
 
@@ -352,49 +358,49 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
     // which then reads each value through type metadata: see Performance.md).
     @_documentation(visibility: internal) @inlinable @discardableResult
     public final func afterReturning<R>(owner: AnyObject? = nil, _ body: @escaping (R) throws -> Void) throws(HookError) -> HookToken {
-        try _addCTypedAfter(result: R.self, arguments: _CRegister.cTypes(), owner: owner,
+        try _addCTypedAfter(result: R.self, arguments: try _CRegister.cTypes(name), owner: owner,
                             native: { result, r in try body(_CRegister.value(R.self, result)) },
                             recorded: _CRegister.recordedBody(body))
     }
 
     @_documentation(visibility: internal) @inlinable @discardableResult
     public final func afterReturning<R, A0: CRepresentable>(owner: AnyObject? = nil, _ body: @escaping (R, A0) throws -> Void) throws(HookError) -> HookToken {
-        try _addCTypedAfter(result: R.self, arguments: _CRegister.cTypes(A0.self), owner: owner,
+        try _addCTypedAfter(result: R.self, arguments: try _CRegister.cTypes(name, A0.self), owner: owner,
                             native: { result, r in try body(_CRegister.value(R.self, result), _CRegister.value(A0.self, r[0])) },
                             recorded: _CRegister.recordedBody(body))
     }
 
     @_documentation(visibility: internal) @inlinable @discardableResult
     public final func afterReturning<R, A0: CRepresentable, A1: CRepresentable>(owner: AnyObject? = nil, _ body: @escaping (R, A0, A1) throws -> Void) throws(HookError) -> HookToken {
-        try _addCTypedAfter(result: R.self, arguments: _CRegister.cTypes(A0.self, A1.self), owner: owner,
+        try _addCTypedAfter(result: R.self, arguments: try _CRegister.cTypes(name, A0.self, A1.self), owner: owner,
                             native: { result, r in try body(_CRegister.value(R.self, result), _CRegister.value(A0.self, r[0]), _CRegister.value(A1.self, r[1])) },
                             recorded: _CRegister.recordedBody(body))
     }
 
     @_documentation(visibility: internal) @inlinable @discardableResult
     public final func afterReturning<R, A0: CRepresentable, A1: CRepresentable, A2: CRepresentable>(owner: AnyObject? = nil, _ body: @escaping (R, A0, A1, A2) throws -> Void) throws(HookError) -> HookToken {
-        try _addCTypedAfter(result: R.self, arguments: _CRegister.cTypes(A0.self, A1.self, A2.self), owner: owner,
+        try _addCTypedAfter(result: R.self, arguments: try _CRegister.cTypes(name, A0.self, A1.self, A2.self), owner: owner,
                             native: { result, r in try body(_CRegister.value(R.self, result), _CRegister.value(A0.self, r[0]), _CRegister.value(A1.self, r[1]), _CRegister.value(A2.self, r[2])) },
                             recorded: _CRegister.recordedBody(body))
     }
 
     @_documentation(visibility: internal) @inlinable @discardableResult
     public final func afterReturning<R, A0: CRepresentable, A1: CRepresentable, A2: CRepresentable, A3: CRepresentable>(owner: AnyObject? = nil, _ body: @escaping (R, A0, A1, A2, A3) throws -> Void) throws(HookError) -> HookToken {
-        try _addCTypedAfter(result: R.self, arguments: _CRegister.cTypes(A0.self, A1.self, A2.self, A3.self), owner: owner,
+        try _addCTypedAfter(result: R.self, arguments: try _CRegister.cTypes(name, A0.self, A1.self, A2.self, A3.self), owner: owner,
                             native: { result, r in try body(_CRegister.value(R.self, result), _CRegister.value(A0.self, r[0]), _CRegister.value(A1.self, r[1]), _CRegister.value(A2.self, r[2]), _CRegister.value(A3.self, r[3])) },
                             recorded: _CRegister.recordedBody(body))
     }
 
     @_documentation(visibility: internal) @inlinable @discardableResult
     public final func afterReturning<R, A0: CRepresentable, A1: CRepresentable, A2: CRepresentable, A3: CRepresentable, A4: CRepresentable>(owner: AnyObject? = nil, _ body: @escaping (R, A0, A1, A2, A3, A4) throws -> Void) throws(HookError) -> HookToken {
-        try _addCTypedAfter(result: R.self, arguments: _CRegister.cTypes(A0.self, A1.self, A2.self, A3.self, A4.self), owner: owner,
+        try _addCTypedAfter(result: R.self, arguments: try _CRegister.cTypes(name, A0.self, A1.self, A2.self, A3.self, A4.self), owner: owner,
                             native: { result, r in try body(_CRegister.value(R.self, result), _CRegister.value(A0.self, r[0]), _CRegister.value(A1.self, r[1]), _CRegister.value(A2.self, r[2]), _CRegister.value(A3.self, r[3]), _CRegister.value(A4.self, r[4])) },
                             recorded: _CRegister.recordedBody(body))
     }
 
     @_documentation(visibility: internal) @inlinable @discardableResult
     public final func afterReturning<R, A0: CRepresentable, A1: CRepresentable, A2: CRepresentable, A3: CRepresentable, A4: CRepresentable, A5: CRepresentable>(owner: AnyObject? = nil, _ body: @escaping (R, A0, A1, A2, A3, A4, A5) throws -> Void) throws(HookError) -> HookToken {
-        try _addCTypedAfter(result: R.self, arguments: _CRegister.cTypes(A0.self, A1.self, A2.self, A3.self, A4.self, A5.self), owner: owner,
+        try _addCTypedAfter(result: R.self, arguments: try _CRegister.cTypes(name, A0.self, A1.self, A2.self, A3.self, A4.self, A5.self), owner: owner,
                             native: { result, r in try body(_CRegister.value(R.self, result), _CRegister.value(A0.self, r[0]), _CRegister.value(A1.self, r[1]), _CRegister.value(A2.self, r[2]), _CRegister.value(A3.self, r[3]), _CRegister.value(A4.self, r[4]), _CRegister.value(A5.self, r[5])) },
                             recorded: _CRegister.recordedBody(body))
     }
@@ -404,6 +410,9 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
     func _addCTypedAfter(result: Any.Type, arguments: [CType], owner: AnyObject?,
                          native: @escaping (UInt64, UnsafeMutablePointer<UInt64>) throws -> Void,
                          recorded: @escaping HookBody) throws(HookError) -> HookToken {
+        if let representable = result as? any CRepresentable.Type, let problem = _cLayoutProblem(representable) {
+            throw HookError(.typeMismatch, point: name, "afterReturning's result: \(problem)")
+        }
         let resultType: CType? = result == Void.self ? .void : (result as? any CRepresentable.Type)?.cType
         guard let resultType else {
             throw HookError(.typeMismatch, point: name, "the result type \(result) is not CRepresentable (the signature returns \(signature.result))")
@@ -470,10 +479,17 @@ enum _CRegister {
     }
 
     /// The C types of a typed hook's arguments.
+    /// (Each a plain type of its C type's size, or an error naming it:
+    /// see `_cLayoutProblem`.)
     @usableFromInline
-    static func cTypes<each A: CRepresentable>(_ types: repeat (each A).Type) -> [CType] {
+    static func cTypes<each A: CRepresentable>(_ point: String, _ types: repeat (each A).Type) throws(HookError) -> [CType] {
         var list: [CType] = []
-        for type in repeat each types { list.append(type.cType) }
+        for type in repeat each types {
+            if let problem = _cLayoutProblem(type) {
+                throw HookError(.typeMismatch, point: point, "afterReturning's argument \(list.count): \(problem)")
+            }
+            list.append(type.cType)
+        }
         return list
     }
 

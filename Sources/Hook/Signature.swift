@@ -117,6 +117,21 @@ final class CallInterface: @unchecked Sendable {
         if let fixed = signature.fixedArgumentCount, fixed < 0 || fixed > signature.arguments.count {
             throw HookError(.invalidValue, point: name, "fixed argument count \(fixed) is outside 0...\(signature.arguments.count)")
         }
+        // A variadic argument is passed promoted, as C promotes it (libffi
+        // refuses the others: "ffi_prep_cif returned FFI_BAD_ARGTYPE").
+        if let fixed = signature.fixedArgumentCount {
+            for (i, a) in signature.arguments.enumerated().dropFirst(fixed) {
+                let promoted: CType? = switch a {
+                case .float: .double
+                case .bool, .int8, .int16: .int32
+                case .uint8, .uint16: .int32
+                default: nil
+                }
+                if let promoted {
+                    throw HookError(.unsupportedType, point: name, "variadic argument \(i) is \(a); C passes it promoted, as \(promoted): describe it so")
+                }
+            }
+        }
         try signature.result.validate(as: "result", in: name)
         for (i, a) in signature.arguments.enumerated() {
             try a.validate(as: "argument \(i)", in: name)
@@ -147,7 +162,7 @@ final class CallInterface: @unchecked Sendable {
             owned.forEach { $0.deallocate() }
             argumentTypes.deallocate()
             cif.deallocate()
-            throw HookError(.libffiRefused, point: name, "ffi_prep_cif returned \(status.name) for \(signature) with ABI \(signature.abi.rawValue)")
+            throw HookError(.libffiRefused, point: name, "\(signature.fixedArgumentCount == nil ? "ffi_prep_cif" : "ffi_prep_cif_var") returned \(status.name) for \(signature) with ABI \(signature.abi.rawValue)")
         }
         // The cif `ffi_call` uses: the same, or with one argument split (see SysVClassification).
         splitArgument = SysVClassification.sixthRegisterOverflowArgument(of: signature)

@@ -64,6 +64,69 @@ struct ErrorTests {
         #expect(sum == .int32(expected))
     }
 
+    /// A raw-value enum whose `cType` is `int32_t` is one byte (its tag):
+    /// typed access through it would write one byte of four, or read three
+    /// past it. Refused, named; the argument left alone.
+    enum Mode: Int32, CRepresentable {
+        case off = 0, on = 7
+        static var cType: CType { .int32 }
+    }
+
+    @Test func aTypeSmallerThanItsCTypeIsRefused() throws {
+        let hook = try makeAddHook()
+        var refused: HookError?
+        let token = hook.before { call in
+            do { try call.setArgument(0, to: Mode.on) } catch { refused = error as? HookError }
+        }
+        #expect(hook.entry(as: AddFn.self)(0x100, 0) == 0x100)
+        token.remove()
+        #expect(refused?.kind == .typeMismatch)
+        expectError(.typeMismatch, containing: "Mode is 1 bytes, its C type int32_t 4", point: "test_add") {
+            _ = try hook.afterReturning { (_: Int32, _: Mode, _: Int32) in }
+        }
+        // Read as a CValue: its one byte (the case's tag, 1), and zeros
+        // past it, not what lies beyond.
+        #expect(CValue(Mode.on) == .int32(1))
+    }
+
+    @Test func aCFunctionValueIsChecked() {
+        expectError(.invalidValue, containing: "Int is not a C function pointer", point: "Int") {
+            _ = try FunctionHook(cFunction: 42, signature: Signature(returning: .int32, arguments: []))
+        }
+        expectError(.invalidValue, containing: "takes 2 arguments; the signature", point: "f") {
+            _ = try FunctionHook(cFunction: test_add as AddFn, signature: Signature(returning: .int32, arguments: [.int32]), name: "f")
+        }
+    }
+
+    @Test func aValueThatDoesNotFitChangesNothing() throws {
+        typealias Structs = @convention(c) (S8, Int32, S8) -> S8
+        let hook = try FunctionHook(cFunction: abi_struct_S8 as Structs,
+                                    signature: Signature(returning: S8.self, arguments: S8.self, Int32.self, S8.self), name: "S8")
+        var refused = false
+        let token = hook.before { call in
+            // Its first member fits, its second does not.
+            do { try call.setArgumentValue(2, to: .structure([.float(9), .double(1)])) } catch { refused = true }
+        }
+        defer { token.remove() }
+        let result = hook.entry(as: Structs.self)(S8(f: 1, i: 2), 0, S8(f: -7.5, i: 3))
+        #expect(refused)
+        #expect(result.f == -7.5 && result.i == 3)
+    }
+
+    @Test func typesDescribeAsCWritesThem() {
+        #expect(CType.array(.array(.int32, count: 3), count: 2).description == "int32_t[2][3]")
+        // Sizes of types `validate` refuses: no trap, no negative size.
+        #expect(CType.array(.int64, count: Int.max / 4).size == Int.max)
+        #expect(CType.array(.int32, count: -5).size == 0)
+    }
+
+    @Test func aVariadicArgumentIsDescribedPromoted() {
+        expectError(.unsupportedType, containing: "variadic argument 1 is float; C passes it promoted, as double", point: "call") {
+            _ = try Signature.variadic(returning: .int32, fixed: [.pointer], variadic: [.float])
+                .call(someFunction, with: [.pointer(nil), .float(1.5)])
+        }
+    }
+
     @Test func variadicClosure() {
         expectError(.variadicClosure, containing: "variadic") {
             _ = try FunctionHook(function: someFunction, signature: .variadic(returning: .int32, fixed: [.pointer], variadic: [.double]), name: "f")

@@ -66,7 +66,9 @@ struct _CallShape: Sendable {
     }
 
     static func slot<T>(_ type: T.Type) -> Slot {
-        let cType = (T.self as? any CRepresentable.Type)?.cType
+        // (A type whose memory is not its C type's has none here: see `_cLayoutProblem`.)
+        func cType<C: CRepresentable>(_ type: C.Type) -> CType? { _cLayoutProblem(C.self) == nil ? C.cType : nil }
+        let cType = (T.self as? any CRepresentable.Type).flatMap { cType($0) }
         return Slot(cType: cType, id: ObjectIdentifier(T.self), cSize: cType?.layout.size ?? 0, name: "\(T.self)",
              box: { $0.assumingMemoryBound(to: T.self).pointee })
     }
