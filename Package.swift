@@ -115,7 +115,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HookTests",
-            dependencies: ["Hook", "CFFIShim", "CImportSlots", "CHookTestSupport", "SwiftEntrySample"]
+            dependencies: ["Hook", "CFFIShim", "CHookThreads", "CImportSlots", "CHookTestSupport", "SwiftEntrySample"]
         ),
         .testTarget(
             name: "HookBindTests",

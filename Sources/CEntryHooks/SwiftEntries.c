@@ -216,8 +216,9 @@ __attribute__((preserve_all, used, visibility("hidden")))
 const hk_swift_typed *hk_swift_typed_enter(hk_swift_point *point) {
   hk_thread *t = hk_current_thread;
   if (!t || t->limit == 0 || atomic_load_explicit(&t->depth, memory_order_relaxed) != 0) return NULL;
-  atomic_store_explicit(&t->active[0], point->id | 1, memory_order_relaxed);
-  hk_thread_publish_depth(t, 1);
+  // (Frame 0 claimed before it is written: see hk_thread_claim_frame.)
+  hk_thread_claim_frame(t, 0);
+  hk_thread_announce_frame(t, 0, point->id | 1);
   const hk_swift_typed *typed = __atomic_load_n(&point->typed, __ATOMIC_SEQ_CST);
   if (!typed) hk_thread_leave_unrecorded(t, 0);
   return typed;

@@ -26,9 +26,20 @@ static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 // holds at most as many records as threads ever ran hooks at once.
 static hk_thread *free_records = 0;
 
+// Set once the calling thread's record went (its key's destructor ran): a
+// hooked call made later while the thread exits (a later key's destructor,
+// glibc freeing the thread's caches through a hooked `free`) gets the stand-in
+// record and runs its original only. (It registered the thread again, and no
+// destructor was left to run: the record stayed registered for good, one a
+// thread that exited so.)
+static _Thread_local int exited __attribute__((tls_model("initial-exec")));
+
 static void thread_exited(void *value) {
   hk_thread *t = (hk_thread *)value;
-  if (hk_current_thread == t) hk_current_thread = 0;
+  if (hk_current_thread == t) {
+    hk_current_thread = 0;
+    exited = 1;
+  }
   pthread_mutex_lock(&registry_lock);
   if (t->prev) t->prev->next = t->next; else registry_head = t->next;
   if (t->next) t->next->prev = t->prev;
@@ -59,12 +70,12 @@ static void register_membarrier(void) {
 // thread gets while it registers: registering calls libc (pthread_once,
 // getenv, mmap), and an entry hook on one of those functions would otherwise
 // enter this function again, on the same thread, inside pthread_once.
-static hk_thread registering_record;  // zero: depth 0, limit 0
+static hk_thread registering_record = {.stand_in = 1};  // depth 0, limit 0
 static _Thread_local int registering __attribute__((tls_model("initial-exec")));
 
 hk_thread *hk_thread_register(void) {
   if (hk_current_thread) return hk_current_thread;
-  if (registering) return &registering_record;
+  if (registering || exited) return &registering_record;
   registering = 1;
   pthread_once(&exit_key_once, make_exit_key);
   // Before this thread can announce a frame: the choice of fence is made once,
@@ -206,6 +217,8 @@ void swift_unownedRelease(void *object);
 void hk_object_keep_memory(void *object) { swift_unownedRetain(object); }
 void hk_object_drop_memory(void *object) { swift_unownedRelease(object); }
 
+
+int hk_thread_is_registered(void) { return hk_current_thread != 0; }
 
 int hk_registered_thread_count(void) {
   pthread_mutex_lock(&registry_lock);

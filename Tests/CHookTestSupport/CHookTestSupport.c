@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "CHookTestSupport.h"
+#include <pthread.h>
 #include <signal.h>
 #include <sys/time.h>
 #include <sys/syscall.h>
@@ -189,6 +190,93 @@ int32_t hk_errno_call_fail(int32_t code) {
   hk_errno_fail_entry(code);
   return errno;
 }
+
+// MARK: thread exit
+
+static pthread_key_t exit_test_key;
+static int32_t (*exit_test_call)(int32_t);
+static int32_t (*exit_test_registered)(void);
+static int32_t exit_test_result;
+
+static void exit_test_destructor(void *value) {
+  (void)value;
+  exit_test_call(2);
+  exit_test_result = exit_test_registered();
+}
+
+static void *exit_test_thread(void *argument) {
+  (void)argument;
+  exit_test_call(1);
+  pthread_setspecific(exit_test_key, (void *)1);
+  return NULL;
+}
+
+int32_t hk_test_call_at_thread_exit(int32_t (*call)(int32_t), int32_t (*registered)(void)) {
+  exit_test_call = call;
+  exit_test_registered = registered;
+  exit_test_result = -1;
+  if (pthread_key_create(&exit_test_key, exit_test_destructor) != 0) return -2;
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, exit_test_thread, NULL) != 0) return -3;
+  pthread_join(thread, NULL);
+  pthread_key_delete(exit_test_key);
+  return exit_test_result;
+}
+
+// MARK: signal storm
+
+static int32_t (*storm_call)(int32_t);
+static _Atomic int64_t storm_handled;
+static _Atomic int storm_running;
+static _Atomic int32_t storm_target;
+static pthread_t storm_thread;
+
+static void storm_handler(int signal) {
+  (void)signal;
+  int saved = errno;
+  storm_call(0);
+  atomic_fetch_add_explicit(&storm_handled, 1, memory_order_relaxed);
+  errno = saved;
+}
+
+static void *storm_sender(void *argument) {
+  (void)argument;
+  pid_t pid = getpid();
+  while (atomic_load_explicit(&storm_running, memory_order_relaxed)) {
+    syscall(SYS_tgkill, pid, atomic_load(&storm_target), SIGUSR2);
+  }
+  return NULL;
+}
+
+void hk_test_signal_storm_start(int32_t target, int32_t (*call)(int32_t)) {
+  storm_call = call;
+  atomic_store(&storm_handled, 0);
+  atomic_store(&storm_target, target);
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = storm_handler;
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGUSR2, &action, NULL);
+  // (The target is the calling thread, which may have it blocked.)
+  sigset_t unblocked;
+  sigemptyset(&unblocked);
+  sigaddset(&unblocked, SIGUSR2);
+  pthread_sigmask(SIG_UNBLOCK, &unblocked, NULL);
+  atomic_store(&storm_running, 1);
+  pthread_create(&storm_thread, NULL, storm_sender, NULL);
+}
+
+int64_t hk_test_signal_storm_stop(void) {
+  atomic_store(&storm_running, 0);
+  pthread_join(storm_thread, NULL);
+  // Signals still pending are dropped: the entry the handler calls may go.
+  signal(SIGUSR2, SIG_IGN);
+  return atomic_load(&storm_handled);
+}
+
+int64_t hk_test_signal_storm_handled(void) { return atomic_load(&storm_handled); }
+
+int32_t hk_test_thread_id(void) { return (int32_t)syscall(SYS_gettid); }
 
 // MARK: entry hooks
 

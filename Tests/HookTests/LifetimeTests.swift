@@ -1,5 +1,8 @@
+import CHookTestSupport
+import CHookThreads
 import Foundation
 import Hook
+import Synchronization
 import Testing
 
 final class Observer {}
@@ -10,6 +13,66 @@ final class BaggedObserver: HookOwner {
 
 @Suite("Owners and lifetimes")
 struct LifetimeTests {
+    /// A hooked call made by a signal handler that interrupts a hooked call
+    /// as it enters its frame: the frame is claimed (the depth raised)
+    /// before it is written, so the handler takes the next one. (Written
+    /// first, a handler that came in between took the same frame and left it
+    /// cleared: the interrupted call's record then had serial 0, live in any
+    /// empty frame, so a record kept past its call still said it was live.)
+    @Test(.enabled(if: hk_test_malloc_counting_available(), "not under a sanitizer, whose runtime delivers signals at points of its own"))
+    func aHookedCallInASignalHandlerLeavesTheInterruptedFrameAlone() throws {
+        typealias Unary = @convention(c) (Int32) -> Int32
+        let inHandler = try FunctionHook(cFunction: hk_errno_keep as Unary, signature: Signature(returning: .int32, arguments: [.int32]),
+                                         name: "in handler")
+        let handled = Atomic<Int>(0)
+        let handlerToken = inHandler.before { _ in handled.add(1, ordering: .relaxed) }
+        defer { handlerToken.remove() }
+        let entry = inHandler.entry(as: Unary.self)
+        _ = entry(1)
+        let point = ClosureHook(name: "interrupted") { (x: Int) in x &+ 1 }
+        nonisolated(unsafe) var kept: CallBack?
+        let token = point.before { call in kept = call }
+        defer { token.remove() }
+        _ = point(0)
+        let stale = Atomic<Int>(0), signals = Atomic<Int>(0)
+        let thread = Thread {
+            hk_test_signal_storm_start(hk_test_thread_id(), entry)
+            // 200,000 calls and 200,000 signals, or 6 s (without the fix,
+            // about one record in 100,000 signals stayed live).
+            let start = Date()
+            var i = 0
+            while (i < 200_000 || hk_test_signal_storm_handled() < 200_000) && Date().timeIntervalSince(start) < 6 {
+                _ = point(i)
+                if kept?.isLive == true { stale.add(1, ordering: .relaxed) }
+                i += 1
+            }
+            signals.store(Int(hk_test_signal_storm_stop()), ordering: .relaxed)
+        }
+        thread.start()
+        while !thread.isFinished { usleep(1_000) }
+        #expect(signals.load(ordering: .relaxed) > 1_000, "the storm reached the thread")
+        #expect(stale.load(ordering: .relaxed) == 0, "\(signals.load(ordering: .relaxed)) signals")
+    }
+
+    /// A hooked call made while its thread exits, after the hook
+    /// machinery let go of the thread's record (a later key's destructor;
+    /// glibc freeing the thread's caches through a hooked `free`), runs its
+    /// original only: it registered the thread again, and no destructor was
+    /// left to run, so the record stayed registered for good.
+    @Test func aHookedCallAsAThreadExitsLeavesNoRecord() throws {
+        typealias Unary = @convention(c) (Int32) -> Int32
+        let hook = try FunctionHook(cFunction: hk_errno_keep as Unary, signature: Signature(returning: .int32, arguments: [.int32]),
+                                    name: "hk_errno_keep")
+        let calls = Mutex<[Int32]>([])
+        let token = hook.before { call in
+            let x = try call.argument(0, as: Int32.self)
+            calls.withLock { $0.append(x) }
+        }
+        defer { token.remove() }
+        #expect(hk_test_call_at_thread_exit(hook.entry(as: Unary.self), hk_thread_is_registered) == 0)
+        #expect(calls.withLock { $0 } == [1])
+    }
+
     /// A bag drops the tokens of removed hooks as it grows, and releases
     /// them after its lock: what a dropped hook captured may deinitialize
     /// and use the bag. (Released under it: "Recursive call to lock Mutex".)

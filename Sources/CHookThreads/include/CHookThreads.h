@@ -43,6 +43,11 @@ typedef struct hk_thread {
   // 0: the stack's floor is not known yet; 1: being found; 2: found
   // (stack_floor, 0 where the stack's bounds could not be had).
   uint8_t floor_state;
+  // 1: the record shared by the threads that are registering or have exited
+  // (hk_thread_register): limit 0, and nothing may write it (a
+  // `withoutHooks` there restored a limit of 64 on it, and every thread
+  // then entered frames on one record).
+  uint8_t stand_in;
   // The deepest frame this record entered past HK_SHALLOW_DEPTH (what a
   // later thread that takes the record must clear).
   int deepest;
@@ -101,16 +106,25 @@ static inline hk_thread *hk_thread_self(void) {
 // 0: every announcement is a seq_cst store (an xchg on x86-64).
 extern int hk_asymmetric_fence;
 
-// Publishes frame depth `depth` so that it is ordered before any later load of
-// the hook snapshot, as seen by a writer that runs hk_points_active.
-static inline void hk_thread_publish_depth(hk_thread *t, int depth) {
+// Frame `d` taken, then announced. The depth first: a signal handler that
+// interrupts the thread from here on takes the next frame. (Written after
+// the frame's point and serial, one that came in between took frame `d` and
+// left it cleared: the interrupted call ran its hooks with its point missing,
+// no reentrancy guard and its snapshot free to go, and its record read serial
+// 0, which made it live in any empty frame.) Then the serial, then the point
+// with the fence the snapshot's load needs after it: a writer that saw the
+// depth before the point reads the point too, both stores coming before the
+// fence as the one store did.
+static inline void hk_thread_claim_frame(hk_thread *t, unsigned d) {
+  atomic_store_explicit(&t->depth, (int)d + 1, memory_order_relaxed);
+  atomic_signal_fence(memory_order_seq_cst);
+}
+static inline void hk_thread_announce_frame(hk_thread *t, unsigned d, uintptr_t point) {
   if (t->asymmetric) {
-    atomic_store_explicit(&t->depth, depth, memory_order_relaxed);
-    // The light half: the compiler keeps the store before the snapshot load;
-    // the CPU's store buffer is drained by the writer's membarrier.
+    atomic_store_explicit(&t->active[d], point, memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);
   } else {
-    atomic_store_explicit(&t->depth, depth, memory_order_seq_cst);
+    atomic_store_explicit(&t->active[d], point, memory_order_seq_cst);
   }
 }
 
@@ -142,9 +156,9 @@ static inline int hk_thread_enter(hk_thread *t, uintptr_t point) {
       if (atomic_load_explicit(&t->active[i - 1], memory_order_relaxed) == point) return -1;
     }
   }
-  atomic_store_explicit(&t->active[d], point, memory_order_relaxed);
+  hk_thread_claim_frame(t, d);
   t->serial[d] = ++t->next_serial;
-  hk_thread_publish_depth(t, (int)d + 1);
+  hk_thread_announce_frame(t, d, point);
   return (int)d;
 }
 
@@ -161,8 +175,8 @@ static inline int hk_thread_enter_unrecorded(hk_thread *t, uintptr_t point) {
       if (atomic_load_explicit(&t->active[i - 1], memory_order_relaxed) == point) return -1;
     }
   }
-  atomic_store_explicit(&t->active[d], point, memory_order_relaxed);
-  hk_thread_publish_depth(t, (int)d + 1);
+  hk_thread_claim_frame(t, d);
+  hk_thread_announce_frame(t, d, point);
   return (int)d;
 }
 
@@ -171,11 +185,11 @@ static inline int hk_thread_enter_unrecorded(hk_thread *t, uintptr_t point) {
 // `withoutHooks(on:)`, which only needs the point marked.
 static inline int hk_thread_push(hk_thread *t, uintptr_t point) {
   int d = atomic_load_explicit(&t->depth, memory_order_relaxed);
-  if (d >= HK_MAX_DEPTH) return -1;
+  if (d >= HK_MAX_DEPTH || t->stand_in) return -1;
   if (d > t->deepest) t->deepest = d;
-  atomic_store_explicit(&t->active[d], point, memory_order_relaxed);
+  hk_thread_claim_frame(t, (unsigned)d);
   t->serial[d] = ++t->next_serial;
-  hk_thread_publish_depth(t, d + 1);
+  hk_thread_announce_frame(t, (unsigned)d, point);
   return d;
 }
 
@@ -217,10 +231,12 @@ static inline int hk_thread_is_suppressed(hk_thread *t) { return t->suppressed >
 // How many frames are active on this thread (its own state only).
 static inline int hk_thread_depth(hk_thread *t) { return atomic_load_explicit(&t->depth, memory_order_relaxed); }
 static inline void hk_thread_suppress(hk_thread *t) {
+  if (t->stand_in) return;  // suppressed already: limit 0 for good
   t->suppressed++;
   t->limit = 0;
 }
 static inline void hk_thread_unsuppress(hk_thread *t) {
+  if (t->stand_in) return;
   t->suppressed--;
   if (t->suppressed == 0) t->limit = HK_SHALLOW_DEPTH;
 }
@@ -230,7 +246,7 @@ static inline void *hk_thread_probe(void) {
   hk_thread *t = hk_current_thread;
   return t ? t->probe : 0;
 }
-static inline void hk_thread_set_probe(hk_thread *t, void *probe) { t->probe = probe; }
+static inline void hk_thread_set_probe(hk_thread *t, void *probe) { if (!t->stand_in) t->probe = probe; }
 
 
 // Whether frame `index` with `serial` is still running on the calling thread.
@@ -288,6 +304,8 @@ void hk_tsan_release(void *address);
 
 // Number of threads with registered hook state (for tests and diagnostics).
 int hk_registered_thread_count(void);
+// Whether the calling thread has a record of its own (tests).
+int hk_thread_is_registered(void);
 
 #ifdef __cplusplus
 }

@@ -130,6 +130,23 @@ int32_t hk_errno_fail_entry(int32_t code);
 // Calls hk_errno_fail_entry(code) directly (no pointer) and returns the errno it saw after.
 int32_t hk_errno_call_fail(int32_t code);
 
+// MARK: thread exit
+// Runs a thread that calls call(1), then, from the destructor of a key made
+// now (after the hook machinery's own), call(2) as it exits; returns what
+// registered() said right after that last call.
+int32_t hk_test_call_at_thread_exit(int32_t (*call)(int32_t), int32_t (*registered)(void));
+
+// MARK: signal storm
+// Installs a SIGUSR2 handler that calls call(0) and starts a thread that
+// sends SIGUSR2 to `target` (a thread id, gettid) as fast as it can, until
+// hk_test_signal_storm_stop, which returns how many times the handler ran.
+// Call it on the target thread (it unblocks SIGUSR2 there).
+void hk_test_signal_storm_start(int32_t target, int32_t (*call)(int32_t));
+int64_t hk_test_signal_storm_stop(void);
+int64_t hk_test_signal_storm_handled(void);
+// The calling thread's id (gettid).
+int32_t hk_test_thread_id(void);
+
 // MARK: entry hooks
 // Calls a `static` function of the same file directly (x * 3 + 1, then + 1000).
 int64_t entry_call_static_scale(int64_t x);
