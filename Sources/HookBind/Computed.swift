@@ -28,6 +28,11 @@ import Hook
 /// one they heard last (it changed and changed back before they heard: a
 /// ``batch(_:)`` that read the computed in between).
 ///
+/// The closure should only read: a write it makes runs the written value's
+/// subscribers inside the evaluation (what they read becomes a dependency
+/// of this computed), and a write of a value it read leaves it holding a
+/// value computed from the old one until that value changes again.
+///
 /// ## Subscribers
 /// Its value is published in a hook point, ``hookPoint``, and subscribers are
 /// hooks on it: a change is a call there, with the previous and new value.
@@ -53,7 +58,17 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
 
     /// The hook point where each new value is published; subscribers are
     /// hooks on it. Made the first time it is needed (with the current value).
+    /// Asking for it brings the computed up to date, as subscribing does:
+    /// hooks added to it directly hear the next change. (A computed written
+    /// under and never read stayed dirty, which a write does not queue
+    /// again: its point's hooks heard nothing.)
     public var hookPoint: PropertyHook<Value> {
+        _Graph.locked(_group) { _pointForSubscribing() }
+    }
+
+    /// The hook point, made if needed, as it is (`hookPoint` brings the
+    /// computed up to date first).
+    var _madePoint: PropertyHook<Value> {
         _Graph.locked(_group) {
             _core._withUnsafeGuaranteedRef { core in
                 if let made = core.hookPoint { return unsafeDowncast(made.takeUnretainedValue(), to: PropertyHook<Value>.self) }
@@ -275,7 +290,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     @usableFromInline
     func _pointForSubscribing() -> PropertyHook<Value> {
         _refresh()
-        let hookPoint = self.hookPoint
+        let hookPoint = _madePoint
         _core._withUnsafeGuaranteedRef { core in
             if !hookPoint._hasHooks, core.publishing.contains(.unheard) {
                 // Nobody heard the changes made while unobserved: start from now.

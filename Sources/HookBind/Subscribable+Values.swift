@@ -4,7 +4,7 @@ extension Observable {
     /// Every value set, in order, as an `AsyncSequence` (not the current
     /// value: the first element is the next set; a set that stores nothing,
     /// vetoed or taken over by an `instead` hook that did not run the
-    /// original, is not one). Ends when the observable deinitializes; a
+    /// original, is not one; a ``batch(_:)`` is one set, its last value). Ends when the observable deinitializes; a
     /// consumer that stops detaches its hook.
     ///
     /// The stream is a hook of the observable, so a write made by one of its

@@ -61,10 +61,14 @@ public final class Subscription: Sendable {
         self.tokens = tokens
     }
 
-    /// Stops delivery. Idempotent, from any thread, also from inside the
-    /// block. The block, and what it captured, is released with the next
-    /// batch of removed hooks (a call may still be running it;
-    /// `HookPoint.reclaimRetiredHooks()` runs a batch now).
+    /// Stops delivery from the next change on. Idempotent, from any
+    /// thread, also from inside the block. A change being delivered when it
+    /// is disposed still reaches the block (its hooks were taken when the
+    /// change's call began): another subscriber that disposes this one
+    /// during a delivery does not stop that delivery. The block, and what
+    /// it captured, is released with the next batch of removed hooks (a
+    /// call may still be running it; `HookPoint.reclaimRetiredHooks()` runs
+    /// a batch now).
     public func dispose() {
         for token in tokens { token.remove() }
     }

@@ -26,6 +26,39 @@ private struct Plain { let value: Int }
 /// what it read are released.
 @Suite("A computed that goes while it evaluates")
 struct ComputedGoneWhileEvaluatingTests {
+    /// A subscriber that lets go of the computed while the computed's value
+    /// is delivered to two hooks (the general path, which walks the hooks
+    /// after the first returned): the hook point stays until the delivery
+    /// ends. (Released in the computed's `deinit`, the delivery went on in
+    /// a freed point.)
+    @Test func aSubscriberThatLetsGoOfItsComputedAmongOthers() {
+        let a = Observable(0)
+        var doubled: Computed<Int>? = Computed { a.value &* 2 }
+        weak var gone = doubled
+        var heard: [Int] = []
+        doubled!.subscribe { _, new in
+            heard.append(new)
+            doubled = nil
+        }
+        doubled!.subscribe { _, new in heard.append(new) }
+        a.value = 1
+        #expect(heard == [2, 2])
+        #expect(doubled == nil && gone == nil)
+    }
+
+    /// Hooks added on the hook point of a computed that was dirty (written
+    /// under, never read) hear its next change.
+    @Test func hooksOnADirtyComputedsPointHearItsChanges() throws {
+        let price = Observable(10.0)
+        let total = Computed { price.value * 2 }
+        price.value = 11
+        var seen: [Double] = []
+        let token = total.hookPoint.after { call in seen.append(try call.argument(0, as: Double.self)) }
+        defer { token.remove() }
+        price.value = 12
+        #expect(seen == [24])
+    }
+
     @Test func itsOwnClosureLetsGoOfItWhilePublished() {
         let a = Observable(0)
         let holder = ComputedHolder<Int>()

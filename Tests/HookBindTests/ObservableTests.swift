@@ -929,6 +929,22 @@ struct ObservableTests {
         #expect(heard == [6])  // what was cut is not stuck: later changes publish
     }
 
+    /// A subscriber there before the rounds were cut keeps hearing later
+    /// changes (the computed cut was left dirty and off the queue, and a
+    /// write does not queue a computed already dirty).
+    @Test func aSubscriberFromBeforeTheRoundsWereCutHearsLaterChanges() {
+        let a = Observable(0)
+        let b = Computed { a.value + 1 }
+        var heard: [Int] = []
+        b.subscribe { _, new in heard.append(new) }
+        let looping = b.subscribe { _, new in a.value = new }
+        a.value = 1
+        looping.dispose()
+        heard.removeAll()
+        a.value = 5
+        #expect(heard == [6])
+    }
+
     /// A graph released at once from inside another computed's release
     /// (the graph held only by what that computed's closure captured):
     /// every computed goes (the thread's release list is emptied whichever
@@ -1171,7 +1187,7 @@ struct ObservablePropertyBindingTests {
         try name.bind(field, \.text)
         try name.bind(other, \.text)
         var writes: [String] = []
-        field.$text.after { _ in writes.append(field.text) }
+        field.$text.after { [unowned field] _ in writes.append(field.text) }
         var heard: [String] = []
         name.subscribe { _, new in heard.append(new) }
         batch { field.text = "Grace" }

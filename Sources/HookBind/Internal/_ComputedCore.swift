@@ -699,7 +699,15 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     func dequeueAndPublish(_ me: Unmanaged<_LockThread>, dropping: Bool = false) -> Bool {
         publishing.remove(.queued)
         publishing.insert(.publishing)
-        if isAlive, !dropping { publishIfChanged(me) }
+        if isAlive, !dropping {
+            publishIfChanged(me)
+        } else if isAlive, state == .dirty {
+            // Dropped (rounds cut): brought up to date, unheard, so that a
+            // later write queues it again. (Left dirty, no write did, a
+            // write not queueing a computed already dirty: its subscribers
+            // heard nothing more.)
+            refreshDirtyRetaining(me)
+        }
         publishing.remove(.publishing)
         guard publishing.contains(.handed), !publishing.contains(.queued) else { return false }
         if extra is _KeptClosure, !endedAfterItsComputedWent() { return false }
