@@ -171,7 +171,7 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
             }
             if let name = binding.pattern.as(IdentifierPatternSyntax.self)?.identifier.bareText,
                let initializer = synchronousInitAssigning(name, in: declaration) {
-                return refuse("\(initializer) assigns it, and Swift 6.3 treats that assignment (through the property's init accessor) as an actor-isolated mutation from a nonisolated context; give the property an initial value instead, or make that init async")
+                return refuse("\(initializer) uses it, and Swift 6.3 treats that use (an assignment through the property's init accessor, a change, a read) as actor-isolated from a nonisolated context; give the property an initial value instead, or make that init async")
             }
             return ["@_HookableProperty"]
         }
@@ -184,7 +184,9 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
         for member in declaration.memberBlock.members {
             guard let initializer = member.decl.as(InitializerDeclSyntax.self), let body = initializer.body,
                   initializer.signature.effectSpecifiers?.asyncSpecifier == nil else { continue }
-            let finder = AssignmentFinder(name: name)
+            // (A parameter of the same name is what a bare `name` means there.)
+            let parameters = initializer.signature.parameterClause.parameters.map { ($0.secondName ?? $0.firstName).bareText }
+            let finder = AssignmentFinder(name: name, bareIsProperty: !parameters.contains(name))
             finder.walk(body)
             if finder.found {
                 let labels = initializer.signature.parameterClause.parameters.map { "\($0.firstName.text):" }.joined()
@@ -382,13 +384,29 @@ public struct UnhookedMacro: PeerMacro {
     ) throws -> [DeclSyntax] { [] }
 }
 
-/// Whether a body assigns the property `name` (`name = ...` or `self.name = ...`).
+/// Whether a body uses the property `name`: assigns it (`name = ...` or
+/// `self.name = ...`), or names it otherwise (`self.name`, a read, `+=`, a
+/// mutating call; bare `name` too where no parameter has that name), all of
+/// which the expansion makes actor-isolated accessors.
 final class AssignmentFinder: SyntaxVisitor {
     let name: String
+    let bareIsProperty: Bool
     var found = false
-    init(name: String) {
+    init(name: String, bareIsProperty: Bool = true) {
         self.name = name
+        self.bareIsProperty = bareIsProperty
         super.init(viewMode: .sourceAccurate)
+    }
+    override func visit(_ node: MemberAccessExprSyntax) -> SyntaxVisitorContinueKind {
+        if node.base?.trimmedDescription == "self", node.declName.baseName.bareText == name { found = true }
+        return .visitChildren
+    }
+    override func visit(_ node: DeclReferenceExprSyntax) -> SyntaxVisitorContinueKind {
+        // (Not a member's name, `other.name`: that is the member access's.)
+        if bareIsProperty, node.baseName.bareText == name, node.parent?.as(MemberAccessExprSyntax.self)?.declName != node {
+            found = true
+        }
+        return .visitChildren
     }
     func assigns(_ target: ExprSyntax) -> Bool {
         if let reference = target.as(DeclReferenceExprSyntax.self) { return reference.baseName.bareText == name }

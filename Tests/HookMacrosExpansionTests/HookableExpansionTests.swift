@@ -524,8 +524,32 @@ struct HookableExpansionTests {
             }
             """, diagnostics: [
             error("@Hookable cannot hook property 'mode' of 'Store': its type cannot be told from its initializer, and the hook point `$mode` of an actor's property is spelt with it; write the type (`var mode: Type = ...`); mark it @Unhooked to leave it a plain property", 3, 5),
-            error("@Hookable cannot hook property 'name' of 'Store': the synchronous init(name:) assigns it, and Swift 6.3 treats that assignment (through the property's init accessor) as an actor-isolated mutation from a nonisolated context; give the property an initial value instead, or make that init async; mark it @Unhooked to leave it a plain property", 4, 5),
+            error("@Hookable cannot hook property 'name' of 'Store': the synchronous init(name:) uses it, and Swift 6.3 treats that use (an assignment through the property's init accessor, a change, a read) as actor-isolated from a nonisolated context; give the property an initial value instead, or make that init async; mark it @Unhooked to leave it a plain property", 4, 5),
             error("@Hookable cannot hook property 'shared' of 'Store': it is nonisolated, so its sets do not run one at a time on the actor; mark it @Unhooked to leave it a plain property", 5, 5),
+        ])
+    }
+
+    /// A synchronous init that changes or reads a property (`+=`, a
+    /// mutating call, bare or through `self`): refused as an assignment
+    /// is. (A parameter of the same name is not the property: the actor
+    /// `Seeded` of HookableTests compiles.)
+    @Test func anActorPropertyChangedByASynchronousInit() {
+        expand("""
+            @Hookable
+            actor Tally {
+                var total = 0
+                var items: [Int] = []
+                init(seed: Int) { items.append(seed); self.total += seed }
+            }
+            """, """
+            actor Tally {
+                var total = 0
+                var items: [Int] = []
+                init(seed: Int) { items.append(seed); self.total += seed }
+            }
+            """, diagnostics: [
+            error("@Hookable cannot hook property 'total' of 'Tally': the synchronous init(seed:) uses it, and Swift 6.3 treats that use (an assignment through the property's init accessor, a change, a read) as actor-isolated from a nonisolated context; give the property an initial value instead, or make that init async; mark it @Unhooked to leave it a plain property", 3, 5),
+            error("@Hookable cannot hook property 'items' of 'Tally': the synchronous init(seed:) uses it, and Swift 6.3 treats that use (an assignment through the property's init accessor, a change, a read) as actor-isolated from a nonisolated context; give the property an initial value instead, or make that init async; mark it @Unhooked to leave it a plain property", 4, 5),
         ])
     }
 
@@ -544,7 +568,7 @@ struct HookableExpansionTests {
                 init(count: Int) { self.for = count }
             }
             """, diagnostics: [
-            error("@Hookable cannot hook property '`for`' of 'Loop': the synchronous init(count:) assigns it, and Swift 6.3 treats that assignment (through the property's init accessor) as an actor-isolated mutation from a nonisolated context; give the property an initial value instead, or make that init async; mark it @Unhooked to leave it a plain property", 3, 5),
+            error("@Hookable cannot hook property '`for`' of 'Loop': the synchronous init(count:) uses it, and Swift 6.3 treats that use (an assignment through the property's init accessor, a change, a read) as actor-isolated from a nonisolated context; give the property an initial value instead, or make that init async; mark it @Unhooked to leave it a plain property", 3, 5),
         ])
     }
 

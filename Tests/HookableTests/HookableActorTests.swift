@@ -15,6 +15,17 @@ actor Tally {
 
 @Suite("@Hookable actors")
 struct HookableActorTests {
+    @Test func aSynchronousInitWhoseParameterIsNamedAsAProperty() async throws {
+        let seeded = Seeded(seed: 3)
+        #expect(seeded.first == 6)
+        var heard: [Int] = []
+        let token = seeded.$seed.after { call in heard.append(try call.argument(0, as: Int.self)) }
+        defer { token.remove() }
+        await seeded.setSeed(4)
+        #expect(await seeded.seed == 4)
+        #expect(heard == [4])
+    }
+
     @Test func actorMethodsAreHookedPerInstance() async throws {
         let tally = Tally(), other = Tally()
         tally.$add.before { call in try call.setArgument(0, to: try call.argument(0, as: Int.self) * 10) }
@@ -120,6 +131,16 @@ struct HookableActorTests {
         #expect(weakHall == nil)
         #expect(point != nil)
     }
+}
+
+/// A synchronous init whose parameter has a hooked property's name: the bare
+/// name there is the parameter, not the property (which @Hookable would refuse).
+@Hookable
+actor Seeded {
+    var seed = 0
+    let first: Int
+    init(seed: Int) { first = seed * 2 }
+    func setSeed(_ value: Int) { seed = value }
 }
 
 @Hookable
