@@ -228,6 +228,7 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
             _Graph.state.committed[ObjectIdentifier(self)] = write
             let old = _cell._storedValue
             _Graph.state.commits.append { [self] in
+                _Graph.state.committed[ObjectIdentifier(self)] = nil
                 _Graph.locked(_group) {
                     let last = _cell._storedValue
                     _cell._storedValue = old

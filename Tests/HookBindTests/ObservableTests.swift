@@ -929,6 +929,31 @@ struct ObservableTests {
         #expect(heard == [6])  // what was cut is not stuck: later changes publish
     }
 
+    /// A subscriber's write, at a batch's end, of an observable the batch
+    /// also wrote whose call has not run yet: one call, from its value
+    /// before the batch to the last written (not one from a value of the
+    /// batch nobody heard, then the batch's from the value before it).
+    @Test func aWriteAtTheBatchsEndJoinsIt() {
+        let a = Observable(0), b = Observable(0)
+        var heard: [String] = []
+        b.subscribe { old, new in heard.append("\(old ?? -1)->\(new)") }
+        a.subscribe { _, new in b.value = new * 10 }
+        batch {
+            a.value = 1
+            b.value = 2
+        }
+        #expect(b.value == 10)
+        #expect(heard == ["0->10"])
+        // Once its call ran, a write is a call of its own.
+        heard.removeAll()
+        batch {
+            b.value = 3
+            a.value = 2
+        }
+        #expect(b.value == 20)
+        #expect(heard == ["10->3", "3->20"])
+    }
+
     /// A subscriber there before the rounds were cut keeps hearing later
     /// changes (the computed cut was left dirty and off the queue, and a
     /// write does not queue a computed already dirty).

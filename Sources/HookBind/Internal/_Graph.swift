@@ -484,10 +484,19 @@ enum _Graph {
         while !state.commits.isEmpty || state.pending.count != 0 {
             if !state.commits.isEmpty {
                 // Observables written in a batch (also one a subscriber ran): one call each.
+                // Writes their calls cause (a subscriber's) join the batch's
+                // end: an observable whose call has not run yet is then
+                // called once, from its value before the batch to the last
+                // written. (Written at once, its subscribers heard a call
+                // from a value of the batch they never heard, then the
+                // batch's from the value before it.) Each call takes its
+                // observable out of `committed` as it runs: a write after
+                // it is a call of its own, next.
                 let commits = state.commits
                 state.commits = []
-                state.committed = [:]
+                state.batchDepth += 1
                 for commit in commits { commit() }
+                state.batchDepth -= 1
                 continue
             }
             rounds += 1
@@ -611,7 +620,10 @@ extension Unmanaged where Instance == _ComputedCore {
 /// Other threads see the graph before or after the whole batch, never in
 /// between: the batch takes the lock of each group it touches as it first
 /// touches it and keeps them all until it ends. Batches nest; the outermost
-/// one publishes.
+/// one publishes. A write that a call at the batch's end causes (a
+/// subscriber of one observable writes another) joins it: an observable the
+/// batch wrote whose call has not run yet is called once, to the last value;
+/// one whose call ran gets a call of its own, next.
 public func batch<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
     try _Groups.retaining { () throws(E) -> R in
         let state = _Graph.state
