@@ -105,7 +105,8 @@ import Testing
         #expect(errno == ENOENT)
     }
 
-    @Test func anEntryHookKeepsTheErrnoOfADirectCall() throws {
+    @Test(.enabled(if: EntryHook.isAvailable, "entry hooks are unavailable under ThreadSanitizer"))
+    func anEntryHookKeepsTheErrnoOfADirectCall() throws {
         let hook = try EntryHook(address: unsafeBitCast(hk_errno_fail_entry as Unary, to: UnsafeRawPointer.self), signature: Self.unary)
         defer { try? hook.restore() }
         var calls = 0
