@@ -167,7 +167,7 @@ static int versioned_lookup(const char *name, hk_entry_definition *out, int max)
     // dlvsym resolves an IFUNC: its implementation may have no symbol of
     // its own (libc keeps no .symtab), or the nearest one below it is
     // another's. A function of unknown size, then.
-    const int exact = sym && (uintptr_t)info.dli_fbase + sym->st_value == (uintptr_t)address;
+    const int exact = sym && info.dli_saddr == address;
     out[0].size = exact ? sym->st_size : 0;
     out[0].type = exact ? ELF64_ST_TYPE(sym->st_info) : STT_FUNC;
     snprintf(out[0].object, sizeof out[0].object, "%s", info.dli_fname ? info.dli_fname : "");
@@ -406,7 +406,18 @@ void hk_entry_keep_loaded(const void *address) {
 //   exactly, and, where the size is unknown, those after its start.
 
 typedef struct { uintptr_t target, from; } hk_branch;
-typedef struct { uintptr_t lo, hi; hk_branch *branches; size_t count; uintptr_t code[32]; int code_count; } hk_text_index;
+typedef struct {
+  uintptr_t lo, hi;
+  hk_branch *branches;
+  size_t count;
+  uintptr_t code[32];
+  int code_count;
+  // The object's file and its identity when indexed: another object loaded
+  // at the same range later (after a dlclose) is indexed again.
+  char path[256];
+  dev_t device;
+  ino_t inode;
+} hk_text_index;
 static pthread_mutex_t text_index_lock = PTHREAD_MUTEX_INITIALIZER;
 static hk_text_index *text_indexes;
 static size_t text_index_count;
@@ -453,7 +464,11 @@ static int code_sections(const char *path, uintptr_t base, uintptr_t lo, uintptr
       }
       if (!(section.sh_flags & SHF_EXECINSTR) || !(section.sh_flags & SHF_ALLOC) || section.sh_size == 0) continue;
       const uintptr_t from = base + section.sh_addr, to = from + section.sh_size;
-      if (from < lo || to > hi || count == capacity) continue;
+      if (from < lo || to > hi) continue;
+      if (count == capacity) {  // more than it keeps: the whole segment is scanned
+        count = -1;
+        break;
+      }
       ranges[2 * count] = from;
       ranges[2 * count + 1] = to;
       count++;
@@ -473,16 +488,30 @@ static int compare_branches(const void *a, const void *b) {
 // range has the same code or is indexed again by its other range).
 static const hk_text_index *text_index(const struct hk_find_text *find) {
   const uintptr_t lo = find->lo, hi = find->hi;
+  struct stat file;
+  if (stat(find->path, &file) != 0) memset(&file, 0, sizeof file);
+  hk_text_index *index = NULL;
   for (size_t i = 0; i < text_index_count; i++) {
-    if (text_indexes[i].lo == lo && text_indexes[i].hi == hi) return &text_indexes[i];
+    hk_text_index *known = &text_indexes[i];
+    if (known->lo != lo || known->hi != hi) continue;
+    if (strcmp(known->path, find->path) == 0 && known->device == file.st_dev && known->inode == file.st_ino) return known;
+    // Another object at the same range: indexed again, in place.
+    free(known->branches);
+    index = known;
+    break;
   }
-  hk_text_index *grown = realloc(text_indexes, (text_index_count + 1) * sizeof *grown);
-  if (!grown) return NULL;
-  text_indexes = grown;
-  hk_text_index *index = &text_indexes[text_index_count];
+  if (!index) {
+    hk_text_index *grown = realloc(text_indexes, (text_index_count + 1) * sizeof *grown);
+    if (!grown) return NULL;
+    text_indexes = grown;
+    index = &text_indexes[text_index_count++];
+  }
   memset(index, 0, sizeof *index);
   index->lo = lo;
   index->hi = hi;
+  snprintf(index->path, sizeof index->path, "%s", find->path);
+  index->device = file.st_dev;
+  index->inode = file.st_ino;
   index->code_count = code_sections(find->path, find->base, lo, hi, index->code, 16);
   if (index->code_count < 0) {
     index->code[0] = lo;
@@ -491,7 +520,10 @@ static const hk_text_index *text_index(const struct hk_find_text *find) {
   }
   size_t count = 0, capacity = 1024;
   hk_branch *branches = malloc(capacity * sizeof *branches);
-  if (!branches) return NULL;
+  if (!branches) {
+    index->lo = index->hi = 0;  // no index: matches no range
+    return NULL;
+  }
   for (int r = 0; r < index->code_count; r++) {
   const uintptr_t code_lo = index->code[2 * r];
   const uint8_t *b = (const uint8_t *)code_lo;
@@ -511,7 +543,11 @@ static const hk_text_index *text_index(const struct hk_find_text *find) {
     if (target < lo || target >= hi) continue;
     if (count == capacity) {
       hk_branch *more = realloc(branches, 2 * capacity * sizeof *branches);
-      if (!more) { free(branches); return NULL; }
+      if (!more) {
+        free(branches);
+        index->lo = index->hi = 0;
+        return NULL;
+      }
       branches = more;
       capacity *= 2;
     }
@@ -521,16 +557,21 @@ static const hk_text_index *text_index(const struct hk_find_text *find) {
   qsort(branches, count, sizeof *branches, compare_branches);
   index->branches = branches;
   index->count = count;
-  text_index_count++;
   return index;
 }
 
-// The start of the code section holding `at` (for a decoding's first byte).
-static uintptr_t code_start(const hk_text_index *index, uintptr_t at) {
+// The code section holding `at`, its start and end (for a decoding's
+// first byte and its bound).
+static void code_section(const hk_text_index *index, uintptr_t at, uintptr_t *lo, uintptr_t *hi) {
   for (int r = 0; r < index->code_count; r++) {
-    if (at >= index->code[2 * r] && at < index->code[2 * r + 1]) return index->code[2 * r];
+    if (at >= index->code[2 * r] && at < index->code[2 * r + 1]) {
+      *lo = index->code[2 * r];
+      *hi = index->code[2 * r + 1];
+      return;
+    }
   }
-  return index->lo;
+  *lo = index->lo;
+  *hi = index->hi;
 }
 
 // Whether an instruction starts at `at`, by the streams decoded from the
@@ -538,15 +579,16 @@ static uintptr_t code_start(const hk_text_index *index, uintptr_t at) {
 // in step with the code's own within a few instructions. (A byte that only
 // looks like a branch lies inside another instruction: zlib has
 // `sub $0xfff2,%r8`, whose E8 F2 FF 00 00 reads as a call into gzgetc.)
-static int starts_instruction(uintptr_t at, uintptr_t lo) {
+static int starts_instruction(uintptr_t at, uintptr_t lo, uintptr_t hi) {
   int yes = 0, no = 0;
   const uintptr_t first = at - lo >= 160 ? at - 160 : lo;
   const uintptr_t last = at - lo >= 130 ? at - 130 : lo;
+  const uintptr_t limit = at + 16 < hi ? at + 16 : hi;
   for (uintptr_t from = first; from <= last; from++) {
     uintptr_t p = from;
     while (p < at) {
       ZydisDecodedInstruction in;
-      if (decode((const uint8_t *)p, (size_t)(at + 16 - p), &in) != 0) break;
+      if (decode((const uint8_t *)p, (size_t)(limit - p), &in) != 0) break;
       p += in.length;
     }
     if (p == at) yes++; else no++;
@@ -572,7 +614,9 @@ static uintptr_t far_branch_into(uintptr_t start, uintptr_t end, uintptr_t own_l
     for (size_t i = low; i < index->count && index->branches[i].target < end; i++) {
       const uintptr_t from = index->branches[i].from;
       if (from >= own_lo && from < own_hi) continue;
-      if (!starts_instruction(from, code_start(index, from))) continue;
+      uintptr_t section_lo, section_hi;
+      code_section(index, from, &section_lo, &section_hi);
+      if (!starts_instruction(from, section_lo, section_hi)) continue;
       found = from;
       *target = index->branches[i].target;
       break;
@@ -591,8 +635,9 @@ static uintptr_t far_branch_into(uintptr_t start, uintptr_t end, uintptr_t own_l
 // checked.)
 static uintptr_t near_branch_before(uintptr_t to, uintptr_t lo, uintptr_t start, uintptr_t end, uintptr_t *target) {
   int agreeing = 0;
-  for (uintptr_t from = to - 160; from < to - 129; from++) {
-    if (from < lo) continue;
+  // (Near the segment's start, from its start: a boundary too.)
+  for (uintptr_t from = to - lo < 160 ? lo : to - 160; from < to - 129 || from == lo; from++) {
+    if (from < lo || from >= to) break;
     uintptr_t at = from, hit = 0, hit_target = 0;
     while (at < to) {
       ZydisDecodedInstruction in;
@@ -794,7 +839,9 @@ int hk_entry_plan_make(const void *function, uint64_t size, const void *stub_add
     const uintptr_t own_hi = size ? (uintptr_t)f + size : end;
     struct hk_find_text find = {start, 0, 0, 0, NULL};
     const uintptr_t lo = dl_iterate_phdr(find_text, &find) ? find.lo : start;
-    const uintptr_t hi = find.hi ? find.hi : end + 160;
+    // (Outside any object, generated code: no further than the page of the
+    // last displaced byte, which is mapped.)
+    const uintptr_t hi = find.hi ? find.hi : ((end - 1) | (uintptr_t)4095) + 1;
     if ((from = far_branch_into(start, end, (uintptr_t)f, own_hi, &target)) == 0
         && (from = near_branch_before((uintptr_t)f, lo, start, end, &target)) == 0 && !size) {
       from = branch_after(start, 160, hi, start, end, &target);
@@ -1124,6 +1171,8 @@ static uint64_t blocked_signals(pid_t tid) {
 // handler whose sa_mask is full): one that still does after 1 s is taken to
 // block it for good. (A test's private thread, named meanwhile, does not.)
 static int blocks_trap_signal(pid_t tid) {
+  // The calling thread's mask does not change while it waits: asked once.
+  if (tid == (pid_t)syscall(SYS_gettid)) return (blocked_signals(tid) >> (SIGTRAP - 1)) & 1;
   struct timespec start, now;
   clock_gettime(CLOCK_MONOTONIC, &start);
   while ((blocked_signals(tid) >> (SIGTRAP - 1)) & 1) {

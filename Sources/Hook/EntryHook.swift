@@ -37,11 +37,16 @@ import Synchronization
 /// byte, a core-serializing `membarrier`, the other bytes, another, the
 /// first byte, another. A thread that meets the `int3` meanwhile is sent on
 /// to the original by a `SIGTRAP` handler (chained to any handler installed
-/// before); before the other bytes are written, every other thread is
-/// interrupted once, and one stopped between two displaced instructions
-/// resumes at that instruction's copy in the stub. ``restore()`` puts the
-/// original bytes back the same way. Trampolines are never freed: a thread
-/// may still be inside one.
+/// before); before the other bytes are written, every other thread that
+/// may be inside the displaced bytes (`/proc` does not show it elsewhere:
+/// asleep in a system call, say) is interrupted once, and one stopped
+/// between two displaced instructions resumes at that instruction's copy in
+/// the stub. ``restore()`` puts the original bytes back the same way.
+/// Trampolines are never freed: a thread may still be inside one. A thread
+/// that blocks `SIGTRAP` (one that waits in `sigwait` with every signal
+/// blocked, glibc's `SIGEV_THREAD` timer helper) would end the process at
+/// the `int3`: while one does, installing, ``restore()`` and ``uninstall()``
+/// throw `.patchingFailed` naming it, and write nothing.
 ///
 /// ## The object stays loaded
 /// The object that defines a hooked function is kept loaded for the life of

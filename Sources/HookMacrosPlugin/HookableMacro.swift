@@ -171,22 +171,26 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
             }
             if let name = binding.pattern.as(IdentifierPatternSyntax.self)?.identifier.bareText,
                let initializer = synchronousInitAssigning(name, in: declaration) {
-                return refuse("\(initializer) uses it, and Swift 6.3 treats that use (an assignment through the property's init accessor, a change, a read) as actor-isolated from a nonisolated context; give the property an initial value instead, or make that init async")
+                return refuse("\(initializer) uses it, and Swift 6.3 treats that use (an assignment through the property's init accessor, a change, a read) as actor-isolated from a nonisolated context; give the property an initial value and leave it alone in that init, or make that init async")
             }
             return ["@_HookableProperty"]
         }
         return ["@Hook.Hooked"]
     }
 
-    /// `init(label:)` if a synchronous initializer of `declaration` assigns
-    /// the property `name` (`name = ...` or `self.name = ...`), else nil.
+    /// `init(label:)` if a synchronous initializer of `declaration` uses
+    /// the property `name` (assigns, changes or reads it: see
+    /// `AssignmentFinder`), else nil.
     static func synchronousInitAssigning(_ name: String, in declaration: some DeclGroupSyntax) -> String? {
         for member in declaration.memberBlock.members {
             guard let initializer = member.decl.as(InitializerDeclSyntax.self), let body = initializer.body,
                   initializer.signature.effectSpecifiers?.asyncSpecifier == nil else { continue }
-            // (A parameter of the same name is what a bare `name` means there.)
+            // (A parameter or a local of the same name is what a bare
+            // `name` means there.)
             let parameters = initializer.signature.parameterClause.parameters.map { ($0.secondName ?? $0.firstName).bareText }
-            let finder = AssignmentFinder(name: name, bareIsProperty: !parameters.contains(name))
+            let locals = LocalNames(viewMode: .sourceAccurate)
+            locals.walk(body)
+            let finder = AssignmentFinder(name: name, bareIsProperty: !parameters.contains(name) && !locals.names.contains(name))
             finder.walk(body)
             if finder.found {
                 let labels = initializer.signature.parameterClause.parameters.map { "\($0.firstName.text):" }.joined()
@@ -384,6 +388,21 @@ public struct UnhookedMacro: PeerMacro {
     ) throws -> [DeclSyntax] { [] }
 }
 
+/// The names a body binds (`let`, `var`, `for`, `if let`, outside closures).
+final class LocalNames: SyntaxVisitor {
+    var names: Set<String> = []
+    override func visit(_ node: IdentifierPatternSyntax) -> SyntaxVisitorContinueKind {
+        names.insert(node.identifier.bareText)
+        return .visitChildren
+    }
+    override func visit(_ node: OptionalBindingConditionSyntax) -> SyntaxVisitorContinueKind {
+        // `if let name` (no `=`): the pattern is the name.
+        if let pattern = node.pattern.as(IdentifierPatternSyntax.self) { names.insert(pattern.identifier.bareText) }
+        return .visitChildren
+    }
+    override func visit(_ node: ClosureExprSyntax) -> SyntaxVisitorContinueKind { .skipChildren }
+}
+
 /// Whether a body uses the property `name`: assigns it (`name = ...` or
 /// `self.name = ...`), or names it otherwise (`self.name`, a read, `+=`, a
 /// mutating call; bare `name` too where no parameter has that name), all of
@@ -402,8 +421,9 @@ final class AssignmentFinder: SyntaxVisitor {
         return .visitChildren
     }
     override func visit(_ node: DeclReferenceExprSyntax) -> SyntaxVisitorContinueKind {
-        // (Not a member's name, `other.name`: that is the member access's.)
-        if bareIsProperty, node.baseName.bareText == name, node.parent?.as(MemberAccessExprSyntax.self)?.declName != node {
+        // (Not a member's name, `other.name`, nor a key path's, `\.name`.)
+        if bareIsProperty, node.baseName.bareText == name, node.parent?.as(MemberAccessExprSyntax.self)?.declName != node,
+           node.parent?.is(KeyPathPropertyComponentSyntax.self) != true {
             found = true
         }
         return .visitChildren

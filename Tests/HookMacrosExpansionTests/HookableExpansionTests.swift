@@ -524,7 +524,7 @@ struct HookableExpansionTests {
             }
             """, diagnostics: [
             error("@Hookable cannot hook property 'mode' of 'Store': its type cannot be told from its initializer, and the hook point `$mode` of an actor's property is spelt with it; write the type (`var mode: Type = ...`); mark it @Unhooked to leave it a plain property", 3, 5),
-            error("@Hookable cannot hook property 'name' of 'Store': the synchronous init(name:) uses it, and Swift 6.3 treats that use (an assignment through the property's init accessor, a change, a read) as actor-isolated from a nonisolated context; give the property an initial value instead, or make that init async; mark it @Unhooked to leave it a plain property", 4, 5),
+            error("@Hookable cannot hook property 'name' of 'Store': the synchronous init(name:) uses it, and Swift 6.3 treats that use (an assignment through the property's init accessor, a change, a read) as actor-isolated from a nonisolated context; give the property an initial value and leave it alone in that init, or make that init async; mark it @Unhooked to leave it a plain property", 4, 5),
             error("@Hookable cannot hook property 'shared' of 'Store': it is nonisolated, so its sets do not run one at a time on the actor; mark it @Unhooked to leave it a plain property", 5, 5),
         ])
     }
@@ -548,8 +548,8 @@ struct HookableExpansionTests {
                 init(seed: Int) { items.append(seed); self.total += seed }
             }
             """, diagnostics: [
-            error("@Hookable cannot hook property 'total' of 'Tally': the synchronous init(seed:) uses it, and Swift 6.3 treats that use (an assignment through the property's init accessor, a change, a read) as actor-isolated from a nonisolated context; give the property an initial value instead, or make that init async; mark it @Unhooked to leave it a plain property", 3, 5),
-            error("@Hookable cannot hook property 'items' of 'Tally': the synchronous init(seed:) uses it, and Swift 6.3 treats that use (an assignment through the property's init accessor, a change, a read) as actor-isolated from a nonisolated context; give the property an initial value instead, or make that init async; mark it @Unhooked to leave it a plain property", 4, 5),
+            error("@Hookable cannot hook property 'total' of 'Tally': the synchronous init(seed:) uses it, and Swift 6.3 treats that use (an assignment through the property's init accessor, a change, a read) as actor-isolated from a nonisolated context; give the property an initial value and leave it alone in that init, or make that init async; mark it @Unhooked to leave it a plain property", 3, 5),
+            error("@Hookable cannot hook property 'items' of 'Tally': the synchronous init(seed:) uses it, and Swift 6.3 treats that use (an assignment through the property's init accessor, a change, a read) as actor-isolated from a nonisolated context; give the property an initial value and leave it alone in that init, or make that init async; mark it @Unhooked to leave it a plain property", 4, 5),
         ])
     }
 
@@ -568,7 +568,7 @@ struct HookableExpansionTests {
                 init(count: Int) { self.for = count }
             }
             """, diagnostics: [
-            error("@Hookable cannot hook property '`for`' of 'Loop': the synchronous init(count:) uses it, and Swift 6.3 treats that use (an assignment through the property's init accessor, a change, a read) as actor-isolated from a nonisolated context; give the property an initial value instead, or make that init async; mark it @Unhooked to leave it a plain property", 3, 5),
+            error("@Hookable cannot hook property '`for`' of 'Loop': the synchronous init(count:) uses it, and Swift 6.3 treats that use (an assignment through the property's init accessor, a change, a read) as actor-isolated from a nonisolated context; give the property an initial value and leave it alone in that init, or make that init async; mark it @Unhooked to leave it a plain property", 3, 5),
         ])
     }
 

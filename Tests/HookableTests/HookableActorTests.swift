@@ -18,6 +18,7 @@ struct HookableActorTests {
     @Test func aSynchronousInitWhoseParameterIsNamedAsAProperty() async throws {
         let seeded = Seeded(seed: 3)
         #expect(seeded.first == 6)
+        #expect(await seeded.total == 0)
         var heard: [Int] = []
         let token = seeded.$seed.after { call in heard.append(try call.argument(0, as: Int.self)) }
         defer { token.remove() }
@@ -139,7 +140,12 @@ struct HookableActorTests {
 actor Seeded {
     var seed = 0
     let first: Int
-    init(seed: Int) { first = seed * 2 }
+    var total = 0
+    init(seed: Int) {
+        // A local and a key path named as properties: not the properties.
+        let total = seed * 2
+        first = [total].map(\.self)[0]
+    }
     func setSeed(_ value: Int) { seed = value }
 }
 

@@ -492,11 +492,18 @@ enum _Graph {
                 // batch's from the value before it.) Each call takes its
                 // observable out of `committed` as it runs: a write after
                 // it is a call of its own, next.
-                let commits = state.commits
-                state.commits = []
+                // All in one retaining scope (as a batch's body and end are),
+                // the deferred calls too: no other thread sees a value
+                // stored whose call has not been made.
+                me._withUnsafeGuaranteedRef { _Groups.beginRetaining($0) }
                 state.batchDepth += 1
-                for commit in commits { commit() }
+                while !state.commits.isEmpty {
+                    let commits = state.commits
+                    state.commits = []
+                    for commit in commits { commit() }
+                }
                 state.batchDepth -= 1
+                me._withUnsafeGuaranteedRef { _Groups.endRetaining($0) }
                 continue
             }
             rounds += 1
