@@ -134,9 +134,9 @@ struct CLayout: Equatable {
 }
 
 extension CType {
-    /// The type's size in bytes, as C's `sizeof`. (For a type
-    /// ``validate(in:)`` refuses, a size past `Int.max` is `Int.max`, and a
-    /// negative count counts as none.)
+    /// The type's size in bytes, as C's `sizeof`. (For a type a signature
+    /// refuses, a size past `Int.max` is `Int.max`, and a negative count
+    /// counts as none.)
     public var size: Int { layout.size }
     /// The type's alignment in bytes, as C's `_Alignof`.
     public var alignment: Int { layout.alignment }
