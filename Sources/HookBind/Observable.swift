@@ -221,14 +221,11 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
     /// before the batch to the last one written.
     @usableFromInline
     func _writeInBatch(_ newValue: Value) {
-        if let write = _Graph.state.committed[ObjectIdentifier(self)] {
-            write.deliveredBy = _Change.deliveredSoFar
-        } else {
-            let write = _BatchWrite(_Change.deliveredSoFar)
-            _Graph.state.committed[ObjectIdentifier(self)] = write
+        // The bindings that delivered this write, the last one so far.
+        if _Graph.state.committed.updateValue(_Change.deliveredSoFar, forKey: ObjectIdentifier(self)) == nil {
             let old = _cell._storedValue
             _Graph.state.commits.append { [self] in
-                _Graph.state.committed[ObjectIdentifier(self)] = nil
+                let deliveredBy = _Graph.state.committed.removeValue(forKey: ObjectIdentifier(self)) ?? []
                 _Graph.locked(_group) {
                     let last = _cell._storedValue
                     _cell._storedValue = old
@@ -236,10 +233,10 @@ public final class Observable<Value>: Subscribable, _Source, @unchecked Sendable
                     _ifRead { version = $0.version }
                     // The bindings that delivered the last write (a bound
                     // property written in the batch) do not deliver it back.
-                    if write.deliveredBy.isEmpty {
+                    if deliveredBy.isEmpty {
                         _store(last)
                     } else {
-                        _Change.run(deliveredBy: write.deliveredBy) { _store(last) }
+                        _Change.run(deliveredBy: deliveredBy) { _store(last) }
                     }
                     // Whatever the hooks did (vetoed, replaced), computeds that read
                     // the value during the batch must look again: told once, by the

@@ -148,8 +148,10 @@ final class _GraphState: @unchecked Sendable {
     /// Deferred calls of observables written in the current batch, in the order first written.
     @exclusivity(unchecked) var commits: [() -> Void] = []
     /// The observables written in the batch, each with the bindings that
-    /// delivered its last write there (`_BatchWrite`).
-    @exclusivity(unchecked) var committed: [ObjectIdentifier: _BatchWrite] = [:]
+    /// delivered its last write there (a bound property written in the
+    /// batch: the call at its end is theirs already, and the property is not
+    /// set again), until its call begins.
+    @exclusivity(unchecked) var committed: [ObjectIdentifier: [ObjectIdentifier]] = [:]
     /// Computeds with subscribers that must be brought up to date and published.
     /// (Not retained: see `_Graph.enqueue`. In a buffer of the thread's own,
     /// not an array: an append and a removal of an array held by a class
@@ -641,13 +643,4 @@ public func batch<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
         }
         return try body()
     }
-}
-
-/// An observable's writes in a batch: the bindings that delivered the last
-/// one (a property bound with `Observable.bind` that was written): the call
-/// at the batch's end is theirs already, and the property is not set again.
-@usableFromInline
-final class _BatchWrite {
-    @usableFromInline var deliveredBy: [ObjectIdentifier]
-    @usableFromInline init(_ deliveredBy: [ObjectIdentifier]) { self.deliveredBy = deliveredBy }
 }
