@@ -121,6 +121,12 @@ public final class ObservableArray<Element>: Subscribable, @unchecked Sendable {
     }
 
     /// Applies the edits `body` makes as one change.
+    ///
+    /// Change the array through the editor only: the editor starts from the
+    /// elements stored when `edit` began, so another write of this array
+    /// made inside `body` (an ``append(_:)`` of it, say) is heard, then
+    /// replaced by this edit's elements, as Swift forbids a write to a
+    /// variable while an `inout` access to it is under way.
     @discardableResult
     public func edit<R, E: Error>(_ body: (inout ArrayEditor<Element>) throws(E) -> R) throws(E) -> R {
         let root = storage._lock()

@@ -53,6 +53,23 @@ struct ObservableArrayTests {
         #expect(!insert.isReplacement && insert.insertions == [1] && insert.deletions.isEmpty)
     }
 
+    @Test func aWriteInsideAnEditIsHeardThenReplacedByTheEdit() throws {
+        // As documented on `edit`: the editor began from [1], so the
+        // edit's elements replace the append made inside it; each change
+        // set goes from what the one before ended with.
+        let array = ObservableArray([1])
+        let changes = record(array)
+        array.edit { editor in
+            editor.append(2)
+            array.append(3)
+        }
+        #expect(array.value == [1, 2])
+        #expect(changes.value.count == 2)
+        expect(try #require(changes.value.first), describes: [1], [1, 3], "the inner append")
+        let last = try #require(changes.value.last)
+        #expect(last.oldElements == [1, 3] && last.elements == [1, 2])
+    }
+
     @Test func removedElementsAreLetGoOfOnceTheChangeIsDelivered() throws {
         final class Row {}
         let array = ObservableArray([Row(), Row()])
