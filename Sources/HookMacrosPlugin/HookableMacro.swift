@@ -163,7 +163,8 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
         if inActor {
             // An actor's accessors are spelt by the expansion, which needs the value's type.
             guard let binding = variable.bindings.first, HookablePropertyMacro.valueType(of: binding) != nil else {
-                return refuse("its type cannot be told from its initializer, and the hook point `$\(names)` of an actor's property is spelt with it; write the type (`var \(names): Type = ...`)")
+                let written = variable.bindings.first?.initializer.map { " `\($0.value.trimmedDescription)`" } ?? ""
+                return refuse("its type cannot be told from its initializer\(written), and the hook point `$\(names)` of an actor's property is spelt with it; write the type (`var \(names): Type = ...`)")
             }
             guard binding.pattern.is(IdentifierPatternSyntax.self) else { return refuse("it is not a single name") }
             if let name = binding.pattern.as(IdentifierPatternSyntax.self)?.identifier.bareText, !("_" + name).isIdentifier {

@@ -38,6 +38,28 @@ public struct HookablePropertyMacro: AccessorMacro, PeerMacro {
     /// The type of a binding: written, or the default type of a literal
     /// initializer (`0`: Int, `0.5`: Double, `""`: String, `true`: Bool), or
     /// `T` of an initializer `T(...)`; nil if it cannot be told from the syntax.
+    /// Standard generic types whose initializer call, unspecialized, does
+    /// not spell the property's type.
+    static let unspecializedGenerics: Set<String> = [
+        "Array", "ContiguousArray", "ArraySlice", "Set", "Dictionary", "Optional", "Result",
+        "Range", "ClosedRange", "KeyValuePairs", "Slice", "CollectionOfOne", "EmptyCollection",
+        "Unmanaged", "UnsafePointer", "UnsafeMutablePointer", "UnsafeBufferPointer", "UnsafeMutableBufferPointer",
+        "Atomic", "Mutex", "AsyncStream", "AsyncThrowingStream", "CheckedContinuation",
+    ]
+    /// Labels of a one-argument initializer that is failable in the
+    /// standard library and Foundation (`init?(rawValue:)`, `Int(exactly:)`,
+    /// `URL(string:)`, `UUID(uuidString:)`, `Data(base64Encoded:)`,
+    /// `String(validatingUTF8:)`).
+    static let failableLabels: Set<String> = [
+        "rawValue", "exactly", "string", "uuidString", "base64Encoded", "validatingUTF8", "validating", "bitPattern",
+    ]
+    /// Types whose unlabeled one-argument initializer may be a failable
+    /// conversion (`Int("8080")`, `Double("0.5")`, `Bool("true")`).
+    static let conversionTargets: Set<String> = [
+        "Int", "Int8", "Int16", "Int32", "Int64", "UInt", "UInt8", "UInt16", "UInt32", "UInt64",
+        "Double", "Float", "Float16", "Float80", "Bool", "Character", "Decimal",
+    ]
+
     static func valueType(of binding: PatternBindingSyntax) -> String? {
         if let annotation = binding.typeAnnotation { return annotation.type.trimmedDescription }
         guard var value = binding.initializer?.value else { return nil }
@@ -49,7 +71,20 @@ public struct HookablePropertyMacro: AccessorMacro, PeerMacro {
         if let call = value.as(FunctionCallExprSyntax.self) {
             let callee = call.calledExpression
             if let reference = callee.as(DeclReferenceExprSyntax.self), reference.baseName.text.first?.isUppercase == true {
-                return reference.baseName.text
+                let name = reference.baseName.text
+                // Not the type where the syntax does not tell it: a generic
+                // type named without its arguments (`Array(repeating: 0,
+                // count: 3)` is an `Array<Int>`), or a conversion that may be
+                // a failable initializer (`Int("8080")` is an `Int?`,
+                // `Mode(rawValue: 1)` a `Mode?`): spelt as `name`, the
+                // expansion did not compile.
+                if unspecializedGenerics.contains(name) { return nil }
+                let arguments = call.arguments
+                if arguments.count == 1, let only = arguments.first {
+                    if let label = only.label?.text, failableLabels.contains(label) { return nil }
+                    if only.label == nil, call.trailingClosure == nil, conversionTargets.contains(name) { return nil }
+                }
+                return name
             }
             if let generic = callee.as(GenericSpecializationExprSyntax.self),
                let reference = generic.expression.as(DeclReferenceExprSyntax.self), reference.baseName.text.first?.isUppercase == true {

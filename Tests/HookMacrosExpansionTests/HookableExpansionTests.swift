@@ -514,6 +514,9 @@ struct HookableExpansionTests {
                 var name: String
                 nonisolated(unsafe) var shared = 0
                 init(name: String) { self.name = name }
+                var port = Int("8080")
+                var slots = Array(repeating: 0, count: 3)
+                var level = Level(rawValue: 2)
             }
             """, """
             actor Store {
@@ -521,11 +524,19 @@ struct HookableExpansionTests {
                 var name: String
                 nonisolated(unsafe) var shared = 0
                 init(name: String) { self.name = name }
+                var port = Int("8080")
+                var slots = Array(repeating: 0, count: 3)
+                var level = Level(rawValue: 2)
             }
             """, diagnostics: [
-            error("@Hookable cannot hook property 'mode' of 'Store': its type cannot be told from its initializer, and the hook point `$mode` of an actor's property is spelt with it; write the type (`var mode: Type = ...`); mark it @Unhooked to leave it a plain property", 3, 5),
+            error("@Hookable cannot hook property 'mode' of 'Store': its type cannot be told from its initializer `Mode.idle`, and the hook point `$mode` of an actor's property is spelt with it; write the type (`var mode: Type = ...`); mark it @Unhooked to leave it a plain property", 3, 5),
             error("@Hookable cannot hook property 'name' of 'Store': the synchronous init(name:) uses it, and Swift 6.3 treats that use (an assignment through the property's init accessor, a change, a read) as actor-isolated from a nonisolated context; give the property an initial value and leave it alone in that init, or make that init async; mark it @Unhooked to leave it a plain property", 4, 5),
             error("@Hookable cannot hook property 'shared' of 'Store': it is nonisolated, so its sets do not run one at a time on the actor; mark it @Unhooked to leave it a plain property", 5, 5),
+            // (An Int?, an Array<Int> and a Level?: spelt as Int, Array and
+            // Level, the expansion did not compile.)
+            error("@Hookable cannot hook property 'port' of 'Store': its type cannot be told from its initializer `Int(\"8080\")`, and the hook point `$port` of an actor's property is spelt with it; write the type (`var port: Type = ...`); mark it @Unhooked to leave it a plain property", 7, 5),
+            error("@Hookable cannot hook property 'slots' of 'Store': its type cannot be told from its initializer `Array(repeating: 0, count: 3)`, and the hook point `$slots` of an actor's property is spelt with it; write the type (`var slots: Type = ...`); mark it @Unhooked to leave it a plain property", 8, 5),
+            error("@Hookable cannot hook property 'level' of 'Store': its type cannot be told from its initializer `Level(rawValue: 2)`, and the hook point `$level` of an actor's property is spelt with it; write the type (`var level: Type = ...`); mark it @Unhooked to leave it a plain property", 9, 5),
         ])
     }
 

@@ -27,6 +27,16 @@ struct HookableActorTests {
         #expect(heard == [4])
     }
 
+    @Test func aPropertyTypedByItsInitializerCallIsHooked() async throws {
+        let thermostat = await Thermostat(label: "hall")
+        var heard: [Thermostat.Calibration] = []
+        let token = thermostat.$calibration.after { call in heard.append(try call.argument(0, as: Thermostat.Calibration.self)) }
+        defer { token.remove() }
+        await thermostat.calibrate(0.5)
+        #expect(await thermostat.calibration == .init(offset: 0.5))
+        #expect(heard == [.init(offset: 0.5)])
+    }
+
     @Test func actorMethodsAreHookedPerInstance() async throws {
         let tally = Tally(), other = Tally()
         tally.$add.before { call in try call.setArgument(0, to: try call.argument(0, as: Int.self) * 10) }
@@ -155,12 +165,16 @@ actor Thermostat {
     var label: String
     var readings: [Double] = []
     private(set) var mode: Mode = .auto
+    // A type the macro reads from its initializer `Type(...)`.
+    var calibration = Calibration(offset: 0)
 
     enum Mode: Sendable { case auto, off }
+    struct Calibration: Sendable, Equatable { var offset: Double }
 
     init(label: String) async { self.label = label }
 
     func setTarget(_ value: Int) { target = value }
     func record(_ value: Double) { readings.append(value) }
     func switchOff() { mode = .off }
+    func calibrate(_ offset: Double) { calibration = Calibration(offset: offset) }
 }
