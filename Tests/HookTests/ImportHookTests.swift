@@ -74,24 +74,35 @@ func expectImportError(_ kind: HookError.Kind, symbol: String, containing text: 
     }
 }
 
-/// A small library, compiled here with the system C compiler (nil if there is none), that defines
-/// getenv itself and calls it through its PLT: loaded with RTLD_DEEPBIND, that slot binds to its own getenv.
-let deepBindLibrary: String? = {
+/// A shared library compiled here from `text` with the system C compiler,
+/// lazy binding off (its path; nil if there is no compiler).
+func compiledLibrary(_ name: String, _ text: String) -> String? {
     guard let directory = try? temporaryDirectory() else { return nil }
-    let source = directory.appendingPathComponent("hkdeep.c")
-    let library = directory.appendingPathComponent("libhkdeep.so").path
-    let text = """
-        char *getenv(const char *name) { (void)name; return (char *)"deep"; }
-        const char *hk_deep_getenv(const char *name) { return getenv(name); }
-        """
+    let source = directory.appendingPathComponent("\(name).c")
+    let library = directory.appendingPathComponent("lib\(name).so").path
     guard (try? text.write(to: source, atomically: true, encoding: .utf8)) != nil else { return nil }
     for compiler in ["cc", "clang", "gcc"] {
-        // -fsemantic-interposition: the call to getenv goes through the PLT (clang may bind it directly otherwise).
+        // -fsemantic-interposition: a call of its own exported function goes
+        // through the PLT (clang may bind it directly otherwise).
         let flags = compiler == "gcc" ? [] : ["-fsemantic-interposition"]
         if runQuietly([compiler, "-shared", "-fPIC", "-O0"] + flags + ["-Wl,-z,now", "-o", library, source.path]) { return library }
     }
     return nil
-}()
+}
+
+/// A small library that defines getenv itself and calls it through its PLT:
+/// loaded with RTLD_DEEPBIND, that slot binds to its own getenv.
+let deepBindLibrary: String? = compiledLibrary("hkdeep", """
+    char *getenv(const char *name) { (void)name; return (char *)"deep"; }
+    const char *hk_deep_getenv(const char *name) { return getenv(name); }
+    """)
+
+/// A library that defines a function and calls it through its own PLT, for
+/// one test alone (hooked, it stays loaded: see aHookedSymbolsLibraryStaysLoaded).
+let pinnedLibrary: String? = compiledLibrary("hkpinned", """
+    int hk_pinned_value(void) { return 42; }
+    int hk_pinned_call(void) { return hk_pinned_value(); }
+    """)
 
 /// Runs a program found in `PATH` with its output discarded; true when it
 /// exits with status 0. (posix_spawnp rather than Foundation's `Process`,
@@ -339,6 +350,34 @@ struct ImportHookTests {
         #expect(_ImportRegistry.shared.withState(of: hook) { $0.slots.isEmpty }, "the records of the closed library are dropped")
         #expect(!hook.isInstalled)
         #expect(UnsafeRawPointer(dlsym(nil, "fopen64")) == hook.original)
+    }
+
+    /// ImportHooks.md, "Removal": a symbol defined by a library loaded
+    /// with `dlopen` keeps that library loaded for the life of the process
+    /// once it has a hook point (dlsym(RTLD_DEFAULT) found its definition,
+    /// and glibc then never unloads it), so the hook point's original never
+    /// dangles: restored, closed and asked for again, it is the same.
+    @Test(.enabled(if: pinnedLibrary != nil, "needs a C compiler"))
+    func aHookedSymbolsLibraryStaysLoaded() throws {
+        let path = try #require(pinnedLibrary)
+        let signature = Signature(returning: .int32, arguments: [])
+        let library = try #require(dlopen(path, RTLD_NOW | RTLD_GLOBAL))
+        try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent)  // mapped now
+        let definition = try #require(dlsym(library, "hk_pinned_value"))
+        typealias Call = @convention(c) () -> Int32
+        let call = unsafeBitCast(try #require(dlsym(library, "hk_pinned_call")), to: Call.self)
+        let hook = try ImportHook(symbol: "hk_pinned_value", signature: signature, in: ["libhkpinned.so"])
+        defer { try? hook.restore() }
+        #expect(hook.original == UnsafeRawPointer(definition))
+        hook.after { call in try call.setResult(try call.result(as: Int32.self) + 1) }
+        #expect(call() == 43)
+        try hook.restore()
+        dlclose(library)
+        #expect(dlopen(path, RTLD_NOW | RTLD_NOLOAD) != nil, "still loaded")
+        let again = try ImportHook(symbol: "hk_pinned_value", signature: signature, in: ["libhkpinned.so"])
+        #expect(again === hook && again.original == UnsafeRawPointer(definition))
+        again.after { call in try call.setResult(try call.result(as: Int32.self) + 2) }
+        #expect(call() == 44)
     }
 
     @Test func eightThreadsCallWhileTheHookIsMadeAndRestored() throws {
