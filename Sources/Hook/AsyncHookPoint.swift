@@ -494,13 +494,16 @@ public struct AsyncCallBack<each A, R>: @unchecked Sendable {
         error = nil
     }
 
-    /// Makes the call throw `error` (a throwing closure or method).
+    /// Makes the call throw `error` (a throwing closure or method). From a
+    /// `before` hook it fails the call: it is vetoed (the original and the
+    /// instead hooks do not run), and the after hooks see the error.
     /// - Throws: ``HookError`` if the original cannot throw.
     public mutating func setError(_ error: any Error) throws(HookError) {
         guard context.point.canThrow else {
             throw HookError(.invalidValue, point: selector, "the \(context.point.shape.kind) cannot throw; \(error) cannot be its outcome")
         }
         self.error = error
+        if position == .before { isVetoed = true }
     }
 
     /// Vetoes the call from a before hook: the original and the instead hooks

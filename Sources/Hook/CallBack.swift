@@ -541,14 +541,18 @@ public struct CallBack {
     /// stored). A vetoed call of a function, closure or method returns the
     /// result a hook set, and its after hooks run and see it: a call that
     /// returns a value needs one, so set it first with ``setResult(_:)-4dask``
-    /// (C functions return zero).
+    /// (C functions return zero), or, for a call that can throw, an error
+    /// with ``setError(_:)``, which the caller then gets.
     public mutating func veto() throws(HookError) {
         try checkLive()
         guard position == .before else {
             throw HookError(.invalidValue, point: point.name, "veto() called from \(position.hookWithArticle); only a before hook can veto")
         }
-        guard point.isCFunction || _hasResult || point.shape.resultIsVoid else {
-            throw HookError(.resultUnavailable, point: point.name, "veto() of a call that returns \(point.shape.result.name) needs a result: call setResult(_:) first")
+        guard point.isCFunction || _hasResult || _error != nil || point.shape.resultIsVoid else {
+            throw HookError(.resultUnavailable, point: point.name, """
+                veto() of a call that returns \(point.shape.result.name) needs a result: call setResult(_:) first\
+                \(point.shape.canThrow ? " (or setError(_:) to make it throw)" : "")
+                """)
         }
         if point.isCFunction, !_hasResult { memset(resultPointer, 0, point.shape.resultBufferSize) }
         _vetoed = true
@@ -562,12 +566,18 @@ public struct CallBack {
 
     /// Makes the call throw `error` (throwing closures and methods): after the
     /// remaining hooks run, the caller gets the error instead of a result.
+    /// From a `before` hook it fails the call: it is vetoed (the original
+    /// and the instead hooks do not run, as with ``veto()``), and the after
+    /// hooks see the error. (It ran the original, whose side effects came
+    /// with an error; with an instead hook, whose ``invokeOriginal()``
+    /// cleared it, the caller got the result.)
     public mutating func setError(_ error: any Error) throws(HookError) {
         try checkLive()
         guard point.shape.canThrow else {
             throw HookError(.invalidValue, point: point.name, "the \(point.shape.kind) cannot throw; \(error) cannot be its outcome")
         }
         _error = error
+        if _position == .before { _vetoed = true }
     }
 
     // MARK: Dynamic access

@@ -51,8 +51,8 @@ extension HookPoint {
     /// The records are made by an after hook, in call order per thread; calls
     /// on several threads arrive in the order they reached the hook. The
     /// sequence ends when the hook point deinitializes (its object is gone);
-    /// a consumer that stops iterating (or whose task is cancelled) detaches
-    /// the hook.
+    /// a consumer that stops iterating (or whose task is cancelled) ends it
+    /// and removes the hook.
     ///
     /// - Parameter bufferingPolicy: What to keep while the consumer is behind:
     ///   `.unbounded` by default (every call, as `AsyncStream`'s default);
@@ -71,12 +71,16 @@ extension HookPoint {
         let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: bufferingPolicy)
         let feed = _StreamFeed(continuation)
         let owner = _StreamOwner()
-        add(.after, owner: owner) { call in
+        let token = add(.after, owner: owner) { call in
             if let element = try transform(call) { feed.yield(element) }
         }
         // The stream holds the owner until it terminates (not the hook point:
-        // the point's object must be free to go, which ends the stream).
-        continuation.onTermination = { _ in withExtendedLifetime(owner) {} }
+        // the point's object must be free to go, which ends the stream),
+        // then removes the hook (weakly: the hook keeps the stream's feed).
+        continuation.onTermination = { [weak token] _ in
+            token?.remove()
+            withExtendedLifetime(owner) {}
+        }
         return stream
     }
 }
@@ -92,14 +96,17 @@ extension AsyncClosureHook: _AsyncCalls {
         let (stream, continuation) = AsyncStream.makeStream(of: HookCallRecord.self, bufferingPolicy: bufferingPolicy)
         let feed = _StreamFeed(continuation)
         let owner = _StreamOwner()
-        add(.after, owner: owner) { call in
+        let token = add(.after, owner: owner) { call in
             let arguments = call.args
             let text = "\(call.selector)(\(arguments.map { String(reflecting: $0) }.joined(separator: ", ")))"
                 + (call.error.map { " throws \($0)" } ?? (R.self == Void.self ? "" : call.result.map { " -> \(String(reflecting: $0))" } ?? ""))
             feed.yield(HookCallRecord(selector: call.selector, arguments: arguments, result: call.result.map { $0 as Any },
                                                    error: call.error, description: text))
         }
-        continuation.onTermination = { _ in withExtendedLifetime(owner) {} }
+        continuation.onTermination = { [weak token] _ in
+            token?.remove()
+            withExtendedLifetime(owner) {}
+        }
         return stream
     }
 }

@@ -16,8 +16,15 @@ import Synchronization
 ///
 /// ## Threads
 /// Calls may run on any number of threads while hooks are added and removed:
-/// the call path takes no lock and allocates nothing. Hooks run on the thread
-/// that makes the call, so state they share needs its own synchronization.
+/// the call path of a synchronous hook point takes no lock and allocates
+/// nothing (an ``AsyncClosureHook``'s call with hooks takes its point's lock
+/// to load the hooks and allocates its call's context). Hooks run on the
+/// thread that makes the call, so state they share needs its own
+/// synchronization.
+///
+/// A call runs the hooks attached when it began: a hook removed meanwhile
+/// (by another thread, or by an earlier hook of the same call) still runs in
+/// it; calls that begin after ``HookToken/remove()`` returned do not run it.
 ///
 /// ## How hooks stay valid while calls are in flight
 /// 1. A caller announces the hook point in its thread's frame stack
@@ -717,6 +724,7 @@ struct _HookEdit {
 
     private mutating func take(_ token: Unmanaged<HookToken>) {
         token._withUnsafeGuaranteedRef { token in
+            token._markDetached()
             counts.add(-1, at: token.position)
             if token.owner != nil { ownedChange -= 1 }
         }

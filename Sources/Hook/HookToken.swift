@@ -77,8 +77,15 @@ public class HookToken: @unchecked Sendable {
         for (point, tokens) in byPoint.values { point.remove(tokens) }
     }
 
-    /// Whether `remove()` has not been called yet.
+    /// Whether the hook is still attached: false once ``remove()`` was
+    /// called, or the hook point removed it (``HookPoint/removeAllHooks()``,
+    /// ``ImportHook/restore()``, its owner gone) or went itself.
     public final var isActive: Bool { !removed.load(ordering: .acquiring) }
+
+    /// Marks the hook detached by its hook point (`_HookEdit`, the point's
+    /// `deinit`): no longer active, so a ``HookBag`` lets go of it (and of
+    /// what it captured) and a later ``remove()`` does nothing.
+    final func _markDetached() { removed.store(true, ordering: .releasing) }
 
     /// Whether the hook is tied to an owner that is gone (a look that may
     /// be the owner's last reference: see `ownerIsGone(keeping:)`).

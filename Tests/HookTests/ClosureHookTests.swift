@@ -164,6 +164,36 @@ struct ClosureHookTests {
         #expect(try f("5") == 5)
     }
 
+    /// A before hook's error fails the call: the original does not run,
+    /// with or without an instead hook (it ran, and with a pass-through
+    /// instead hook, whose `invokeOriginal()` cleared the error, the caller
+    /// got the result); `veto()` after `setError` needs no result.
+    @Test func aBeforeHooksErrorFailsTheCallWithoutTheOriginal() throws {
+        struct Refused: Error, Equatable {}
+        let ran = Shared(0)
+        let point = ThrowingClosureHook(name: "charge") { (x: Int) throws -> Int in
+            ran.mutate { $0 += 1 }
+            return x
+        }
+        let charge = point.function
+        let refuse = point.before { call in if try call.argument(0, as: Int.self) < 0 { try call.setError(Refused()) } }
+        #expect(throws: Refused()) { try charge(-1) }
+        #expect(try charge(2) == 2)
+        #expect(ran.value == 1)
+        let passing = point.instead { call in try call.invokeOriginal() }
+        #expect(throws: Refused()) { try charge(-1) }
+        #expect(ran.value == 1)
+        passing.remove()
+        refuse.remove()
+        var problem: HookError?
+        point.before { call in
+            try call.setError(Refused())
+            do { try call.veto() } catch { problem = error as? HookError }
+        }
+        #expect(throws: Refused()) { try charge(3) }
+        #expect(problem == nil && ran.value == 1)
+    }
+
     @Test func nonThrowingClosuresRefuseErrorsAndVetoNeedsAResult() throws {
         let point = ClosureHook(name: "square") { (x: Int) in x * x }
         var problems: [HookError.Kind] = []

@@ -155,6 +155,40 @@ struct LifetimeTests {
         #expect(releasedSoon { weakCaptured == nil })
     }
 
+    /// A hook its point detached (the point went, or `removeAllHooks()`)
+    /// is no longer active: a long-lived owner's bag lets go of it as it
+    /// grows, and of what it captured. (Only `remove()` made a token
+    /// inactive: a controller that hooked items which came and went kept
+    /// every hook, and its capture, until the controller went.)
+    @Test func aBagLetsGoOfHooksTheirPointDetached() throws {
+        final class Captured {}
+        let owner = BaggedObserver()
+        var captures: [() -> Bool] = []   // whether each hook's capture is gone
+        var tokens: [HookToken] = []
+        for i in 0..<200 {
+            let captured = Captured()
+            weak var gone = captured
+            captures.append { gone == nil }
+            if i % 2 == 0 {
+                // The point goes (an item's hook point, say).
+                let point = ClosureHook { (x: Int) in x }
+                tokens.append(point.after(owner: owner) { _ in _ = captured })
+            } else {
+                let point = ClosureHook { (x: Int) in x }
+                tokens.append(point.after(owner: owner) { _ in _ = captured })
+                point.removeAllHooks()
+                withExtendedLifetime(point) {}
+            }
+        }
+        #expect(tokens.allSatisfy { !$0.isActive })
+        #expect(owner.hookBag.count == 0)
+        tokens.removeAll()
+        HookPoint.reclaimRetiredHooks()
+        // Dropped by the bag as it grew (all but those since its last pruning).
+        #expect(releasedSoon { captures.prefix(100).allSatisfy { $0() } })
+        withExtendedLifetime(owner) {}
+    }
+
     /// A bag of thousands: tokens removed while in it are dropped as the
     /// bag grows (what their hooks captured released), its count is of the
     /// hooks still attached, and the rest go with it.

@@ -54,10 +54,20 @@ struct AsyncSequenceTests {
             _ = account.deposit(1)
             #expect(await iterator.next()?.result as? Int == 1)
         }
-        // The stream and its owner are gone: the next call skips the hook and detaches it.
-        _ = account.deposit(1)
+        // The stream is gone: it ended, and removed its hook (no call needed:
+        // it stayed until the next call or change of the point).
+        #expect(account.$deposit.hookCount == 0)
         _ = account.deposit(1)
         #expect(account.$deposit.hookCount == 0)
+        // An async point's stream too.
+        let point = AsyncClosureHook(name: "twice") { (x: Int) async throws -> Int in x * 2 }
+        do {
+            var iterator = point.calls().makeAsyncIterator()
+            #expect(point.hookCount == 1)
+            _ = try await point(1)
+            #expect(await iterator.next()?.result as? Int == 2)
+        }
+        #expect(point.hookCount == 0)
     }
 
     @Test func asyncPointCalls() async throws {

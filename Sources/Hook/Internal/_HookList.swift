@@ -185,8 +185,16 @@ struct _Hooks {
     static func releasePublished(_ bits: Int) {
         guard bits != 0 else { return }
         let hooks = _Hooks(bits: bits)
-        if hooks.isSingle { hooks.single.release(); return }
-        for token in hooks.tokens() { token.release() }
+        // (The point goes: its hooks are detached, see `HookToken.isActive`.)
+        if hooks.isSingle {
+            hooks.single._withUnsafeGuaranteedRef { $0._markDetached() }
+            hooks.single.release()
+            return
+        }
+        for token in hooks.tokens() {
+            token._withUnsafeGuaranteedRef { $0._markDetached() }
+            token.release()
+        }
         hooks.snapshot.release()
     }
 
