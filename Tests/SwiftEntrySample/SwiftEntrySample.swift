@@ -126,6 +126,9 @@ extension Person {
 
 public func mix(_ a: Int32, _ f: Float, _ d: Double, _ b: UInt8) -> Double { Double(a) + Double(f) + d + Double(b) }
 
+/// A tuple parameter: passed as its elements, a register each.
+public func pairSum(_ p: (Int8, Int8), _ k: Int) -> Int { Int(p.0) * 100 + Int(p.1) * 10 + k }
+
 public func midpoint(_ a: Point, _ b: Point) -> Point { Point(x: (a.x + b.x) / 2, y: (a.y + b.y) / 2) }
 
 /// Called by the thread test: a method whose count says how often it ran.

@@ -139,6 +139,21 @@ extension SwiftEntrySuites {
         #expect(throws: SampleError.notANumber("-3")) { try Person(name: "Neg", age: -3).checkedAge }
     }
 
+    /// A tuple parameter is its elements, a register each (`p.0` in rdi,
+    /// `p.1` in rsi, `k` in rdx). (Lowered as one value, it was read from
+    /// rdi alone, and `k` from rsi.)
+    @Test func aTupleParameterIsItsElements() throws {
+        let hook = try SwiftEntryHook.named("SwiftEntrySample.pairSum(_:_:)", as: (((Int8, Int8), Int) -> Int).self)
+        defer { try? hook.restore() }
+        var seen: [String] = []
+        try hook.afterReturning { (result: Int, p: (Int8, Int8), k: Int) in seen.append("\(p.0) \(p.1) \(k) -> \(result)") }
+        #expect(pairSum((1, 2), 3) == 123)
+        #expect(seen == ["1 2 3 -> 123"])
+        hook.before { call in try call.setArgument(0, to: (Int8(7), Int8(8))) }
+        #expect(pairSum((1, 2), 3) == 783)
+        #expect(seen.last == "7 8 3 -> 783")
+    }
+
     /// A half-precision float is an xmm register's, as a `Float` is.
     @Test func aHalfPrecisionFloat() throws {
         let hook = try SwiftEntryHook.named("SwiftEntrySample.halve(_:_:)", as: ((Float16, Int) -> Float16).self)

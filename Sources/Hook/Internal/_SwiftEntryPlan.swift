@@ -8,7 +8,7 @@ struct _SwiftEntryPlan {
     init(function: _SwiftFunction, written: String, arguments: [Any.Type], result: Any.Type, canThrow: Bool) throws(HookError) {
         let stated = "(" + arguments.map { _typeName($0, qualified: true) }.joined(separator: ", ") + ")\(canThrow ? " throws" : "") -> " + _typeName(result, qualified: true)
         if function.isGeneric {
-            throw HookError(.unsupportedType, point: written, "'\(function.demangled)' is generic: typed access needs concrete types (trace it with SwiftEntryHook.trace)")
+            throw HookError(.unsupportedType, point: written, "'\(function.demangled)' is generic: typed access needs concrete types (trace it with SwiftTrace)")
         }
         if let thrown = function.thrownType {
             throw HookError(.unsupportedType, point: written, "'\(function.demangled)' throws \(thrown) (typed throws), whose error comes back in the result registers: typed access does not support it (trace it with SwiftTrace)")
@@ -72,7 +72,7 @@ struct _SwiftEntryPlan {
         var places = [[_SwiftCopy]?](repeating: nil, count: arguments.count)
         var general = 0, vector = 0
         for i in order {
-            let lowering = try _SwiftLowering(arguments[i], point: written)
+            let lowering = try _SwiftLowering(arguments[i], point: written, parameter: !(i == 0 && selfInContext))
             if i == 0, selfInContext {
                 places[i] = _SwiftFrameLayout.copies(lowering, [(false, _SwiftFrameLayout.selfIndex)], result: false)
                 continue

@@ -19,11 +19,30 @@ struct _SwiftLowering: Sendable, Equatable {
     let size: Int
     let alignment: Int
 
-    /// The lowering of `type`, or an error naming it.
-    init(_ type: Any.Type, point: String) throws(HookError) {
+    /// The lowering of `type`, or an error naming it. A `parameter`'s tuple
+    /// is passed as its elements, each lowered as a parameter of its own
+    /// (`(Int8, Int8)` is two registers, not one: the compiler explodes a
+    /// tuple parameter); a tuple inside a struct, or a result, is one value.
+    init(_ type: Any.Type, point: String, parameter: Bool = false) throws(HookError) {
+        let metadata = unsafeBitCast(type, to: UnsafeRawPointer.self)
+        if parameter, metadata.load(as: UInt.self) == 0x301 {
+            var registers: [Register] = []
+            let count = metadata.load(fromByteOffset: 8, as: Int.self)
+            for i in 0..<count {
+                let element = metadata.load(fromByteOffset: 24 + 16 * i, as: Any.Type.self)
+                let offset = Int(metadata.load(fromByteOffset: 32 + 16 * i, as: UInt32.self))
+                for register in try _SwiftLowering(element, point: point, parameter: true).registers {
+                    registers.append(Register(offset: offset + register.offset, size: register.size, isFloat: register.isFloat))
+                }
+            }
+            self.registers = registers
+            size = _metadataSize(type)
+            alignment = _metadataAlignment(type)
+            return
+        }
         var scalars: [Register] = []
         if let why = Self.collect(type, at: 0, into: &scalars) {
-            throw HookError(.unsupportedType, point: point, "\(_typeName(type, qualified: true)): \(why); use raw registers (SwiftEntryHook.Registers) instead")
+            throw HookError(.unsupportedType, point: point, "\(_typeName(type, qualified: true)): \(why); typed access does not support it (SwiftTrace traces its calls, without their values)")
         }
         scalars.sort { $0.offset < $1.offset }
         var registers: [Register] = []
@@ -45,7 +64,7 @@ struct _SwiftLowering: Sendable, Equatable {
             registers[i].size = unit
         }
         guard registers.count <= 4 else {
-            throw HookError(.unsupportedType, point: point, "\(_typeName(type, qualified: true)) takes \(registers.count) registers; a value of more than four is passed indirectly, which typed access does not support; use raw registers (SwiftEntryHook.Registers) instead")
+            throw HookError(.unsupportedType, point: point, "\(_typeName(type, qualified: true)) takes \(registers.count) registers; a value of more than four is passed indirectly, which typed access does not support (SwiftTrace traces its calls, without their values)")
         }
         self.registers = registers
         size = _metadataSize(type)
