@@ -30,6 +30,12 @@
 
 // MARK: - Reading one object
 
+// A DT_VERSYM entry: a version index, and a bit set for a hidden (non-default) definition.
+#ifndef VERSYM_HIDDEN
+#define VERSYM_HIDDEN 0x8000
+#define VERSYM_VERSION 0x7fff
+#endif
+
 typedef struct {
   uintptr_t base;
   const char *name;
@@ -39,6 +45,9 @@ typedef struct {
   const ElfW(Sym) *symtab;
   const char *strtab;
   const ElfW(Versym) *versym;
+  const ElfW(Verneed) *verneed;
+  const ElfW(Verdef) *verdef;
+  size_t verneed_count, verdef_count;
   const ElfW(Rela) *jmprel;
   size_t jmprel_size;
   const ElfW(Rela) *rela;
@@ -60,6 +69,8 @@ static uintptr_t dyn_address(const hk_object *o, uintptr_t value) {
   return value < o->base ? value + o->base : value;
 }
 
+static int read_dynamic(hk_object *o);
+
 static int read_object(const struct dl_phdr_info *info, hk_object *o) {
   memset(o, 0, sizeof *o);
   o->base = info->dlpi_addr;
@@ -75,6 +86,12 @@ static int read_object(const struct dl_phdr_info *info, hk_object *o) {
       o->relro_end = o->relro_start + p->p_memsz;
     }
   }
+  return read_dynamic(o);
+}
+
+// Reads the dynamic section of `o` (base, name and dynamic set). 0 for the
+// vDSO and for an object without a symbol table.
+static int read_dynamic(hk_object *o) {
   if (!o->dynamic) return 0;
   if (strncmp(o->name, "linux-vdso", 10) == 0 || strncmp(o->name, "linux-gate", 10) == 0) return 0;
   for (const ElfW(Dyn) *d = o->dynamic; d->d_tag != DT_NULL; d++) {
@@ -82,6 +99,10 @@ static int read_object(const struct dl_phdr_info *info, hk_object *o) {
       case DT_SYMTAB: o->symtab = (const ElfW(Sym) *)dyn_address(o, d->d_un.d_ptr); break;
       case DT_STRTAB: o->strtab = (const char *)dyn_address(o, d->d_un.d_ptr); break;
       case DT_VERSYM: o->versym = (const ElfW(Versym) *)dyn_address(o, d->d_un.d_ptr); break;
+      case DT_VERNEED: o->verneed = (const ElfW(Verneed) *)dyn_address(o, d->d_un.d_ptr); break;
+      case DT_VERNEEDNUM: o->verneed_count = d->d_un.d_val; break;
+      case DT_VERDEF: o->verdef = (const ElfW(Verdef) *)dyn_address(o, d->d_un.d_ptr); break;
+      case DT_VERDEFNUM: o->verdef_count = d->d_un.d_val; break;
       case DT_JMPREL: o->jmprel = (const ElfW(Rela) *)dyn_address(o, d->d_un.d_ptr); break;
       case DT_PLTRELSZ: o->jmprel_size = d->d_un.d_val; break;
       case DT_RELA: o->rela = (const ElfW(Rela) *)dyn_address(o, d->d_un.d_ptr); break;
@@ -115,6 +136,33 @@ static int object_is(const hk_object *o, uintptr_t base, const void *dynamic) {
 static const char *base_name(const char *path) {
   const char *slash = strrchr(path, '/');
   return slash ? slash + 1 : path;
+}
+
+// The name of version index `index` (a DT_VERSYM entry less its hidden bit)
+// of `o`: a version it needs (DT_VERNEED, vna_other) or one it defines
+// (DT_VERDEF, vd_ndx: a relocation may name a symbol of its own object).
+// NULL if neither lists it.
+static const char *version_name(const hk_object *o, unsigned index) {
+  const ElfW(Verneed) *need = o->verneed;
+  for (size_t i = 0; need && i < o->verneed_count; i++) {
+    const ElfW(Vernaux) *aux = (const ElfW(Vernaux) *)((const char *)need + need->vn_aux);
+    for (unsigned j = 0; j < need->vn_cnt; j++) {
+      if ((aux->vna_other & VERSYM_VERSION) == index) return o->strtab + aux->vna_name;
+      if (!aux->vna_next) break;
+      aux = (const ElfW(Vernaux) *)((const char *)aux + aux->vna_next);
+    }
+    if (!need->vn_next) break;
+    need = (const ElfW(Verneed) *)((const char *)need + need->vn_next);
+  }
+  const ElfW(Verdef) *def = o->verdef;
+  for (size_t i = 0; def && i < o->verdef_count; i++) {
+    if ((def->vd_ndx & VERSYM_VERSION) == index && def->vd_cnt) {
+      return o->strtab + ((const ElfW(Verdaux) *)((const char *)def + def->vd_aux))->vda_name;
+    }
+    if (!def->vd_next) break;
+    def = (const ElfW(Verdef) *)((const char *)def + def->vd_next);
+  }
+  return 0;
 }
 
 // MARK: - Page protection
@@ -170,6 +218,14 @@ typedef struct {
   char *names;
   size_t names_used, names_capacity;
   int full;  // a record found no room: the walk stopped, to be grown and run again
+  // The definition `original` is, found by hk_import_patch before its walks
+  // (find_original: dladdr1 takes the loader's lock, which a dl_iterate_phdr
+  // callback must not take), for the lazy slots (binds_original).
+  uintptr_t original_base;       // the object holding original: l_addr
+  const void *original_dynamic;  // and l_ld; 0 if no object holds it
+  int original_known;            // that object's definition of the symbol was found
+  const char *original_version;  // its version (in that object's strings); NULL if unversioned
+  int own_definition;            // set by own_definition
 } hk_walk;
 
 static void fail(hk_walk *w, const hk_object *o, uintptr_t address, int error, int kind) {
@@ -386,6 +442,7 @@ static int each_relocation(hk_walk *w, const hk_object *o, relocation_visitor vi
 // of its own lazy PLT stub, in an executable segment of `o`, which pushes the
 // slot's relocation index (`push $index`, after an `endbr64` with IBT). A
 // slot bound to a definition inside `o` (RTLD_DEEPBIND, a self-call) is not.
+// Whether the loader would bind it to the original is binds_original's question.
 static int unbound_lazy(const hk_object *o, uintptr_t value, long plt_index) {
   if (plt_index < 0) return 0;
   const ElfW(Phdr) *segment = segment_of(o, value, 9);
@@ -397,6 +454,44 @@ static int unbound_lazy(const hk_object *o, uintptr_t value, long plt_index) {
   int32_t pushed;
   memcpy(&pushed, code + 1, sizeof pushed);
   return pushed == plt_index;
+}
+
+typedef int (*symbol_visitor)(hk_walk *w, const hk_object *o, ElfW(Sym) *sym);
+static int each_definition(hk_walk *w, const hk_object *o, const char *name, symbol_visitor visit);
+
+static int own_definition(hk_walk *w, const hk_object *o, ElfW(Sym) *sym) {
+  uintptr_t address = o->base + sym->st_value;
+  if (sym->st_shndx != SHN_UNDEF && address != (uintptr_t)w->request->original &&
+      address != (uintptr_t)w->request->replacement) w->own_definition = 1;
+  return 0;
+}
+
+// Whether the loader, binding the lazy slot of `o`'s DT_JMPREL entry
+// `plt_index`, would pick the original. Not when the import asks for another
+// version than the original's: a library built against realpath@GLIBC_2.2.5
+// gets that one (EINVAL for a NULL buffer), not the default
+// realpath@@GLIBC_2.3 that dlsym found. (An unversioned import, or an
+// unversioned original, which satisfies any version, is the original's; so is
+// any import when the original's definition was not found, as for an IFUNC
+// whose implementation lies in the vDSO.) Not when `o` defines the symbol
+// itself, other than the original: loaded with RTLD_DEEPBIND it binds its own
+// definition. Loaded without, it would have bound the global one, and its
+// slot is missed: how an object was loaded cannot be read from it, and a slot
+// missed is the safe way round, where one taken over changes what it calls.
+// Reads `o` only: no lookup, no lock, no allocation inside the walk.
+static int binds_original(hk_walk *w, const hk_object *o, long plt_index) {
+  size_t index = ELF64_R_SYM(o->jmprel[plt_index].r_info);
+  if (w->original_known && w->original_version && o->versym) {
+    unsigned version = o->versym[index] & VERSYM_VERSION;
+    if (version > VER_NDX_GLOBAL) {
+      const char *wanted = version_name(o, version);
+      if (!wanted || strcmp(wanted, w->original_version) != 0) return 0;
+    }
+  }
+  if (object_is(o, w->original_base, w->original_dynamic)) return 1;
+  w->own_definition = 0;
+  each_definition(w, o, w->request->symbol, own_definition);
+  return !w->own_definition;
 }
 
 static int patch_slot(hk_walk *w, const hk_object *o, uintptr_t slot, int kind, long plt_index) {
@@ -411,9 +506,11 @@ static int patch_slot(hk_walk *w, const hk_object *o, uintptr_t slot, int kind, 
   }
   if (current == replacement) return 0;
   // Only a slot bound to the original, or a lazy slot not bound yet (it holds
-  // an address in the object's own PLT), is ours to take over: a slot bound to
-  // another definition, or rewritten by the program, is left alone.
-  int lazy = kind == HK_SLOT_JUMP && unbound_lazy(o, current, plt_index);
+  // an address in the object's own PLT) that the loader would bind to the
+  // original, is ours to take over: a slot bound to another definition, one
+  // that would be (another version, the object's own definition), or one
+  // rewritten by the program, is left alone.
+  int lazy = kind == HK_SLOT_JUMP && unbound_lazy(o, current, plt_index) && binds_original(w, o, plt_index);
   if (current != original && !lazy) {
     if (mine) w->outcome->bound_elsewhere++;
     return 0;
@@ -448,8 +545,6 @@ static unsigned long sysv_hash(const char *name) {
   }
   return h;
 }
-
-typedef int (*symbol_visitor)(hk_walk *w, const hk_object *o, ElfW(Sym) *sym);
 
 // Calls `visit` for every defined dynamic symbol of `o` named `name`.
 static int each_definition(hk_walk *w, const hk_object *o, const char *name, symbol_visitor visit) {
@@ -519,8 +614,44 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *data) {
   return stop;
 }
 
+// The definition dlsym(RTLD_DEFAULT) returned `original` for, in the object
+// holding it: a visible one (dlsym takes no hidden version) that is the
+// original (or the entry, once the symbol table was patched), or an IFUNC
+// (the original is what its resolver chose).
+static int default_definition(hk_walk *w, const hk_object *o, ElfW(Sym) *sym) {
+  if (w->original_known || sym->st_shndx == SHN_UNDEF) return 0;
+  ElfW(Versym) version = o->versym ? o->versym[sym - o->symtab] : VER_NDX_GLOBAL;
+  if (version & VERSYM_HIDDEN) return 0;
+  uintptr_t address = o->base + sym->st_value;
+  if (ELF64_ST_TYPE(sym->st_info) != STT_GNU_IFUNC && address != (uintptr_t)w->request->original &&
+      address != (uintptr_t)w->request->replacement) return 0;
+  const char *name = 0;
+  if ((version & VERSYM_VERSION) > VER_NDX_GLOBAL && !(name = version_name(o, version & VERSYM_VERSION))) return 0;
+  w->original_version = name;
+  w->original_known = 1;
+  return 0;
+}
+
+// Finds the object holding the original and the version of its definition,
+// once a request, outside any walk. The object stays loaded: dlsym found the
+// original there, and glibc never unloads an object dlsym(RTLD_DEFAULT) used.
+static void find_original(hk_walk *w) {
+  Dl_info info;
+  struct link_map *map = 0;
+  if (!dladdr1(w->request->original, &info, (void **)&map, RTLD_DL_LINKMAP) || !map) return;
+  w->original_base = (uintptr_t)map->l_addr;
+  w->original_dynamic = map->l_ld;
+  hk_object o;
+  memset(&o, 0, sizeof o);
+  o.base = (uintptr_t)map->l_addr;
+  o.name = map->l_name ? map->l_name : "";
+  o.dynamic = map->l_ld;
+  if (read_dynamic(&o)) each_definition(w, &o, w->request->symbol, default_definition);
+}
+
 int hk_import_patch(const hk_import_request *request, hk_import_outcome *outcome) {
-  hk_walk w = {request, outcome, 0, 0, 0, 0, 0};
+  hk_walk w = {.request = request, .outcome = outcome};
+  if (!request->dry_run) find_original(&w);
   walk_objects(&w, patch_object, &w, !request->dry_run);
   finish_walk(&w, 0);
   return outcome->error ? -1 : 0;
@@ -585,7 +716,7 @@ int hk_import_restore(const hk_import_request *request, hk_import_slot *slots, s
   }
   // The symbol tables first, in a walk of their own, so that no new binding
   // to the entry is made while the slots are put back.
-  hk_restore r = {{request, outcome, 0, 0, 0, 0, 0}, slots, count, 1};
+  hk_restore r = {{.request = request, .outcome = outcome}, slots, count, 1};
   walk_objects(&r.walk, restore_object, &r, 1);
   if (!outcome->error) {
     r.symbols = 0;

@@ -75,8 +75,10 @@ func expectImportError(_ kind: HookError.Kind, symbol: String, containing text: 
 }
 
 /// A shared library compiled here from `text` with the system C compiler,
-/// lazy binding off (its path; nil if there is no compiler).
-func compiledLibrary(_ name: String, _ text: String) -> String? {
+/// lazy binding off (`-z now`) unless `lazy` (`-z lazy`: its slots hold their
+/// PLT stubs until the first call, when loaded with RTLD_LAZY). Its path; nil
+/// if there is no compiler or the text does not build.
+func linkedLibrary(_ name: String, _ text: String, lazy: Bool = false) -> String? {
     guard let directory = try? temporaryDirectory() else { return nil }
     let source = directory.appendingPathComponent("\(name).c")
     let library = directory.appendingPathComponent("lib\(name).so").path
@@ -85,21 +87,42 @@ func compiledLibrary(_ name: String, _ text: String) -> String? {
         // -fsemantic-interposition: a call of its own exported function goes
         // through the PLT (clang may bind it directly otherwise).
         let flags = compiler == "gcc" ? [] : ["-fsemantic-interposition"]
-        if runQuietly([compiler, "-shared", "-fPIC", "-O0"] + flags + ["-Wl,-z,now", "-o", library, source.path]) { return library }
+        let binding = lazy ? "-Wl,-z,lazy" : "-Wl,-z,now"
+        if runQuietly([compiler, "-shared", "-fPIC", "-O0"] + flags + [binding, "-o", library, source.path]) { return library }
     }
     return nil
 }
 
 /// A small library that defines getenv itself and calls it through its PLT:
 /// loaded with RTLD_DEEPBIND, that slot binds to its own getenv.
-let deepBindLibrary: String? = compiledLibrary("hkdeep", """
+let deepBindLibrary: String? = linkedLibrary("hkdeep", """
     char *getenv(const char *name) { (void)name; return (char *)"deep"; }
     const char *hk_deep_getenv(const char *name) { return getenv(name); }
     """)
 
+/// deepBindLibrary, lazily bound: loaded with RTLD_LAZY | RTLD_DEEPBIND, its
+/// getenv slot holds its PLT stub until the first call binds its own getenv.
+let lazyDeepBindLibrary: String? = linkedLibrary("hklazydeep", """
+    char *getenv(const char *name) { (void)name; return (char *)"deep"; }
+    const char *hk_lazydeep_getenv(const char *name) { return getenv(name); }
+    """, lazy: true)
+
+/// A library built against the old realpath (realpath@GLIBC_2.2.5, which
+/// refuses a NULL buffer with EINVAL; the default realpath@@GLIBC_2.3
+/// allocates one), lazily bound. nil off glibc on x86-64.
+let oldRealpathLibrary: String? = linkedLibrary("hkoldrealpath", """
+    #include <stdlib.h>
+    __asm__(".symver realpath,realpath@GLIBC_2.2.5");
+    const char *hk_old_realpath(const char *path) { return realpath(path, 0); }
+    """, lazy: true)
+
+/// Whether dlsym finds glibc's default realpath (the sanitizers' runtimes interpose their own).
+let realpathIsGlibcs = hk_import_lookup("realpath") != nil
+    && hk_import_lookup("realpath") == hk_import_lookup_version("realpath", "GLIBC_2.3")
+
 /// A library that defines a function and calls it through its own PLT, for
 /// one test alone (hooked, it stays loaded: see aHookedSymbolsLibraryStaysLoaded).
-let pinnedLibrary: String? = compiledLibrary("hkpinned", """
+let pinnedLibrary: String? = linkedLibrary("hkpinned", """
     int hk_pinned_value(void) { return 42; }
     int hk_pinned_call(void) { return hk_pinned_value(); }
     """)
@@ -487,6 +510,63 @@ struct ImportHookTests {
         let calls = Shared(0)
         hook.before { _ in calls.mutate { $0 += 1 } }
         #expect(lookup("HOME").map { String(cString: $0) } == "deep")
+        #expect(calls.value == 0)
+    }
+
+    // A lazy slot is taken over only if the loader would have bound it to the original. This
+    // one asks for realpath@GLIBC_2.2.5, not the realpath@@GLIBC_2.3 dlsym found: left alone,
+    // its first call binds the old version, which returns NULL for a NULL buffer.
+    @Test(.enabled(if: oldRealpathLibrary != nil, "needs a C compiler, and glibc's realpath@GLIBC_2.2.5"),
+          .enabled(if: realpathIsGlibcs, "the sanitizers' runtimes interpose realpath (every version reaches theirs)"))
+    func aLazySlotOfAnOlderVersionIsLeftAlone() throws {
+        let path = try #require(oldRealpathLibrary)
+        let handle = try #require(dlopen(path, RTLD_LAZY | RTLD_LOCAL))
+        defer { dlclose(handle) }
+        try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent)  // mapped now
+        typealias Resolve = @convention(c) (UnsafePointer<CChar>?) -> UnsafeMutablePointer<CChar>?
+        let resolve = unsafeBitCast(try #require(dlsym(handle, "hk_old_realpath")), to: Resolve.self)
+        // Hooked before its first call: its slot still holds its PLT stub. Its one import left
+        // alone, the request may be refused as not imported, or made with no slot of it.
+        let hook: ImportHook?
+        do {
+            hook = try ImportHook(symbol: "realpath", signature: Signature(returning: .pointer, arguments: [.pointer, .pointer]),
+                                  in: ["libhkoldrealpath.so"])
+        } catch let error as HookError {
+            #expect(error.kind == .notImported, "\(error)")
+            hook = nil
+        } catch {
+            Issue.record("expected a HookError, got \(error)")
+            hook = nil
+        }
+        defer { try? hook?.restore() }
+        #expect(hook?.slots.contains { $0.object.hasSuffix("libhkoldrealpath.so") } != true)
+        let calls = Shared(0)
+        hook?.before { _ in calls.mutate { $0 += 1 } }
+        let resolved = resolve(".")
+        defer { free(resolved) }
+        #expect(resolved == nil, "realpath@GLIBC_2.2.5 refuses a NULL buffer; the default one allocated \(resolved.map { String(cString: $0) } ?? "")")
+        #expect(calls.value == 0)
+    }
+
+    // A lazy slot of an object that defines the symbol itself, loaded with RTLD_DEEPBIND,
+    // would bind its own definition: left alone, like the bound one above.
+    @Test(.enabled(if: !underThreadSanitizer && !underAddressSanitizer,
+                   "RTLD_DEEPBIND is refused under ThreadSanitizer and AddressSanitizer"),
+          .enabled(if: lazyDeepBindLibrary != nil, "needs a C compiler"))
+    func aLazySlotOfADeepBoundDefinitionIsLeftAlone() throws {
+        let path = try #require(lazyDeepBindLibrary)
+        let handle = try #require(dlopen(path, RTLD_LAZY | RTLD_LOCAL | RTLD_DEEPBIND))
+        defer { dlclose(handle) }
+        try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent)  // mapped now
+        typealias Lookup = @convention(c) (UnsafePointer<CChar>?) -> UnsafePointer<CChar>?
+        let lookup = unsafeBitCast(try #require(dlsym(handle, "hk_lazydeep_getenv")), to: Lookup.self)
+        // Hooked before its first call: its slot still holds its PLT stub.
+        let hook = try ImportHook(symbol: "getenv", signature: getenvSignature, in: ["libhklazydeep.so"])
+        defer { try? hook.restore() }
+        #expect(!hook.slots.contains { $0.object.hasSuffix("libhklazydeep.so") })
+        let calls = Shared(0)
+        hook.before { _ in calls.mutate { $0 += 1 } }
+        #expect(lookup("HOME").map { String(cString: $0) } == "deep", "its first call binds its own getenv")
         #expect(calls.value == 0)
     }
 
