@@ -154,6 +154,34 @@ extension SwiftEntrySuites {
         #expect(seen.last == "7 8 3 -> 783")
     }
 
+    /// A closure argument is refused: a non-escaping one (copying it, as
+    /// a hook's record does, retained a context on the caller's stack that
+    /// has no object header: a crash about half the time), and an escaping
+    /// one (read through its type, it was a function returning its result
+    /// indirectly: called, it gave garbage).
+    @Test func aClosureArgumentIsRefused() throws {
+        func expectRefused(_ name: String, _ text: String, _ make: () throws -> Void) {
+            do {
+                try make()
+                Issue.record("no error thrown for \(name)")
+            } catch let error as HookError {
+                #expect(error.kind == .unsupportedType)
+                #expect("\(error)".contains(name) && "\(error)".contains(text), "\(error)")
+            } catch {
+                Issue.record("\(error)")
+            }
+        }
+        // (A type value can only state an escaping closure parameter; the
+        // demangled name of a non-escaping one reads the same.)
+        expectRefused("SwiftEntrySample.applyTwice", "argument 0 of 'SwiftEntrySample.applyTwice(() -> Swift.Int) -> Swift.Int' is a non-escaping closure") {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.applyTwice(_:)", as: ((@escaping () -> Int) -> Int).self)
+        }
+        expectRefused("SwiftEntrySample.applyKept", "is a closure") {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.applyKept(_:)", as: ((@escaping () -> Int) -> Int).self)
+        }
+        #expect(applyTwice { 21 } == 42)
+    }
+
     /// A half-precision float is an xmm register's, as a `Float` is.
     @Test func aHalfPrecisionFloat() throws {
         let hook = try SwiftEntryHook.named("SwiftEntrySample.halve(_:_:)", as: ((Float16, Int) -> Float16).self)

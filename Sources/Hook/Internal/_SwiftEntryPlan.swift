@@ -66,6 +66,26 @@ struct _SwiftEntryPlan {
         guard _SwiftNames.canonical(function.result) == resultName else {
             throw HookError(.typeMismatch, point: written, "'\(function.demangled)' returns \(function.result); stated \(_typeName(result, qualified: true))")
         }
+        // A closure argument or result: its registers hold it as the
+        // function's own convention passes it (its code returning an `Int` in
+        // rax), while a value of its type read or written through a type
+        // parameter (`argument(0, as:)`) is one returning its result
+        // indirectly: called, it read garbage. A non-escaping one (mangled
+        // `XE`; its demangled name does not say) has a context on the
+        // caller's stack with no object header besides: copying it retained
+        // that header (a crash, half the time). Refused.
+        let isClosure = { (type: Any.Type) in unsafeBitCast(type, to: UnsafeRawPointer.self).load(as: UInt.self) == 0x302 }
+        if let closure = arguments.firstIndex(where: isClosure) {
+            throw HookError(.unsupportedType, point: written, """
+                argument \(closure) of '\(function.demangled)' is a \(function.mangled.contains("XE") ? "non-escaping " : "")closure, \
+                which typed access does not support (SwiftTrace traces its calls, without their values)
+                """)
+        }
+        if isClosure(result) {
+            throw HookError(.unsupportedType, point: written, """
+                '\(function.demangled)' returns a closure, which typed access does not support (SwiftTrace traces its calls, without their values)
+                """)
+        }
         // Registers: the explicit arguments in order, then a self passed by value.
         var order = Array(arguments.indices)
         if function.hasSelf, !selfInContext { order.append(order.removeFirst()) }
