@@ -1,4 +1,5 @@
 import CFFIShim
+import CHookThreads
 import CImportSlots
 import Glibc
 import Synchronization
@@ -253,8 +254,16 @@ final class _ImportRegistry: @unchecked Sendable {
         return (images.map(\.0), images.map(\.1))
     }()
 
+    /// Runs `body` under the registry's lock, with hooks off on the calling
+    /// thread meanwhile: the registry's own calls (Swift's allocations, libc's
+    /// `strdup` reaching `malloc` through libc's slot) may be of a hooked
+    /// function, and a hook that asked the registry (`hook.isInstalled`)
+    /// there locked its lock again: a trap.
     private func locked<R, E: Error>(_ body: (inout [String: Entry]) throws(E) -> R) throws(E) -> R {
-        try entries.withVisibleLock(self) { (value: inout sending [String: Entry]) throws(E) -> sending R in
+        let thread = hk_thread_self()!
+        hk_thread_suppress(thread)
+        defer { hk_thread_unsuppress(thread) }
+        return try entries.withVisibleLock(self) { (value: inout sending [String: Entry]) throws(E) -> sending R in
             nonisolated(unsafe) let result = try body(&value)
             return result
         }

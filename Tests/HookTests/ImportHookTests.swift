@@ -490,6 +490,28 @@ struct ImportHookTests {
         #expect(sizes.value.count >= 5)
     }
 
+    /// The registry's own calls, made under its lock, run no hooks: a hook
+    /// of `malloc` that asks its hook point something (which takes that
+    /// lock) met the registry's own allocations there, and locked it again
+    /// (Swift's `Mutex` traps).
+    @Test(.enabled(if: !underAddressSanitizer, "AddressSanitizer owns malloc"))
+    func aHookThatAsksTheRegistryIsNotRunUnderItsLock() throws {
+        let hook = try ImportHook(symbol: "malloc", signature: mallocSignature, in: ["libswiftCore.so"])
+        defer { try? hook.restore() }
+        let me = threadID()
+        let asked = Shared(0)
+        hook.after { _ in
+            guard threadID() == me else { return }
+            if hook.isInstalled && hook.objects == ["libswiftCore.so"] { asked.mutate { $0 += 1 } }
+        }
+        // Under the lock: arrays and sets of slots, made by Swift (libswiftCore's malloc slot).
+        #expect(!hook.slots.isEmpty)
+        try hook.refresh()
+        // Outside it, hooked as before.
+        let made = [Int](repeating: 1, count: 1_000)
+        #expect(made.count == 1_000 && asked.value > 0)
+    }
+
     // The sanitizers' runtimes refuse RTLD_DEEPBIND (they abort the process).
     @Test(.enabled(if: !underThreadSanitizer && !underAddressSanitizer,
                    "RTLD_DEEPBIND is refused under ThreadSanitizer and AddressSanitizer"),
