@@ -39,6 +39,8 @@
 typedef struct {
   uintptr_t base;
   const char *name;
+  // DT_SONAME's offset in the string table (0: none), read with the rest.
+  size_t soname;
   const ElfW(Phdr) *phdr;
   int phnum;
   const ElfW(Dyn) *dynamic;
@@ -98,6 +100,7 @@ static int read_dynamic(hk_object *o) {
     switch (d->d_tag) {
       case DT_SYMTAB: o->symtab = (const ElfW(Sym) *)dyn_address(o, d->d_un.d_ptr); break;
       case DT_STRTAB: o->strtab = (const char *)dyn_address(o, d->d_un.d_ptr); break;
+      case DT_SONAME: o->soname = d->d_un.d_val; break;
       case DT_VERSYM: o->versym = (const ElfW(Versym) *)dyn_address(o, d->d_un.d_ptr); break;
       case DT_VERNEED: o->verneed = (const ElfW(Verneed) *)dyn_address(o, d->d_un.d_ptr); break;
       case DT_VERNEEDNUM: o->verneed_count = d->d_un.d_val; break;
@@ -397,6 +400,10 @@ static int in_scope(const hk_import_request *r, const hk_object *o) {
   for (size_t i = 0; i < r->scope_count; i++) {
     const char *wanted = r->scope[i];
     if (strcmp(name, wanted) == 0 || strcmp(base_name(name), wanted) == 0) return 1;
+    // Its soname too: loaded through a link or another path (a plug-in's
+    // copy of libbz2 as libbzlink.so), the loader's name is that path, and
+    // dlopen(RTLD_NOLOAD), which said it is loaded, matched the soname.
+    if (o->soname && o->strtab && strcmp(o->strtab + o->soname, wanted) == 0) return 1;
   }
   return 0;
 }

@@ -348,7 +348,7 @@ final class _ImportRegistry: @unchecked Sendable {
     /// Looks the symbol up and makes its trampoline.
     private func makePoint(symbol: String, signature: Signature) throws(HookError) -> ImportHook {
         guard let original = hk_import_lookup(symbol) else {
-            throw HookError(.symbolNotFound, point: symbol, "dlsym(RTLD_DEFAULT, \"\(symbol)\") found nothing: no loaded object defines '\(symbol)'")
+            throw HookError(.symbolNotFound, point: symbol, "dlsym(RTLD_DEFAULT, \"\(symbol)\") found nothing: no loaded object defines '\(symbol)' where it searches (a library loaded with RTLD_LOCAL is not searched)")
         }
         var base: UInt = 0
         var type: Int32 = -1

@@ -512,6 +512,27 @@ struct ImportHookTests {
         #expect(made.count == 1_000 && asked.value > 0)
     }
 
+    /// A scope names an object by its soname too: a copy of libbz2 loaded
+    /// from another path (the loader's name for it) is `libbz2.so.1.0`,
+    /// as dlopen(RTLD_NOLOAD) says. (It was not in scope: the request
+    /// failed with "no relocation ... names 'fopen64'" although the object
+    /// imports it.)
+    @Test func aScopeNamesAnObjectByItsSoname() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let copy = directory.appendingPathComponent("libbzlink.so").path
+        let original = try #require(realpath("/lib/x86_64-linux-gnu/libbz2.so.1.0", nil).map { path in
+            defer { free(path) }
+            return String(cString: path)
+        })
+        try FileManager.default.copyItem(atPath: original, toPath: copy)
+        let library = try #require(dlopen(copy, RTLD_NOW | RTLD_LOCAL))
+        defer { dlclose(library) }
+        let hook = try ImportHook(symbol: "fopen64", signature: fopenSignature, in: ["libbz2.so.1.0"])
+        defer { try? hook.restore() }
+        #expect(hook.slots.contains { $0.object.hasSuffix("libbzlink.so") })
+    }
+
     // The sanitizers' runtimes refuse RTLD_DEEPBIND (they abort the process).
     @Test(.enabled(if: !underThreadSanitizer && !underAddressSanitizer,
                    "RTLD_DEEPBIND is refused under ThreadSanitizer and AddressSanitizer"),
