@@ -119,6 +119,11 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
         super.init(name: name, shape: .typed(kind: .asyncMethod, arguments: repeat (each A).self, result: R.self, canThrow: canThrow), target: nil)
     }
 
+    deinit {
+        // Its hooks go with it: no longer active (see `HookToken.isActive`).
+        hooks.withVisibleLock(self) { state in for entry in state.entries { entry.token._markDetached() } }
+    }
+
     /// The object the hook point belongs to: a method's instance while it is alive, or the closure's target.
     public override var target: AnyObject? {
         switch objectReference {
@@ -226,9 +231,15 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
         hooks.withVisibleLock(self) { state in
             released.append(state.entries)
             if let old = state.snapshot { released.append(old) }
+            let before = state.entries.map { $0.token }  // (A closure: the key path crashed the runtime, a generic type with packs.)
             edit(&state)
             var alive: [AnyObject] = []
             state.entries.removeAll { $0.owner?.isGone(keeping: &alive) ?? false }
+            // What the change detached is no longer active (see `HookToken.isActive`).
+            if state.entries.count < before.count {
+                let kept = Set(state.entries.map { ObjectIdentifier($0.token) })
+                for token in before where !kept.contains(ObjectIdentifier(token)) { token._markDetached() }
+            }
             released.append(alive)
             state.snapshot = state.entries.isEmpty ? nil : Snapshot(state.entries)
             _attached.store(!state.entries.isEmpty, ordering: .releasing)

@@ -458,9 +458,10 @@ private final class ModelRun {
     }
     /// The hooks the point lists, in the order added (orphans not yet detached included).
     var attached: [Attached] = []
-    /// The hooks whose token's `remove()` was called (a token's first
-    /// `remove()` is a change of the point, whether its hook is still
-    /// attached or not).
+    /// The hooks whose token's `remove()` was called, or that the point
+    /// detached (`removeAllHooks()`, an orphan): a token's first `remove()`
+    /// is a change of the point if its hook is still attached then; one
+    /// the point detached is no longer active, and its `remove()` does nothing.
     var removedIDs: Set<Int> = []
     /// The hooks added with each owner (a `HookOwner`'s bag holds them).
     var owned: [Int: [Int]] = [:]
@@ -484,7 +485,10 @@ private final class ModelRun {
     func ownerAlive(_ spec: HookSpec) -> Bool { spec.owner.map { ownersAlive[$0] } ?? true }
 
     /// A change of the point: hooks of owners that went are detached.
-    func changed() { attached.removeAll { !ownerAlive($0.spec) } }
+    func changed() {
+        for hook in attached where !ownerAlive(hook.spec) { removedIDs.insert(hook.spec.id) }
+        attached.removeAll { !ownerAlive($0.spec) }
+    }
 
     func add(_ spec: HookSpec) {
         if let owner = spec.owner { owned[owner, default: []].append(spec.id) }
@@ -504,7 +508,7 @@ private final class ModelRun {
         ownersAlive[owner] = false
         guard bagged[owner] else { return }
         // Its bag removes the hooks it holds, each as `remove()` (a change
-        // of the point, even for a hook `removeAllHooks()` or a call detached).
+        // of the point unless `removeAllHooks()` or a call detached it).
         for id in owned[owner, default: []] { remove(id) }
     }
 
@@ -698,7 +702,8 @@ private final class ModelRun {
             nextID += 1
         case .releaseOwner(let owner): releaseOwner(owner)
         case .removeAll:
-            // (Their tokens' `remove()` not called: a later one is a change.)
+            // (Their tokens are no longer active: a later `remove()` does nothing.)
+            for hook in attached { removedIDs.insert(hook.spec.id) }
             attached.removeAll()
         }
         return 0
