@@ -8,6 +8,15 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
+#if defined(__x86_64__) && defined(__linux__)
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
 
 static _Thread_local int trace_depth, trace_threw;
 
@@ -471,12 +480,134 @@ __asm__(
   ".size hk_swift_modify_resume, .-hk_swift_modify_resume\n"
 );
 
+// MARK: - Symbols of an object (merged functions, async accessors)
+
+// Calls `visit` with each defined symbol of the loaded object that holds
+// `inside` (.dynsym and .symtab, read from its file) and its address in
+// memory; -1 if the object or its file cannot be read, else how many.
+// (EntryHooks.c's walks take every object, or one by the end of its path;
+// this one, for a function already found, takes its object by an address.)
+static int each_symbol(const void *inside,
+                       int (*visit)(const char *name, const Elf64_Sym *sym, uintptr_t address, void *context),
+                       void *context) {
+  Dl_info info;
+  struct link_map *map = NULL;
+  if (!dladdr1(inside, &info, (void **)&map, RTLD_DL_LINKMAP) || !map) return -1;
+  char path[4096];
+  if (map->l_name && map->l_name[0]) {
+    snprintf(path, sizeof path, "%s", map->l_name);
+  } else {
+    // The program: its file is /proc/self/exe's target.
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n <= 0) return -1;
+    path[n] = 0;
+  }
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+    close(fd);
+    return -1;
+  }
+  size_t size = (size_t)st.st_size;
+  const uint8_t *file = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (file == MAP_FAILED) return -1;
+  const Elf64_Ehdr *eh = (const Elf64_Ehdr *)file;
+  int count = 0, stop = 0;
+  if (memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 && eh->e_shoff != 0 &&
+      eh->e_shentsize == sizeof(Elf64_Shdr) && eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) <= size) {
+    const Elf64_Shdr *sections = (const Elf64_Shdr *)(file + eh->e_shoff);
+    for (int i = 0; i < eh->e_shnum && !stop; i++) {
+      if ((sections[i].sh_type != SHT_DYNSYM && sections[i].sh_type != SHT_SYMTAB) || sections[i].sh_link >= eh->e_shnum) continue;
+      const Elf64_Shdr *strings = &sections[sections[i].sh_link];
+      if (sections[i].sh_offset + sections[i].sh_size > size || strings->sh_offset + strings->sh_size > size) continue;
+      const Elf64_Sym *symbols = (const Elf64_Sym *)(file + sections[i].sh_offset);
+      const char *names = (const char *)file + strings->sh_offset;
+      size_t n = sections[i].sh_size / sizeof(Elf64_Sym);
+      for (size_t s = 0; s < n && !stop; s++) {
+        const Elf64_Sym *sym = &symbols[s];
+        if (sym->st_shndx == SHN_UNDEF || sym->st_shndx == SHN_ABS || sym->st_value == 0 || sym->st_name >= strings->sh_size) continue;
+        const char *name = names + sym->st_name;
+        if (!memchr(name, 0, strings->sh_size - sym->st_name)) continue;
+        count++;
+        stop = visit(name, sym, map->l_addr + sym->st_value, context);
+      }
+    }
+  }
+  munmap((void *)file, size);
+  return count;
+}
+
+// Where the `size` bytes of code at `code` jump, if a jump is all they do, else 0.
+static uintptr_t jump_target(const uint8_t *code, uint64_t size) {
+  uint64_t at = 0;
+  if (size >= at + 4 && memcmp(code + at, "\xF3\x0F\x1E\xFA", 4) == 0) at += 4;      // endbr64
+  if (size >= at + 5 && memcmp(code + at, "\x55\x48\x89\xE5\x5D", 5) == 0) at += 5;  // push rbp; mov rbp, rsp; pop rbp
+  if (size >= at + 5 && code[at] == 0xE9) {
+    int32_t relative;
+    memcpy(&relative, code + at + 1, 4);
+    return (uintptr_t)code + at + 5 + (intptr_t)relative;
+  }
+  if (size >= at + 2 && code[at] == 0xEB) return (uintptr_t)code + at + 2 + (intptr_t)(int8_t)code[at + 1];
+  return 0;
+}
+
+typedef struct {
+  int (*jump)(const char *name, const void *address, const void *target, void *context);
+  int (*pointer)(const char *name, size_t length, void *context);
+  void *context;
+} symbol_walk;
+
+static int visit_jump(const char *name, const Elf64_Sym *sym, uintptr_t address, void *context) {
+  const symbol_walk *walk = context;
+  if (ELF64_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_size == 0 || sym->st_size > 16 || strncmp(name, "$s", 2) != 0) return 0;
+  uintptr_t target = jump_target((const uint8_t *)address, sym->st_size);
+  return target ? walk->jump(name, (const void *)address, (const void *)target, walk->context) : 0;
+}
+
+int hk_swift_each_jump(const void *inside,
+                       int (*visit)(const char *name, const void *address, const void *target, void *context),
+                       void *context) {
+  symbol_walk walk = {visit, NULL, context};
+  return each_symbol(inside, visit_jump, &walk);
+}
+
+const void *hk_swift_jump_target(const void *code, uint64_t size) {
+  return size > 0 && size <= 16 ? (const void *)jump_target(code, size) : NULL;
+}
+
+static int visit_async_pointer(const char *name, const Elf64_Sym *sym, uintptr_t address, void *context) {
+  (void)address;
+  const symbol_walk *walk = context;
+  if (ELF64_ST_TYPE(sym->st_info) != STT_OBJECT || strncmp(name, "$s", 2) != 0) return 0;
+  size_t length = strlen(name);
+  if (length < 5 || name[length - 2] != 'T' || name[length - 1] != 'u') return 0;
+  return walk->pointer(name, length - 2, walk->context);
+}
+
+int hk_swift_each_async_pointer(const void *inside,
+                                int (*visit)(const char *name, size_t length, void *context),
+                                void *context) {
+  symbol_walk walk = {NULL, visit, context};
+  return each_symbol(inside, visit_async_pointer, &walk);
+}
+
 #else  // not x86-64 Linux
 
 hk_swift_point *hk_swift_point_make(const void **entry) { *entry = NULL; errno = ENOTSUP; return NULL; }
 void hk_swift_point_set_typed(hk_swift_point *point, const hk_swift_typed *typed) { (void)point; (void)typed; }
 void hk_swift_point_set(hk_swift_point *point, uintptr_t active, uintptr_t only) { (void)point; (void)active; (void)only; }
 void hk_swift_call(const void *function, hk_swift_frame *frame) { (void)function; (void)frame; }
+int hk_swift_each_jump(const void *inside, int (*visit)(const char *, const void *, const void *, void *), void *context) {
+  (void)inside; (void)visit; (void)context;
+  return -1;
+}
+int hk_swift_each_async_pointer(const void *inside, int (*visit)(const char *, size_t, void *), void *context) {
+  (void)inside; (void)visit; (void)context;
+  return -1;
+}
+const void *hk_swift_jump_target(const void *code, uint64_t size) { (void)code; (void)size; return NULL; }
 const void *hk_swift_modify_began(hk_swift_point *point, void *buffer, const void *resume, void *address, uint64_t self) {
   (void)point; (void)buffer; (void)address; (void)self;
   return resume;

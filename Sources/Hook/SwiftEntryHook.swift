@@ -21,8 +21,10 @@ import Synchronization
 /// The function's first instructions become a jump (``EntryHook``'s patch,
 /// safe while other threads run the function), so it sees every call that
 /// reaches the function: through a vtable, direct, from any module. Code the
-/// optimizer inlined into its caller never calls it (see the article
-/// "Hooking Swift code by name").
+/// optimizer inlined into its caller never calls it, and a function an
+/// optimized build merged other functions into (identical bodies: theirs
+/// became a jump to it) is refused, as its hooks would run for their calls
+/// too (see the article "Hooking Swift code by name").
 ///
 /// ## The types
 /// `as:` states the function's type with `self` first for an instance
@@ -79,7 +81,9 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
     ///   (no function of that name; similar names listed), `.ambiguousSymbol`
     ///   (several: the message lists them), `.typeMismatch` (the types are not
     ///   the function's), `.unsupportedType` (a type typed access cannot
-    ///   lower, an async function), `.cannotPatch`, `.signatureMismatch`
+    ///   lower, an async function or getter), `.cannotPatch` (the entry
+    ///   cannot be patched safely, or an optimized build merged other
+    ///   functions into this one: the message names them), `.signatureMismatch`
     ///   (the function has a hook point of other types).
     public static func named(_ name: String, as type: ((repeat each A) -> R).Type, in object: String? = nil) throws(HookError) -> SwiftEntryHook<repeat each A, R> {
         try make(name, object: object, canThrow: false)
@@ -531,6 +535,9 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
         guard let point = hk_swift_point_make(&entry), let entry else {
             throw HookError(.closureMemoryRefused, point: function.written, "no memory for the entry's stub (errno \(errno))")
         }
+        // (Made before the patch: a function whose code is a jump to another is
+        // noted as such while the jump is there; see `_SwiftNames.merged(into:)`.)
+        _SwiftNames.willPatch(function)
         self.function = function.demangled
         self.symbol = function.mangled
         self.object = function.object
@@ -674,7 +681,18 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
         guard !function.isAsync else {
             throw HookError(.unsupportedType, point: name, "'\(function.demangled)' is async: Swift entry hooks do not hook async functions yet")
         }
+        // Functions an optimized build merged into this one jump to its
+        // entry: its hooks would run for their calls, with their self and
+        // arguments read as this one's (see `_SwiftNames.merged(into:)`).
+        if let others = _SwiftNames.merged(into: [function])[UInt(bitPattern: function.address)] {
+            throw HookError(.cannotPatch, point: name, Self.sharing(function, others))
+        }
         return function
+    }
+
+    /// Why a function others were merged into is refused (`SwiftTrace` skips it, for the same reason).
+    static func sharing(_ function: _SwiftFunction, _ others: [String]) -> String {
+        "'\(function.name)' shares its code with \(others.joined(separator: ", ")) (the optimizer merged identical functions): a hook there would run for their calls too, with their self and arguments read as its own (a build without optimization keeps them apart)"
     }
 }
 

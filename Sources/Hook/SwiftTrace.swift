@@ -21,9 +21,23 @@ import Synchronization
 /// The report runs on the calling thread, after the call, under the
 /// reentrancy guard (the traced functions it calls run unhooked). Functions
 /// that cannot be traced are left out and listed in ``skipped`` with the
-/// reason: async functions, functions that already have a typed
-/// ``SwiftEntryHook``, functions the relocator refuses. The standard
-/// library and Hook's own modules are never traced (the hooks run on them).
+/// reason: async functions (async getters too), functions that already
+/// have a typed ``SwiftEntryHook``, functions the relocator refuses, and a
+/// function an optimized build merged others into.
+///
+/// Merged functions: the optimizer keeps one body of identical functions
+/// and makes the others a jump to it (`Cat.greet(_:)` a `jmp` to
+/// `Person.greet(_:)`). The one kept is skipped (": shares its code with
+/// ..."): traced, a call of `Cat.greet(_:)` would be reported twice, under
+/// both names, and its own calls could not be told from theirs. The others
+/// are traced, each at its own entry, under its own name; the calls made
+/// to the one kept directly are not reported. A function whose code is a
+/// jump to one of the same type and signature is not taken for merged (an
+/// accessor that forwards to another, `var title { get { name } }`): both
+/// are traced, and a call of it is reported under both names, the second
+/// one deeper, as a debug build, where the one calls the other, reports it.
+/// The standard library and Hook's own modules are never traced (the hooks
+/// run on them).
 public final class SwiftTrace: @unchecked Sendable {
     /// One traced call.
     public struct Call: Sendable, CustomStringConvertible {
@@ -70,10 +84,16 @@ public final class SwiftTrace: @unchecked Sendable {
             throw HookError(.symbolNotFound, point: pattern, "no loaded Swift function matches '\(pattern)'\(object.map { " in \($0)" } ?? "")")
         }
         var functions: [String] = [], skipped: [String] = [], tokens: [HookToken] = [], points: [_SwiftRawPoint] = []
+        // Functions others were merged into (see above): one walk of each object for all of them.
+        let merged = _SwiftNames.merged(into: found.filter { !$0.isAsync })
         for function in found {
-            let name = function.baseName == "__allocating_init" ? _SwiftNames.allocatingAsInit(function.written) : function.written
+            let name = function.name
             if function.isAsync {
                 skipped.append("\(name): async")
+                continue
+            }
+            if let others = merged[UInt(bitPattern: function.address)] {
+                skipped.append("\(name): shares its code with \(others.joined(separator: ", ")) (the optimizer merged identical functions): its calls cannot be told from theirs")
                 continue
             }
             do throws(HookError) {

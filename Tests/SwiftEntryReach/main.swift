@@ -1,9 +1,11 @@
 // Which calls of another module's Swift code an entry hook sees, in the
 // configuration this program is built in. Each case calls SwiftEntrySample
 // one way, with a trace on every function of that module; the table says
-// which cases reached the function. It exits with 1 if what it sees is
-// not what the article "Hooking Swift code by name" documents for this
-// configuration (every call in a debug build; in release, the list below).
+// which cases reached the function. Then it hooks two identical methods of
+// two classes by name (a release build merges them). It exits with 1 if
+// what it sees is not what the article "Hooking Swift code by name"
+// documents for this configuration (every call in a debug build; in
+// release, the list below; the merged method refused in release only).
 //
 //   swift run swift-entry-reach                      # debug
 //   swift run -c release swift-entry-reach           # release (HOOK_WITHOUT_MACROS=1 skips swift-syntax)
@@ -102,6 +104,52 @@ for item in cases {
 }
 trace.stop()
 uuid.stop()
+
+/// Identical methods of two classes (`Worker.work(_:)`, `Twin.work(_:)`): a
+/// release build keeps one body and makes the other method a jump to it
+/// (LLVM merges identical functions), and a hook by name on the one kept is
+/// refused, naming the other (its hooks would run for the other's calls,
+/// with the other's object as self); the one that jumps is hooked (its calls
+/// are not counted here: a release build inlines them). A debug build merges
+/// nothing: both are hooked, and each hook hears its own method's calls.
+/// (Its own table, of other rows than the one above.)
+let twins = ["SwiftEntrySample.Worker.work(_:)", "SwiftEntrySample.Twin.work(_:)"]
+let heard = Mutex<[String: Int]>([:])
+/// The method `name` hooked by name (a hook that counts its calls), or why not.
+func hookTwin<T: AnyObject>(_ name: String, self type: T.Type) -> Result<SwiftEntryPoint, HookError> {
+    Result { () throws(HookError) -> SwiftEntryPoint in
+        let point = try SwiftEntryHook.named(name, as: ((T, Int) -> Int).self)
+        point.after { _ in heard.withLock { $0[name, default: 0] += 1 } }
+        return point
+    }
+}
+print("")
+print("| identical methods of two classes | hook by name (\(release ? "release" : "debug")) |")
+print("| --- | --- |")
+nonisolated(unsafe) var refusals: [String: String] = [:]
+nonisolated(unsafe) var twinPoints: [SwiftEntryPoint] = []
+for (name, outcome) in zip(twins, [hookTwin(twins[0], self: Worker.self), hookTwin(twins[1], self: Twin.self)]) {
+    switch outcome {
+    case .success(let point):
+        twinPoints.append(point)
+        print("| \(name) | hooked |")
+    case .failure(let error):
+        refusals[name] = error.detail
+        print("| \(name) | refused: \(error.detail) |")
+    }
+}
+sink &+= opaque(Worker()).work(1) &+ opaque(Twin()).work(2)
+for point in twinPoints { try? point.restore() }
+if release {
+    // One refused, naming the other.
+    let refused = twins.filter { refusals[$0] != nil }
+    if refused.count != 1 || !twins.allSatisfy({ $0 == refused[0] || refusals[refused[0]]?.contains($0) == true }) {
+        surprises.append("identical methods of two classes (refused: \(refused))")
+    }
+} else if !refusals.isEmpty || heard.withLock({ $0 }) != [twins[0]: 1, twins[1]: 1] {
+    surprises.append("identical methods of two classes (refused: \(refusals.keys.sorted()), heard: \(heard.withLock { $0 }))")
+}
+
 if !surprises.isEmpty {
     print("not as documented: \(surprises.joined(separator: "; "))")
     exit(1)

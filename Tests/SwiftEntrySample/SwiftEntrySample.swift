@@ -167,3 +167,30 @@ public func threadsOriginal(_ x: Int64) -> Int64 { x &* 2 &+ 1 }
 /// trace (SwiftTraceTests).
 @inline(never)
 public func tracedByTwo(_ x: Int) -> Int { x &+ 1 }
+
+/// `Worker.work(_:)`'s body, exactly, in another class: an optimized build
+/// keeps one body and makes the other method a jump to it (LLVM merges
+/// identical functions: with Swift 6.3.1, `Worker.work(_:)` becomes a jump
+/// to `Twin.work(_:)`, and `Worker.init()` and `Remote.init()` jumps to
+/// `Twin.init()`). A hook by name on the one kept is refused there: it would
+/// run for the other's calls, with a `Worker` as its `Twin` (the reach
+/// probe checks it). A debug build keeps both bodies.
+public final class Twin: @unchecked Sendable {
+    public init() {}
+    public func work(_ n: Int) -> Int { n &* 2 &+ 1 }
+}
+
+/// Async members of a class: an async getter's symbol is named as a plain
+/// getter's; the async function pointer beside it (its symbol + `Tu`) and
+/// its method descriptor's flags say it is async.
+open class Remote: @unchecked Sendable {
+    public init() {}
+    open var answer: Int { get async { 42 } }
+    open func fetch() async -> Int { 7 }
+}
+
+/// A struct's async getter: no method descriptor, the async function pointer alone says it.
+public struct Gauge: Sendable {
+    public init() {}
+    public var level: Int { get async { 3 } }
+}

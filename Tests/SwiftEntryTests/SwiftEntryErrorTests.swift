@@ -1,4 +1,4 @@
-import Hook
+@testable import Hook
 import SwiftEntrySample
 import Testing
 
@@ -87,6 +87,34 @@ extension SwiftEntrySuites {
         again.instead { call in try call.setResult("typed again") }
         #expect(shout("a") == "typed again")
         try again.restore()
+    }
+
+    /// A `get async` demangles as a plain getter: the async function pointer
+    /// beside it (its symbol + `Tu`), or a class's method descriptor, says it
+    /// is async, and it is refused as async functions are (a hook read its
+    /// result from registers it does not return in).
+    @Test func asyncGettersAreRefusedAsAsync() throws {
+        expectError(.unsupportedType, containing: ["SwiftEntrySample.Remote.answer.getter", "is async"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.Remote.answer.getter", as: ((Remote) -> Int).self)
+        }
+        // A struct's: no method descriptor, the async function pointer alone.
+        expectError(.unsupportedType, containing: ["SwiftEntrySample.Gauge.level.getter", "is async"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.Gauge.level.getter", as: ((Gauge) -> Int).self)
+        }
+        // As in a stripped module: the method descriptor's flags alone.
+        expectError(.unsupportedType, containing: ["SwiftEntrySample.Remote.answer.getter", "is async"]) {
+            try _SwiftNames.$descriptorsOnly.withValue(true) {
+                _ = try SwiftEntryHook.named("SwiftEntrySample.Remote.answer.getter", as: ((Remote) -> Int).self)
+            }
+        }
+        // An async method of a class: one function, though its descriptor leads to its
+        // async function pointer, not its code (it was a second function of the name).
+        expectError(.unsupportedType, containing: ["SwiftEntrySample.Remote.fetch()", "is async"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.Remote.fetch()", as: ((Remote) -> Int).self)
+        }
+        // A plain getter is not taken for one.
+        let title = try SwiftEntryHook.named("SwiftEntrySample.Person.title.getter", as: ((Person) -> String).self)
+        try title.restore()
     }
 }
 }

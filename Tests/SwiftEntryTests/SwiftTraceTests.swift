@@ -108,5 +108,26 @@ extension SwiftEntrySuites {
         #expect(trace.skipped.contains { $0.hasPrefix("SwiftEntrySample.Point.scaled(by:)") })
         #expect(Point(x: 1, y: 1).scaled(by: 2) == Point(x: 2, y: 2))
     }
+
+    /// Async members are left out, async getters too (named as plain
+    /// getters: the async function pointer beside them says it), and run as
+    /// they did; the rest of the class is traced.
+    @Test func asyncMembersAreSkipped() async throws {
+        let calls = Mutex<[String]>([])
+        let trace = try SwiftTrace("SwiftEntrySample.Remote.*") { call in calls.withLock { $0.append(call.name) } }
+        defer { trace.stop() }
+        #expect(trace.skipped.contains("SwiftEntrySample.Remote.answer.getter: async"), "\(trace.skipped)")
+        #expect(trace.skipped.contains("SwiftEntrySample.Remote.fetch(): async"), "\(trace.skipped)")
+        #expect(trace.functions == ["SwiftEntrySample.Remote.init()"])
+        let remote = Remote()
+        #expect(await remote.answer == 42)
+        #expect(await remote.fetch() == 7)
+        #expect(calls.withLock { $0 } == ["SwiftEntrySample.Remote.init()"])
+        // A struct's async getter alone: nothing to trace, and the reason.
+        #expect { try SwiftTrace("SwiftEntrySample.Gauge.level.getter") { _ in } } throws: { error in
+            (error as? HookError)?.kind == .cannotPatch && "\(error)".contains("SwiftEntrySample.Gauge.level.getter: async")
+        }
+        #expect(await Gauge().level == 3)
+    }
 }
 }

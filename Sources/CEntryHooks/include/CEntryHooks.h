@@ -144,6 +144,30 @@ const void *hk_swift_modify_began(hk_swift_point *point, void *buffer, const voi
 int hk_swift_trace_depth(int delta);
 int hk_swift_trace_threw(int value);
 
+// Symbols of the loaded object that holds `inside` (a function of it found
+// by name), read from its file's .dynsym and .symtab; each walk returns how
+// many defined symbols it read (one in both tables is visited twice), or -1
+// if the object or its file cannot be read. `visit` returning non-zero stops it.
+//
+// Swift functions whose code only jumps to another (`jmp rel32` or `jmp
+// rel8`, after an `endbr64` and the frame pointer's `push rbp; mov rbp, rsp;
+// pop rbp` a build with frame pointers wraps it in): `$s` function symbols
+// of at most 16 bytes, with where they jump. What the optimizer leaves of a
+// function it merged into an identical one (and of one that only calls
+// another with the same arguments).
+int hk_swift_each_jump(const void *inside,
+                       int (*visit)(const char *name, const void *address, const void *target, void *context),
+                       void *context);
+// Where the `size` bytes of code at `code` jump, if that is all they do as
+// above (NULL if not): read before a patch replaces the jump.
+const void *hk_swift_jump_target(const void *code, uint64_t size);
+// Swift async function pointers: the `$s...Tu` data symbol an async
+// function has beside its own, with the length of the function's name
+// (`length`: the symbol's without `Tu`).
+int hk_swift_each_async_pointer(const void *inside,
+                                int (*visit)(const char *name, size_t length, void *context),
+                                void *context);
+
 #define HK_ENTRY_PATCH_SIZE 5
 #define HK_ENTRY_MAX_DISPLACED 8   // instructions displaced by the patch at most
 #define HK_ENTRY_STUB_SIZE 256

@@ -1,5 +1,6 @@
 import CEntryHooks
 import Glibc
+import Synchronization
 
 /// The runtime's demangler (libswiftCore exports it with the C convention;
 /// pointer and integer arguments are passed alike by both conventions).
@@ -39,7 +40,11 @@ struct _SwiftFunction: @unchecked Sendable {
     /// The error type of typed throws (`throws(E)`), which the function
     /// returns in the result registers with 1 in r12, unlike `throws`.
     let thrownType: String?
-    let isAsync: Bool
+    /// Whether it is async. A function's demangled name says it; an
+    /// accessor's does not (`get async` reads as a getter): `_SwiftNames.find`
+    /// sets it from the async function pointer beside it (its symbol + `Tu`)
+    /// or from its method descriptor's flags.
+    var isAsync: Bool
     /// Generic (the function or its type has generic parameters).
     let isGeneric: Bool
 
@@ -50,6 +55,20 @@ struct _SwiftFunction: @unchecked Sendable {
         case .getter, .setter, .modify: return path + baseName + "." + kind.rawValue
         case .function, .initializer: return path + baseName + "(" + (labels ?? []).map { $0 + ":" }.joined() + ")"
         }
+    }
+
+    /// As written, with `init` for a class's allocating entry: `Model.Person.init(name:)`.
+    var name: String { baseName == "__allocating_init" ? _SwiftNames.allocatingAsInit(written) : written }
+
+    /// What a call of it passes and gets back, as far as its name says: the
+    /// type (or module) it is in, what its `self` is (an instance; the type,
+    /// for a static member or an initializer; none), its parameters' and
+    /// result's types, how it throws. A function whose code is a jump to
+    /// another of the same call shape hands that one a call it can read
+    /// (see `_SwiftNames.merged(into:)`).
+    var callShape: String {
+        let own = type == nil ? "none" : isStatic || kind == .initializer ? "type" : "instance"
+        return [context ?? "", own, parameters.joined(separator: ", "), result, canThrow ? "throws" : "", thrownType ?? ""].joined(separator: "|")
     }
 
     /// Whether the function has a `self` that is an argument (not static, not an initializer, in a type).
@@ -373,13 +392,25 @@ enum _SwiftNames {
                     let name = name!
                     var length = strlen(name)
                     var address = address!, size = size
+                    var describedAsync = false
                     if length > 2, name[length - 2] == UInt8(ascii: "T"), name[length - 1] == UInt8(ascii: "q") {
                         // A method descriptor (flags, then the implementation relative to the
                         // field): the way to a class's method of a module built with library
                         // evolution, whose implementation symbols are local (and may be stripped).
+                        // Its flags say whether the method is async (0x40, the runtime's
+                        // `MethodDescriptorFlags::IsAsync`), which an accessor's name does not.
+                        describedAsync = address.load(as: UInt32.self) & 0x40 != 0
                         let offset = address.load(fromByteOffset: 4, as: Int32.self)
                         guard offset != 0 else { return 0 }
                         address = address + 4 + Int(offset)
+                        if describedAsync {
+                            // An async method's implementation is its async function pointer (the
+                            // code relative to it, then its context's size), not code: followed, so
+                            // that it is the same function as its symbol (not a second one of the name).
+                            let code = address.load(as: Int32.self)
+                            guard code != 0 else { return 0 }
+                            address = address + Int(code)
+                        }
                         size = 0
                         length -= 2
                     } else if _SwiftNames.descriptorsOnly {
@@ -391,8 +422,9 @@ enum _SwiftNames {
                     // valgrind.)
                     guard let demangled = _SwiftNames.demangle(name, length: length, containing: found.query.mustContain) else { return 0 }
                     let mangled = String(decoding: UnsafeRawBufferPointer(start: name, count: length), as: UTF8.self)
-                    if let function = _SwiftFunction(mangled: mangled, demangled: demangled, object: String(cString: object!), address: address, size: size),
+                    if var function = _SwiftFunction(mangled: mangled, demangled: demangled, object: String(cString: object!), address: address, size: size),
                        found.query.matches(function) {
+                        if describedAsync { function.isAsync = true }
                         found.functions.append(function)
                     }
                     return 0
@@ -416,6 +448,118 @@ enum _SwiftNames {
         // method descriptor) counts once: its symbol, which has its size.
         var seen = Set<UInt>()
         found.sort { $0.size > $1.size }
-        return found.filter { seen.insert(UInt(bitPattern: $0.address)).inserted }
+        // (Async if its descriptor says so, though the symbol kept does not.)
+        let described = Set(found.filter(\.isAsync).map { UInt(bitPattern: $0.address) })
+        found = found.filter { seen.insert(UInt(bitPattern: $0.address)).inserted }
+        for i in found.indices where described.contains(UInt(bitPattern: found[i].address)) { found[i].isAsync = true }
+        markAsyncGetters(&found)
+        return found
+    }
+
+    /// Marks the getters of `functions` that are async. Their names do not
+    /// say it (`get async` demangles as a plain getter), and a getter taken
+    /// for a plain one was traced as one and hooked with its result read
+    /// from registers it does not return in. Every async function has an
+    /// async function pointer, a data symbol named as the function + `Tu`,
+    /// which the walk of `find` does not see (it takes functions and method
+    /// descriptors): one walk of each object that has getters among
+    /// `functions` collects those names, not a lookup per getter. (Not with
+    /// `descriptorsOnly`, as in a stripped module, where the descriptor's
+    /// flags alone say it.)
+    static func markAsyncGetters(_ functions: inout [_SwiftFunction]) {
+        guard !descriptorsOnly else { return }
+        var objects: [String: UnsafeRawPointer] = [:]
+        for function in functions where function.kind == .getter && !function.isAsync { objects[function.object] = function.address }
+        final class Names { var all = Set<String>() }
+        for (object, inside) in objects {
+            let names = Names()
+            withExtendedLifetime(names) {
+                _ = hk_swift_each_async_pointer(inside, { name, length, context in
+                    let names = Unmanaged<Names>.fromOpaque(context!).takeUnretainedValue()
+                    names.all.insert(String(decoding: UnsafeRawBufferPointer(start: name!, count: length), as: UTF8.self))
+                    return 0
+                }, Unmanaged.passUnretained(names).toOpaque())
+            }
+            for i in functions.indices where functions[i].object == object && functions[i].kind == .getter && names.all.contains(functions[i].mangled) {
+                functions[i].isAsync = true
+            }
+        }
+    }
+
+    /// For each of `functions` (by address) that others share code with:
+    /// those others, as written. An optimized build merges identical
+    /// functions (LLVM's MergeFunctions): one keeps the body, and the others'
+    /// code becomes a jump to it (`Cat.greet(_:)` a `jmp` to `Person.greet(_:)`,
+    /// the trivial getters of two classes one body). A hook on the one kept
+    /// would run for the others' calls too, handed their `self` and
+    /// arguments as its own: a `Cat` read as a `Person`. Each object of
+    /// `functions` is walked once for its Swift symbols whose code is only a
+    /// jump (small ones), and the jumps that lead to a function, directly or
+    /// through another such jump, are followed back.
+    ///
+    /// Only a jump from a function of another call shape counts (another
+    /// type, another `self`, other parameters or result: `callShape`). One
+    /// of the same shape hands the function a call it can read, and is
+    /// mostly an accessor that forwards to the function (`var title { get {
+    /// name } }`: after inlining, its body is the getter's and the two merge;
+    /// a debug build calls the getter from it too); refusing those refused
+    /// the setter of a stored property a computed one sets (the release
+    /// build of SwiftEntrySample's `Person.name.setter`, which the reach
+    /// probe hooks). A function that is itself such a jump is no obstacle:
+    /// its patch relocates the jump.
+    /// A jump a hook point has patched since (the function that jumps hooked
+    /// by name first) is taken as it was (`patchedJumps`); one an `EntryHook`
+    /// made from its symbol patched is not seen.
+    static func merged(into functions: [_SwiftFunction]) -> [UInt: [String]] {
+        final class Jumps { var all: [(name: String, from: UInt, to: UInt)] = [] }
+        var objects: [String: UnsafeRawPointer] = [:]
+        for function in functions { objects[function.object] = function.address }
+        var merged: [UInt: [String]] = [:]
+        for (object, inside) in objects {
+            let jumps = Jumps()
+            withExtendedLifetime(jumps) {
+                _ = hk_swift_each_jump(inside, { name, address, target, context in
+                    let jumps = Unmanaged<Jumps>.fromOpaque(context!).takeUnretainedValue()
+                    jumps.all.append((String(cString: name!), UInt(bitPattern: address), UInt(bitPattern: target)))
+                    return 0
+                }, Unmanaged.passUnretained(jumps).toOpaque())
+            }
+            // A patched one jumps to its hook point's stub: where it jumped before.
+            let patched = patchedJumps.withLock { $0 }
+            var into: [UInt: [Int]] = [:]
+            for (i, jump) in jumps.all.enumerated() { into[patched[jump.from] ?? jump.to, default: []].append(i) }
+            for function in functions where function.object == object {
+                let address = UInt(bitPattern: function.address)
+                var reached: Set<UInt> = [address], pending = [address], others: [String] = []
+                while let next = pending.popLast() {
+                    for i in into[next] ?? [] {
+                        let jump = jumps.all[i]
+                        guard reached.insert(jump.from).inserted else { continue }
+                        pending.append(jump.from)
+                        // (What is not a function as written, a protocol witness, a thunk,
+                        // a closure, jumps to it as its own caller: not counted, followed.)
+                        guard let from = UnsafeRawPointer(bitPattern: jump.from),
+                              let demangled = jump.name.withCString({ demangle($0, length: strlen($0), containing: nil) }),
+                              let other = _SwiftFunction(mangled: jump.name, demangled: demangled, object: object, address: from, size: 0),
+                              other.callShape != function.callShape, !others.contains(other.name) else { continue }
+                        others.append(other.name)
+                    }
+                }
+                if !others.isEmpty { merged[address] = others }
+            }
+        }
+        return merged
+    }
+
+    /// Where the functions Swift entries were made for jumped before their
+    /// patch, by address, for those whose code is only a jump (see
+    /// `merged(into:)`): a patched one jumps to its hook point's stub.
+    static let patchedJumps = Mutex<[UInt: UInt]>([:])
+
+    /// Notes where `function` jumps, if its code is only a jump: its hook
+    /// point is being made, and the patch is about to replace the jump.
+    static func willPatch(_ function: _SwiftFunction) {
+        guard let target = hk_swift_jump_target(function.address, function.size) else { return }
+        patchedJumps.withLock { $0[UInt(bitPattern: function.address)] = UInt(bitPattern: target) }
     }
 }
