@@ -32,8 +32,8 @@ func Sources_Hook_Hook_docc_HookPoints_41() async throws {
     print(plus(2, 3))                                  // "2 + 3 = 5", then 5
 }
 
-// Sources/Hook/Hook.docc/HookPoints.md:65
-func Sources_Hook_Hook_docc_HookPoints_65() async throws {
+// Sources/Hook/Hook.docc/HookPoints.md:67
+func Sources_Hook_Hook_docc_HookPoints_67() async throws {
     var numbers: [Int32] = [3, 1, 5, 2, 4]
     var descending = true                                   // captured state
     let compare = ClosureHook { (a: UnsafeRawPointer?, b: UnsafeRawPointer?) -> Int32 in
@@ -49,8 +49,8 @@ func Sources_Hook_Hook_docc_HookPoints_65() async throws {
     print(numbers, comparisons)                             // [5, 4, 3, 2, 1] and how many calls C made
 }
 
-// Sources/Hook/Hook.docc/HookPoints.md:89
-func Sources_Hook_Hook_docc_HookPoints_89() async throws {
+// Sources/Hook/Hook.docc/HookPoints.md:91
+func Sources_Hook_Hook_docc_HookPoints_91() async throws {
     final class Person {
         @Hooked var name = ""
     }
@@ -66,8 +66,8 @@ func Sources_Hook_Hook_docc_HookPoints_89() async throws {
     ada.name = ""                                       // vetoed: stays "Ada", the after hook does not run
 }
 
-// Sources/Hook/Hook.docc/HookPoints.md:143
-func Sources_Hook_Hook_docc_HookPoints_143() async throws {
+// Sources/Hook/Hook.docc/HookPoints.md:145
+func Sources_Hook_Hook_docc_HookPoints_145() async throws {
     final class Account {
         private(set) var balance = 0
         @HookableMethod(Account.depositBody) var deposit        // the one line
@@ -80,15 +80,15 @@ func Sources_Hook_Hook_docc_HookPoints_143() async throws {
     print(account.deposit(-5))                                  // 0
 }
 
-// Sources/Hook/Hook.docc/HookPoints.md:168
-func Sources_Hook_Hook_docc_HookPoints_168() async throws {
+// Sources/Hook/Hook.docc/HookPoints.md:170
+func Sources_Hook_Hook_docc_HookPoints_170() async throws {
     let byCTypes = Signature(returning: .double, arguments: [.int32, .structure([.float, .int32])])
     let bySwiftTypes = Signature(returning: Double.self, arguments: Int32.self, Pair.self)
     print(byCTypes == bySwiftTypes)                         // true: the same signature
     let callback = Signature(arguments: UnsafeRawPointer?.self)     // returns void
 }
 
-// Sources/Hook/Hook.docc/HookPoints.md:184
+// Sources/Hook/Hook.docc/HookPoints.md:186
 // struct Pair { float x; int32_t tag; };   (imported from a C module)
 extension Pair: @retroactive CRepresentable {
     public static let cType = CType.structure([.float, .int32])

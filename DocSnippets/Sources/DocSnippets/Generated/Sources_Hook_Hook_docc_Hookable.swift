@@ -77,8 +77,8 @@ func Sources_Hook_Hook_docc_Hookable_190() async throws {
     await hall.set(30)                   // hall.target == 25
 }
 
-// Sources/Hook/Hook.docc/Hookable.md:248
-func Sources_Hook_Hook_docc_Hookable_248() async throws {
+// Sources/Hook/Hook.docc/Hookable.md:252
+func Sources_Hook_Hook_docc_Hookable_252() async throws {
     let cache = [7: "cached 7"]
     let fetch = AsyncClosureHook(name: "fetch") { (id: Int) async throws -> String in
         try await Task.sleep(for: .milliseconds(1))   // the original may suspend
@@ -96,7 +96,7 @@ func Sources_Hook_Hook_docc_Hookable_248() async throws {
     let text = try await fetch(42)                 // "item 42"
 }
 
-// Sources/Hook/Hook.docc/Hookable.md:288
+// Sources/Hook/Hook.docc/Hookable.md:292
 /// A tracer written once for every kind of hook point.
 func trace(_ points: [HookPoint]) {
     for point in points {
@@ -112,9 +112,9 @@ func traceBoth() async throws {
     _ = double(4)
 }
 
-// Sources/Hook/Hook.docc/Hookable.md:339
+// Sources/Hook/Hook.docc/Hookable.md:343
 extension AsyncSequenceContext {
-    func Sources_Hook_Hook_docc_Hookable_339() async throws {
+    func Sources_Hook_Hook_docc_Hookable_343() async throws {
         for await call in account.$deposit.calls() { print(call.arguments, call.result ?? "-") }
         for await name in name.values { print(name) }       // Observable
         for await value in signal.values { print(value) }   // Signal

@@ -25,17 +25,17 @@ extension SwiftByNameContext {
     }
 }
 
-// Sources/Hook/Hook.docc/SwiftByName.md:139
+// Sources/Hook/Hook.docc/SwiftByName.md:151
 extension SwiftByNameContext {
-    func Sources_Hook_Hook_docc_SwiftByName_139() async throws {
+    func Sources_Hook_Hook_docc_SwiftByName_151() async throws {
         let age = try SwiftModifyHook.named("Model.Person.age", of: Person.self, as: Int.self)
         age.afterAccess(for: ada) { person, value in print("\(person.name) is now \(value)") }
     }
 }
 
-// Sources/Hook/Hook.docc/SwiftByName.md:191
+// Sources/Hook/Hook.docc/SwiftByName.md:206
 extension SwiftByNameContext {
-    func Sources_Hook_Hook_docc_SwiftByName_191() async throws {
+    func Sources_Hook_Hook_docc_SwiftByName_206() async throws {
         try Binding.bind(.both(label, "text", as: String.self), .both(model, \.title))
     }
 }
