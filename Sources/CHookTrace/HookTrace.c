@@ -39,6 +39,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <link.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -66,7 +67,11 @@
 
 // Argument and result kinds, one letter each in a prototype string:
 // i int, l long/ssize_t, u size_t/unsigned, x int in hex, p pointer,
-// s C string (quoted), f double (next xmm register), v void (results only).
+// s C string (quoted), f double (next xmm register), v void (results only);
+// n a size_t and m an int that bound the string arguments' lengths (m: a
+// negative one bounds none, as SQLite's nByte), printed as u and i. (A field
+// with no NUL at a page's end, the next page unreadable, was read as a C
+// string past its length: the traced program ended with SIGSEGV.)
 // Error rules (for the summary's errors column): how a result says "failed".
 enum { ERR_NONE, ERR_NEG1, ERR_NULL, ERR_NONZERO, ERR_SQLITE };
 
@@ -80,11 +85,11 @@ typedef struct {
 
 static const prototype prototypes[] = {
   // strings and memory
-  {"strlen", "u", "s", ERR_NONE, 0}, {"strnlen", "u", "su", ERR_NONE, 0},
-  {"strdup", "p", "s", ERR_NULL, 0}, {"strndup", "p", "su", ERR_NULL, 0},
-  {"strcmp", "i", "ss", ERR_NONE, 0}, {"strncmp", "i", "ssu", ERR_NONE, 0},
+  {"strlen", "u", "s", ERR_NONE, 0}, {"strnlen", "u", "sn", ERR_NONE, 0},
+  {"strdup", "p", "s", ERR_NULL, 0}, {"strndup", "p", "sn", ERR_NULL, 0},
+  {"strcmp", "i", "ss", ERR_NONE, 0}, {"strncmp", "i", "ssn", ERR_NONE, 0},
   {"strcasecmp", "i", "ss", ERR_NONE, 0}, {"strcpy", "p", "ps", ERR_NONE, 0},
-  {"strncpy", "p", "psu", ERR_NONE, 0}, {"strcat", "p", "ps", ERR_NONE, 0},
+  {"strncpy", "p", "psn", ERR_NONE, 0}, {"strcat", "p", "ps", ERR_NONE, 0},
   {"strchr", "p", "si", ERR_NONE, 0}, {"strrchr", "p", "si", ERR_NONE, 0},
   {"strstr", "p", "ss", ERR_NONE, 0}, {"strtol", "l", "spi", ERR_NONE, 0},
   {"strtoul", "u", "spi", ERR_NONE, 0}, {"strtod", "f", "sp", ERR_NONE, 0},
@@ -137,10 +142,10 @@ static const prototype prototypes[] = {
   // SQLite (its result codes: 0 OK, 100 ROW and 101 DONE are not errors)
   {"sqlite3_open", "i", "sp", ERR_SQLITE, 0}, {"sqlite3_open_v2", "i", "spxs", ERR_SQLITE, 0},
   {"sqlite3_close", "i", "p", ERR_SQLITE, 0}, {"sqlite3_close_v2", "i", "p", ERR_SQLITE, 0},
-  {"sqlite3_exec", "i", "pspp", ERR_SQLITE, 0}, {"sqlite3_prepare_v2", "i", "psipp", ERR_SQLITE, 0},
+  {"sqlite3_exec", "i", "pspp", ERR_SQLITE, 0}, {"sqlite3_prepare_v2", "i", "psmpp", ERR_SQLITE, 0},
   {"sqlite3_step", "i", "p", ERR_SQLITE, 0}, {"sqlite3_reset", "i", "p", ERR_SQLITE, 0},
   {"sqlite3_finalize", "i", "p", ERR_SQLITE, 0}, {"sqlite3_bind_int", "i", "pii", ERR_SQLITE, 0},
-  {"sqlite3_bind_text", "i", "pisip", ERR_SQLITE, 0}, {"sqlite3_column_int", "i", "pi", ERR_NONE, 0},
+  {"sqlite3_bind_text", "i", "pismp", ERR_SQLITE, 0}, {"sqlite3_column_int", "i", "pi", ERR_NONE, 0},
   {"sqlite3_column_text", "s", "pi", ERR_NONE, 0}, {"sqlite3_errmsg", "s", "p", ERR_NONE, 0},
   {"sqlite3_libversion_number", "i", "", ERR_NONE, 0}, {"sqlite3_free", "v", "p", ERR_NONE, 0},
 };
@@ -194,6 +199,8 @@ typedef struct traced_function {
   uint32_t string_result;     // 1 if it returns one
   uint32_t real_result;       // 1 if its result is in xmm0
   uint8_t string_word[MAX_STRINGS];  // which integer argument each string argument is
+  char bound_kind;            // 'n' or 'm' if an argument bounds the string arguments' lengths; else 0
+  uint8_t bound_word;         // which integer argument that is
   void *stub;               // the 24-byte stub
 } traced_function;
 
@@ -420,9 +427,13 @@ static char *put_text(char *p, const text *t, uint64_t word) {
   return p;
 }
 
-// Copies the C string at `word`, at most STRING_LIMIT bytes. (A pointer
-// below the first page is printed as a number, not read.)
-static inline void text_take(text *t, uint64_t word) {
+// Copies the C string at `word`, at most STRING_LIMIT bytes, and no byte at
+// or past `most` (the length its function was given: a field of that many
+// bytes need not end with a NUL, and the byte after it may be unreadable;
+// TEXT_UNBOUNDED for a C string). (A pointer below the first page is
+// printed as a number, not read.)
+#define TEXT_UNBOUNDED UINT64_MAX
+static inline void text_take(text *t, uint64_t word, uint64_t most) {
   const char *s = (const char *)(uintptr_t)word;
   t->length = 0;
   if (s == NULL) {
@@ -434,13 +445,15 @@ static inline void text_take(text *t, uint64_t word) {
     return;
   }
   // Eight bytes at a time where they lie in one page (a string's NUL may be
-  // the last byte of its page, and the next page unmapped) and in the
-  // buffer (after bytes taken one by one near a page's end, eight from an
-  // odd offset wrote up to seven past it, into the next record).
+  // the last byte of its page, and the next page unmapped), in the bound,
+  // and in the buffer (after bytes taken one by one near a page's end,
+  // eight from an odd offset wrote up to seven past it, into the next
+  // record).
+  const int limit = most < STRING_LIMIT ? (int)most : STRING_LIMIT;
   int n = 0;
-  while (n < STRING_LIMIT) {
+  while (n < limit) {
     uintptr_t at = (uintptr_t)(s + n);
-    if ((at & 4095) <= 4096 - 8 && n + 8 <= STRING_LIMIT) {
+    if ((at & 4095) <= 4096 - 8 && n + 8 <= limit) {
       uint64_t chunk;
       memcpy(&chunk, s + n, 8);
       memcpy(t->bytes + n, &chunk, 8);
@@ -460,7 +473,18 @@ static inline void text_take(text *t, uint64_t word) {
   }
   if (n > STRING_LIMIT) n = STRING_LIMIT;
   t->length = (uint8_t)n;
-  t->kind = n == STRING_LIMIT && s[n] ? TEXT_CUT : TEXT_WHOLE;
+  // Cut if it goes on: the byte after the limit, read only where the bound
+  // reaches it (a field of exactly STRING_LIMIT bytes is whole).
+  t->kind = n == STRING_LIMIT && most > STRING_LIMIT && s[n] ? TEXT_CUT : TEXT_WHOLE;
+}
+
+// The bound of `f`'s string arguments, from the call's arguments: its n
+// (strncmp's, strnlen's), or SQLite's nByte where it is not negative.
+static inline uint64_t text_bound(const traced_function *f, const uint64_t *words) {
+  if (f->bound_kind == 0) return TEXT_UNBOUNDED;
+  uint64_t word = words[f->bound_word];
+  if (f->bound_kind == 'm') return (int32_t)word < 0 ? TEXT_UNBOUNDED : (uint32_t)word;
+  return word;
 }
 
 static char *put_double(char *p, double value) {
@@ -491,7 +515,9 @@ static char *put_value(char *p, char kind, uint64_t word, double real, const tex
   switch (kind) {
   case 'i': return put_signed(p, (int32_t)word);
   case 'l': return put_signed(p, (int64_t)word);
-  case 'u': return put_unsigned(p, word);
+  case 'u':
+  case 'n': return put_unsigned(p, word);
+  case 'm': return put_signed(p, (int32_t)word);
   case 'x': return put_hex(p, (uint32_t)word);
   case 's': return put_text(p, t, word);
   case 'f': return put_double(p, real);
@@ -599,12 +625,22 @@ static pthread_t writer;
 static _Atomic int writer_running, writer_stop, writer_asleep;
 static _Atomic uint32_t writer_wakeups;
 
+// All of it. The trace's descriptor may be non-blocking: HOOK_TRACE_FD is a
+// copy of the launcher's stderr, sharing its file status flags, and a
+// program that sets O_NONBLOCK on its own fd 2 (node.js does, on a pipe or
+// a tty) sets it on the trace's too. A write the reader is not ready for
+// waits until it is (it was given up: the rest of the chunk was lost, and
+// the trace had lines missing and lines cut in two).
 static void write_all(int fd, const char *data, size_t length) {
   if (fd < 0) return;   // no output (see hook_trace_start)
   while (length > 0) {
     ssize_t n = write(fd, data, length);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        struct pollfd ready = {.fd = fd, .events = POLLOUT};
+        if (poll(&ready, 1, -1) >= 0 || errno == EINTR) continue;
+      }
       return;
     }
     data += n;
@@ -878,14 +914,17 @@ __attribute__((always_inline)) static inline uintptr_t trace_exit(const return_r
   // The C strings, read now, straight into the record (every string argument
   // of the prototypes is one the function reads and leaves as it was).
   uint8_t *kept = (uint8_t *)(rec->words + words);
-  for (uint32_t i = 0; i < f->string_arguments; i++) {
-    text *t = (text *)kept;
-    text_take(t, fr->words[f->string_word[i]]);
-    kept += 2 + t->length;
+  if (f->string_arguments) {
+    const uint64_t most = text_bound(f, fr->words);
+    for (uint32_t i = 0; i < f->string_arguments; i++) {
+      text *t = (text *)kept;
+      text_take(t, fr->words[f->string_word[i]], most);
+      kept += 2 + t->length;
+    }
   }
   if (f->string_result) {
     text *t = (text *)kept;
-    text_take(t, r->rax);
+    text_take(t, r->rax, TEXT_UNBOUNDED);
     kept += 2 + t->length;
   }
   uint64_t size = ((uint64_t)(kept - (uint8_t *)rec) + 7) & ~(uint64_t)7;
@@ -1260,6 +1299,10 @@ static void trace_new_imports(void) {
       for (const char *a = f->proto->args; *a; a++) {
         if (*a == 's' && f->integer_words < 6 && f->string_arguments < MAX_STRINGS - 1)
           f->string_word[f->string_arguments++] = (uint8_t)f->integer_words;
+        if ((*a == 'n' || *a == 'm') && f->integer_words < 6) {
+          f->bound_kind = *a;
+          f->bound_word = (uint8_t)f->integer_words;
+        }
         if (*a == 'f') f->real_words += f->real_words < 2;
         else f->integer_words += f->integer_words < 6;
       }
@@ -1662,7 +1705,11 @@ static void summary_print(void) {
     all_calls += totals[i].calls;
     all_errors += totals[i].errors;
   }
-  FILE *table = output_fd < 0 ? NULL : fdopen(dup(output_fd), "a");
+  // Made in memory and written by write_all (a stdio stream on the
+  // descriptor gave up on a non-blocking one, as write_all did).
+  char *text = NULL;
+  size_t text_size = 0;
+  FILE *table = output_fd < 0 ? NULL : open_memstream(&text, &text_size);
   if (table == NULL) goto done;
   fprintf(table, "hook-trace: %d calls traced in process %d\n", (int)all_calls, (int)getpid());
   fprintf(table, "%% time     seconds  usecs/call     calls    errors function\n");
@@ -1684,7 +1731,8 @@ static void summary_print(void) {
   fprintf(table, "------ ----------- ----------- --------- --------- --------------------\n");
   fprintf(table, "100.00 %11.6f             %9llu %9llu total\n", (double)all_ticks * ns_per_tick / 1e9,
           (unsigned long long)all_calls, (unsigned long long)all_errors);
-  fclose(table);
+  if (fclose(table) == 0) write_all(output_fd, text, text_size);
+  free(text);
   // Printed: an exec that fails goes on counting from zero.
   for (thread_state *s = atomic_load(&all_states); s; s = s->next) memset(s->counters, 0, sizeof s->counters);
 done:
@@ -1719,16 +1767,29 @@ static void refine_calibration(void) {
 }
 
 // fork: no drain is under way while the process is copied (so the rings
-// are whole in the child).
-static void before_fork(void) { pthread_mutex_lock(&drain_lock); }
-static void after_fork_in_parent(void) { pthread_mutex_unlock(&drain_lock); }
+// are whole in the child), and no search for new imports (a thread of the
+// parent inside dlopen's held setup_lock: the child's first dlopen waited
+// on it for good). setup_lock first: it is the outer one (nothing takes it
+// under drain_lock).
+static void before_fork(void) {
+  pthread_mutex_lock(&setup_lock);
+  pthread_mutex_lock(&drain_lock);
+}
+
+static void after_fork_in_parent(void) {
+  pthread_mutex_unlock(&drain_lock);
+  pthread_mutex_unlock(&setup_lock);
+}
 
 static void after_fork_in_child(void) {
   pthread_mutex_unlock(&drain_lock);
+  pthread_mutex_unlock(&setup_lock);
   // The child has no writer thread: its threads write their rings out
   // themselves, when full and at exit. Its copies of the parent's records
   // and counters are the parent's to write: dropped, so that each process
-  // reports its own calls.
+  // reports its own calls. So are the lines the parent's writer had made
+  // and not yet written (the child's flush at its exit wrote them again).
+  out_length = 0;
   atomic_store(&writer_running, 0);
   // The stub memory is shared with the parent (a memfd): the child's next
   // stub goes in a block of its own, or it would write where the parent's
@@ -1739,6 +1800,7 @@ static void after_fork_in_child(void) {
     atomic_store(&s->tail, atomic_load(&s->head_local));
     s->tail_seen = atomic_load(&s->head_local);
     memset(s->counters, 0, sizeof s->counters);
+    s->too_deep = 0;
     if (s != state_here) {
       s->depth = 0;
       atomic_store(&s->unused, 1);   // their threads are not in the child

@@ -100,16 +100,17 @@ func program(_ name: String) -> String? {
 let cCompiler = ["cc", "clang", "gcc"].lazy.compactMap { program($0) }.first
 let cxxCompiler = ["c++", "clang++", "g++"].lazy.compactMap { program($0) }.first
 
-/// Compiles the C program `source` with the C compiler into a folder of its
-/// own, runs `body` with the executable's path, and removes the folder.
-func withCompiledC(_ name: String, _ source: String, _ body: (String) throws -> Void) throws {
+/// Compiles the C program `source` with the C compiler (and `flags`, after
+/// the source: libraries) into a folder of its own, runs `body` with the
+/// executable's path, and removes the folder.
+func withCompiledC(_ name: String, _ source: String, flags: [String] = [], _ body: (String) throws -> Void) throws {
     let cc = try #require(cCompiler)
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-\(name)-\(getpid())")
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: folder) }
     let file = folder.appendingPathComponent(name + ".c"), exe = folder.appendingPathComponent(name).path
     try source.write(to: file, atomically: true, encoding: .utf8)
-    let compiled = try run([cc, "-O0", "-o", exe, file.path])
+    let compiled = try run([cc, "-O0", "-o", exe, file.path] + flags)
     try #require(compiled.status == 0, "\(compiled.errors)")
     try body(exe)
 }
@@ -249,6 +250,45 @@ struct HookTraceTests {
         #expect(line?.contains(#"strlen("abcdefghijklmnopqrstuvwxyz012345"...) = 36"#) == true, "\(traced.errors)")
     }
 
+    /// A string argument with a length (strncmp's, strnlen's and strncpy's
+    /// n; SQLite's nByte) is read no further than that length: here a
+    /// fixed-size field with no NUL, at the end of a page whose next page
+    /// cannot be read. The program runs as untraced, and the line shows the
+    /// field. (It was read as a C string, past its length: the traced
+    /// program ended with SIGSEGV.)
+    @Test(.enabled(if: cCompiler != nil, "needs a C compiler"))
+    func aStringWithALengthIsReadNoFurtherThanIt() throws {
+        try withCompiledC("field", """
+            #include <stdio.h>
+            #include <string.h>
+            #include <sys/mman.h>
+            int main(void) {
+              char *pages = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+              if (pages == MAP_FAILED || mprotect(pages + 4096, 4096, PROT_NONE) != 0) return 2;   /* the next page: unreadable */
+              char *field = pages + 4096 - 8;   /* an 8-byte field of a fixed-size record: no NUL */
+              memcpy(field, "ABCDEFGH", 8);
+              char copy[9] = {0};
+              int same = strncmp(field, "ABCDEFGH", 8) == 0;
+              size_t length = strnlen(field, 8);
+              strncpy(copy, field, 8);
+              printf("%d %zu %s\\n", same, length, copy);
+              return 0;
+            }
+            """) { exe in
+            let plain = try run([exe])
+            #expect(plain.status == 0 && plain.output == "1 8 ABCDEFGH\n", "\(plain)")
+            let lines = [("strncmp", #"strncmp("ABCDEFGH", "ABCDEFGH", 8) = 0 <"#), ("strnlen", #"strnlen("ABCDEFGH", 8) = 8 <"#),
+                         ("strncpy", #", "ABCDEFGH", 8) = 0x"#)]
+            for mode in [[], ["-L"]] {
+                for (function, line) in lines {
+                    let traced = try run([launcher] + mode + ["-e", function, exe])
+                    #expect(traced.status == 0 && traced.output == plain.output, "\(mode) \(function): \(traced)")
+                    #expect(traced.errors.contains("] \(function)(") && traced.errors.contains(line), "\(mode) \(function): \(traced.errors)")
+                }
+            }
+        }
+    }
+
     @Test func eachCallIsPrintedWithItsArgumentsResultThreadAndDuration() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-lines-\(getpid()).txt").path
         defer { unlink(file) }
@@ -351,6 +391,117 @@ struct HookTraceTests {
         #expect(counts(images.last ?? [:]) == ["strdup": 30, "strlen": 30, "free": 30])
     }
 
+    /// A child forked while another thread was inside dlopen (the tracer's
+    /// search of the new object's imports under way) can dlopen too. (The
+    /// search's lock stayed taken in the child, by a thread it does not
+    /// have: its first dlopen waited for good; 19 children of 20 hung.)
+    @Test(.enabled(if: cCompiler != nil, "needs a C compiler"))
+    func aChildForkedDuringADlopenCanDlopen() throws {
+        try withCompiledC("forkdlopen", """
+            #include <dlfcn.h>
+            #include <pthread.h>
+            #include <signal.h>
+            #include <stdio.h>
+            #include <sys/wait.h>
+            #include <unistd.h>
+            static volatile int stop;
+            static void *loader(void *unused) {
+              while (!stop) {
+                void *library = dlopen("libc.so.6", RTLD_NOW);   /* loaded already: in and out of dlopen */
+                if (library) dlclose(library);
+              }
+              return 0;
+            }
+            int main(void) {
+              pthread_t thread;
+              pthread_create(&thread, 0, loader, 0);
+              int forked = 0, hung = 0, failed = 0;
+              /* Each child has 5 s to dlopen and exit; the first that does not ends the loop. */
+              for (int i = 0; i < 20 && hung == 0; i++) {
+                pid_t child = fork();
+                if (child == 0) _exit(dlopen("libc.so.6", RTLD_NOW) ? 0 : 1);
+                forked++;
+                int status = 0, waited = 0;
+                pid_t done;
+                while ((done = waitpid(child, &status, WNOHANG)) == 0 && waited < 500) {
+                  usleep(10000);
+                  waited++;
+                }
+                if (done == 0) {
+                  hung++;
+                  kill(child, SIGKILL);
+                  waitpid(child, &status, 0);
+                } else if (done < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                  failed++;
+                }
+              }
+              stop = 1;
+              pthread_join(thread, 0);
+              printf("forked %d, hung %d, failed %d\\n", forked, hung, failed);
+              return 0;
+            }
+            """, flags: ["-pthread", "-ldl"]) { exe in
+            let plain = try run([exe])
+            #expect(plain.status == 0 && plain.output == "forked 20, hung 0, failed 0\n", "\(plain)")
+            let traced = try run(["timeout", "-s", "KILL", "120", launcher, "-e", "strlen", exe])
+            #expect(traced.status == 0 && traced.output == plain.output, "\(traced.output) \(traced.errors.suffix(1000))")
+        }
+    }
+
+    /// A child of fork writes its own lines only: those the parent's writer
+    /// had made and not yet written are the parent's. A thread calls strlen
+    /// as fast as it can while the main thread forks 20 children that _exit
+    /// at once: one line a call. (Each child wrote the parent's pending
+    /// lines again at its exit: hundreds to thousands of lines too many, in
+    /// most runs.)
+    @Test(.enabled(if: cCompiler != nil, "needs a C compiler"))
+    func aForkChildDoesNotWriteTheParentsLinesAgain() throws {
+        try withCompiledC("forklines", """
+            #include <pthread.h>
+            #include <stdio.h>
+            #include <string.h>
+            #include <sys/wait.h>
+            #include <unistd.h>
+            static const char *volatile text = "hello, world";
+            static volatile int stop;
+            static volatile long count;
+            static void *busy(void *unused) {
+              while (!stop) {
+                size_t length = strlen(text);   /* (strlen(text) ? 1 : 0, gcc tests the first byte: no call) */
+                count += length == 12;
+              }
+              return 0;
+            }
+            int main(void) {
+              pthread_t thread;
+              pthread_create(&thread, 0, busy, 0);
+              while (count < 50000) {}   /* the writer busy with its lines */
+              for (int i = 0; i < 20; i++) {
+                pid_t child = fork();
+                if (child == 0) _exit(0);
+                waitpid(child, NULL, 0);
+              }
+              stop = 1;
+              pthread_join(thread, 0);
+              printf("%ld\\n", count);
+              return 0;
+            }
+            """, flags: ["-pthread"]) { exe in
+            // (Counted by grep: some hundred thousand lines a run.)
+            for attempt in 0..<3 {
+                let file = FileManager.default.temporaryDirectory.appendingPathComponent("hook-trace-forklines-\(getpid())-\(attempt).txt").path
+                defer { unlink(file) }
+                let traced = try run([launcher, "-o", file, "-e", "strlen", exe])
+                let counted = try run(["grep", "-c", "-F", #"] strlen("hello, world") = 12 <"#, file])
+                let all = try run(["grep", "-c", "", file])
+                let calls = Int(traced.output.trimmingCharacters(in: .whitespacesAndNewlines))
+                let lines = Int(counted.output.trimmingCharacters(in: .whitespacesAndNewlines))
+                #expect(traced.status == 0 && calls != nil, "\(traced)")
+                #expect(lines == calls && all.output == counted.output, "run \(attempt): \(calls ?? -1) calls, \(counted.output) lines (\(all.output) in all)")
+            }
+        }
+    }
+
     /// A program that points its stderr at a log file of its own: the trace
     /// goes where hook-trace's stderr goes, not into the program's log (it
     /// wrote into the program's fd 2, whatever that had become).
@@ -364,6 +515,38 @@ struct HookTraceTests {
         // The copy is close-on-exec in the program (its children that are
         // not traced do not keep it); an exec of a traced image passes it on.
         #expect(try run([launcher, "-e", "strlen", sample, "fd"]).output == "close-on-exec\n")
+    }
+
+    /// A trace descriptor the program made non-blocking (HOOK_TRACE_FD is a
+    /// copy of hook-trace's stderr, sharing its flags: a program that sets
+    /// O_NONBLOCK on its fd 2, as node.js does, sets it on the trace's),
+    /// through a pipe whose reader starts a second late: every line is
+    /// written, whole. (A write the full pipe refused was given up: of
+    /// 100,000 lines some 1,500 came out, and lines were cut in two.)
+    @Test(.enabled(if: cCompiler != nil, "needs a C compiler"))
+    func aNonBlockingTraceDescriptorLosesNoLine() throws {
+        try withCompiledC("nonblocking", """
+            #include <fcntl.h>
+            #include <stdio.h>
+            #include <stdlib.h>
+            #include <string.h>
+            static const char *volatile text = "hello, world";
+            int main(int argc, char **argv) {
+              fcntl(2, F_SETFL, fcntl(2, F_GETFL) | O_NONBLOCK);
+              long n = atol(argv[1]);
+              size_t total = 0;
+              for (long i = 0; i < n; i++) total += strlen(text);
+              printf("%zu\\n", total);
+              return 0;
+            }
+            """) { exe in
+            // The lines, whole, and the traced program's status, counted by awk.
+            let counted = try run(["/bin/sh", "-c", #"""
+                { "$0" -e strlen "$1" 100000 2>&1 >/dev/null; echo "status $?"; } |
+                (sleep 1; awk '/^\[[0-9]+\] strlen[(]"hello, world"[)] = 12 <[0-9]+ ns>$/ { n++ } /^status / { s = $2 } END { print n + 0, s }')
+                """#, launcher, exe])
+            #expect(counted.status == 0 && counted.output == "100000 0\n", "\(counted)")
+        }
     }
 
     /// A signal handler that calls a traced function, interrupting traced
