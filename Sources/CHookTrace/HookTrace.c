@@ -275,6 +275,12 @@ typedef struct thread_state {
 
 static _Thread_local thread_state *state_here __attribute__((tls_model("initial-exec")));
 static _Thread_local int inside __attribute__((tls_model("initial-exec")));  // in the tracer itself
+// Set once the thread's state was given up (state_ends, its key's
+// destructor): the calls it makes while it exits (glibc freeing its caches
+// through a traced free) are not traced. (They took a state again, which no
+// destructor gave back: every exited thread kept one, 1.9 MB of address
+// space, and 2,000 threads made 3.9 GB.)
+static _Thread_local int state_ended __attribute__((tls_model("initial-exec")));
 static _Atomic(thread_state *) all_states;
 static pthread_key_t state_key;
 
@@ -298,6 +304,7 @@ static void state_ends(void *value) {
   atomic_store_explicit(&s->head, atomic_load(&s->head_local), memory_order_release);
   s->depth = 0;
   state_here = NULL;
+  state_ended = 1;
   // Its records stay for the writer, its counters for the summary; a later
   // thread takes the state over and adds to them.
   atomic_store(&s->unused, 1);
@@ -813,7 +820,7 @@ __attribute__((always_inline)) static inline const void *trace_enter(const trace
                                                                      uintptr_t *return_slot) {
   thread_state *s = state_here;
   if (s == NULL) {
-    s = state_make();
+    s = state_ended ? NULL : state_make();
     if (s == NULL) return f->original;
   }
   // Frames a longjmp skipped (to a setjmp outside any traced call, so no
@@ -1711,7 +1718,7 @@ static void summary_print(void) {
   size_t text_size = 0;
   FILE *table = output_fd < 0 ? NULL : open_memstream(&text, &text_size);
   if (table == NULL) goto done;
-  fprintf(table, "hook-trace: %d calls traced in process %d\n", (int)all_calls, (int)getpid());
+  fprintf(table, "hook-trace: %llu calls traced in process %d\n", (unsigned long long)all_calls, (int)getpid());
   fprintf(table, "%% time     seconds  usecs/call     calls    errors function\n");
   fprintf(table, "------ ----------- ----------- --------- --------- --------------------\n");
   // Largest total time first.
