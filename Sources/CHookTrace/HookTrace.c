@@ -1492,22 +1492,34 @@ static void output_to_next_image(int keep) {
   if (output_inherited) fcntl(output_fd, F_SETFD, keep ? 0 : FD_CLOEXEC);
 }
 
-#define FORWARD_EXEC(name, params, args)                    \
+// An exec that fails returns, and the image goes on: its writer, ended for
+// the exec, is started again (it stayed ended: the image's later lines were
+// written only when a ring filled or at its exit). A path that cannot be
+// executed (`tried`: access(X_OK) fails) is passed on without ending the
+// image: a program that tries each PATH entry itself, as Python's
+// os.execvp does, printed its -c table once a failed attempt.
+#define FORWARD_EXEC(name, params, args, tried)             \
   int name params {                                         \
     static int(*real) params;                               \
     if (real == NULL) real = next_definition(#name);        \
+    if (!(tried)) return real args;                         \
+    int writing = atomic_load(&writer_running);             \
     image_ends();                                           \
+    int ended = writing && !atomic_load(&writer_running);   \
     output_to_next_image(1);                                \
     int failed = real args;                                 \
+    int error = errno;                                      \
     output_to_next_image(0);                                \
+    if (ended) writer_start();                              \
+    errno = error;                                          \
     return failed;                                          \
   }
 
-FORWARD_EXEC(execve, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp))
-FORWARD_EXEC(execv, (const char *path, char *const argv[]), (path, argv))
-FORWARD_EXEC(execvp, (const char *file, char *const argv[]), (file, argv))
-FORWARD_EXEC(execvpe, (const char *file, char *const argv[], char *const envp[]), (file, argv, envp))
-FORWARD_EXEC(fexecve, (int fd, char *const argv[], char *const envp[]), (fd, argv, envp))
+FORWARD_EXEC(execve, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp), access(path, X_OK) == 0)
+FORWARD_EXEC(execv, (const char *path, char *const argv[]), (path, argv), access(path, X_OK) == 0)
+FORWARD_EXEC(execvp, (const char *file, char *const argv[]), (file, argv), 1)
+FORWARD_EXEC(execvpe, (const char *file, char *const argv[], char *const envp[]), (file, argv, envp), 1)
+FORWARD_EXEC(fexecve, (int fd, char *const argv[], char *const envp[]), (fd, argv, envp), 1)
 
 // The image ends, then the process. (_Exit too: glibc's _Exit, quick_exit
 // and execl family reach _exit and execve inside libc, past these wrappers,

@@ -495,6 +495,52 @@ struct HookTraceTests {
         }
     }
 
+    /// An exec that fails returns to an image that goes on: its writer is
+    /// started again, so its later lines are written as they come (they
+    /// waited for the program's exit), and a path that cannot be executed
+    /// does not end the image (a program that tries each PATH entry, as
+    /// Python's os.execvp does, printed its -c table once an attempt).
+    @Test(.enabled(if: cCompiler != nil, "needs a C compiler"))
+    func aFailedExecLeavesTheImageTraced() throws {
+        try withCompiledC("execfails", """
+            #include <stdio.h>
+            #include <string.h>
+            #include <unistd.h>
+            extern char **environ;
+            static const char *volatile text = "hello";
+            int main(int argc, char **argv) {
+              char *args[] = {"x", 0};
+              for (int i = 0; i < 3; i++) execve("/nonexistent/hook-trace-missing", args, environ);
+              execve(argv[1], args, environ);   /* executable, but no program: ENOEXEC */
+              size_t total = 0;
+              for (int i = 0; i < 5; i++) total += strlen(text);
+              usleep(300000);
+              int lines = 0;
+              if (argc > 2) {
+                FILE *trace = fopen(argv[2], "r");
+                char line[512];
+                while (trace && fgets(line, sizeof line, trace)) if (strstr(line, "strlen(")) lines++;
+                if (trace) fclose(trace);
+              }
+              printf("%zu %d\\n", total, lines);
+              return 0;
+            }
+            """) { exe in
+            try withFolder("execfails") { folder in
+                let notAProgram = folder.appendingPathComponent("not-a-program").path
+                try "no program here\n".write(toFile: notAProgram, atomically: true, encoding: .utf8)
+                chmod(notAProgram, 0o755)
+                let log = folder.appendingPathComponent("trace").path
+                let traced = try run([launcher, "-e", "strlen", "-o", log, exe, notAProgram, log])
+                #expect(traced.status == 0 && traced.output == "25 5\n", "\(traced)")
+                // -c: one table at the attempt that could run (ENOEXEC), one at the exit.
+                let counted = try run([launcher, "-c", "-e", "strlen", exe, notAProgram])
+                let tables = counted.errors.components(separatedBy: "calls traced in process").count - 1
+                #expect(counted.status == 0 && tables == 2, "\(counted.errors)")
+            }
+        }
+    }
+
     /// A child of fork writes its own lines only: those the parent's writer
     /// had made and not yet written are the parent's. A thread calls strlen
     /// as fast as it can while the main thread forks 20 children that _exit
