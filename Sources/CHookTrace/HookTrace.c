@@ -1521,6 +1521,41 @@ FORWARD_EXEC(execvp, (const char *file, char *const argv[]), (file, argv), 1)
 FORWARD_EXEC(execvpe, (const char *file, char *const argv[], char *const envp[]), (file, argv, envp), 1)
 FORWARD_EXEC(fexecve, (int fd, char *const argv[], char *const envp[]), (fd, argv, envp), 1)
 
+// A process with more than one thread may not enter a new user namespace
+// (unshare(CLONE_NEWUSER), setns to one: EINVAL), and the writer is a thread
+// of the tracer's: `unshare -U`, bwrap and rootless containers failed when
+// traced. The writer is ended for the call (its lines written) and started
+// again after it. (setns with nstype 0 may be a user namespace: ended too.)
+static int with_writer_paused(int user_namespace, int (*call)(int, int), int a, int b) {
+  int ended = 0;
+  if (user_namespace && started && (pid_t)syscall(SYS_getpid) == image_pid && atomic_load(&writer_running)) {
+    inside++;
+    writer_end();
+    inside--;
+    ended = 1;
+  }
+  int result = call(a, b);
+  int error = errno;
+  if (ended) writer_start();
+  errno = error;
+  return result;
+}
+
+static int (*real_unshare)(int);
+static int (*real_setns)(int, int);
+static int call_unshare(int flags, int unused) { (void)unused; return real_unshare(flags); }
+static int call_setns(int fd, int type) { return real_setns(fd, type); }
+
+int unshare(int flags) {
+  if (real_unshare == NULL) real_unshare = next_definition("unshare");
+  return with_writer_paused((flags & CLONE_NEWUSER) != 0, call_unshare, flags, 0);
+}
+
+int setns(int fd, int nstype) {
+  if (real_setns == NULL) real_setns = next_definition("setns");
+  return with_writer_paused(nstype == 0 || (nstype & CLONE_NEWUSER) != 0, call_setns, fd, nstype);
+}
+
 // The image ends, then the process. (_Exit too: glibc's _Exit, quick_exit
 // and execl family reach _exit and execve inside libc, past these wrappers,
 // and the image's trace and table were lost; quick_exit is seen by

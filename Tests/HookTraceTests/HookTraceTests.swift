@@ -541,6 +541,16 @@ struct HookTraceTests {
         }
     }
 
+    /// A traced program may enter a new user namespace, which the kernel
+    /// refuses to a process of more than one thread: the tracer's writer
+    /// is paused for the call. (`unshare -U` failed with EINVAL, and so did
+    /// bwrap and rootless containers.)
+    @Test(.enabled(if: (try? run(["unshare", "-U", "true"]).status) == 0, "user namespaces are not allowed here"))
+    func aProgramMayEnterAUserNamespace() throws {
+        let traced = try run([launcher, "-e", "strlen", "unshare", "-U", "sh", "-c", "echo inside"])
+        #expect(traced.status == 0 && traced.output == "inside\n", "\(traced.output) \(traced.errors.suffix(500))")
+    }
+
     /// A child of fork writes its own lines only: those the parent's writer
     /// had made and not yet written are the parent's. A thread calls strlen
     /// as fast as it can while the main thread forks 20 children that _exit
