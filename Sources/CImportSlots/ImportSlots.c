@@ -228,6 +228,9 @@ typedef struct {
   const void *original_dynamic;  // and l_ld; 0 if no object holds it
   int original_known;            // that object's definition of the symbol was found
   const char *original_version;  // its version (in that object's strings); NULL if unversioned
+  hk_object original_object;     // that object, read (find_original), for versions at the same address
+  const char *wanted_version;    // set by binds_original for same_address_version
+  int wanted_found;
   int own_definition;            // set by own_definition
 } hk_walk;
 
@@ -466,6 +469,16 @@ static int unbound_lazy(const hk_object *o, uintptr_t value, long plt_index) {
 typedef int (*symbol_visitor)(hk_walk *w, const hk_object *o, ElfW(Sym) *sym);
 static int each_definition(hk_walk *w, const hk_object *o, const char *name, symbol_visitor visit);
 
+// A definition in the original's object of the version an import wants
+// (w->wanted_version) at the original's address.
+static int same_address_version(hk_walk *w, const hk_object *o, ElfW(Sym) *sym) {
+  if (!o->versym || sym->st_shndx == SHN_UNDEF) return 0;
+  if (o->base + sym->st_value != (uintptr_t)w->request->original) return 0;
+  const char *name = version_name(o, o->versym[sym - o->symtab] & VERSYM_VERSION);
+  if (name && strcmp(name, w->wanted_version) == 0) w->wanted_found = 1;
+  return 0;
+}
+
 static int own_definition(hk_walk *w, const hk_object *o, ElfW(Sym) *sym) {
   uintptr_t address = o->base + sym->st_value;
   if (sym->st_shndx != SHN_UNDEF && address != (uintptr_t)w->request->original &&
@@ -492,7 +505,17 @@ static int binds_original(hk_walk *w, const hk_object *o, long plt_index) {
     unsigned version = o->versym[index] & VERSYM_VERSION;
     if (version > VER_NDX_GLOBAL) {
       const char *wanted = version_name(o, version);
-      if (!wanted || strcmp(wanted, w->original_version) != 0) return 0;
+      if (!wanted) return 0;
+      // Another version's name, but glibc defines several versions at one
+      // address (pthread_create@GLIBC_2.2.5 and @@GLIBC_2.34): the same
+      // function. (Compared by name, a library built before 2.34 had its
+      // slot missed, and Hook's own lazy slots were not bound first.)
+      if (strcmp(wanted, w->original_version) != 0) {
+        w->wanted_version = wanted;
+        w->wanted_found = 0;
+        each_definition(w, &w->original_object, w->request->symbol, same_address_version);
+        if (!w->wanted_found) return 0;
+      }
     }
   }
   if (object_is(o, w->original_base, w->original_dynamic)) return 1;
@@ -648,12 +671,12 @@ static void find_original(hk_walk *w) {
   if (!dladdr1(w->request->original, &info, (void **)&map, RTLD_DL_LINKMAP) || !map) return;
   w->original_base = (uintptr_t)map->l_addr;
   w->original_dynamic = map->l_ld;
-  hk_object o;
-  memset(&o, 0, sizeof o);
-  o.base = (uintptr_t)map->l_addr;
-  o.name = map->l_name ? map->l_name : "";
-  o.dynamic = map->l_ld;
-  if (read_dynamic(&o)) each_definition(w, &o, w->request->symbol, default_definition);
+  hk_object *o = &w->original_object;
+  memset(o, 0, sizeof *o);
+  o->base = (uintptr_t)map->l_addr;
+  o->name = map->l_name ? map->l_name : "";
+  o->dynamic = map->l_ld;
+  if (read_dynamic(o)) each_definition(w, o, w->request->symbol, default_definition);
 }
 
 int hk_import_patch(const hk_import_request *request, hk_import_outcome *outcome) {
