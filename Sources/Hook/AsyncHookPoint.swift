@@ -236,7 +236,9 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
             var alive: [AnyObject] = []
             state.entries.removeAll { $0.owner?.isGone(keeping: &alive) ?? false }
             // What the change detached is no longer active (see `HookToken.isActive`).
-            if state.entries.count < before.count {
+            // (Whenever one may have gone: an add that also dropped an orphan
+            // keeps the count.)
+            if !before.isEmpty {
                 let kept = Set(state.entries.map { ObjectIdentifier($0.token) })
                 for token in before where !kept.contains(ObjectIdentifier(token)) { token._markDetached() }
             }

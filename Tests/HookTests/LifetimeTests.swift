@@ -189,6 +189,18 @@ struct LifetimeTests {
         withExtendedLifetime(owner) {}
     }
 
+    /// An async point's change that drops an orphan while it adds a hook
+    /// (the count unchanged) detaches the orphan's token too.
+    @Test func anAsyncPointsOrphanDroppedByAnAddIsInactive() {
+        let point = AsyncClosureHook(name: "async") { (x: Int) async throws -> Int in x }
+        var owner: Observer? = Observer()
+        let orphan = point.after(owner: owner) { _ in }
+        owner = nil
+        let added = point.after { _ in }
+        #expect(point.hookCount == 1 && added.isActive)
+        #expect(!orphan.isActive)
+    }
+
     /// A bag of thousands: tokens removed while in it are dropped as the
     /// bag grows (what their hooks captured released), its count is of the
     /// hooks still attached, and the rest go with it.
