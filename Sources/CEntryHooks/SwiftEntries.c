@@ -516,12 +516,14 @@ static int each_symbol(const void *inside,
   const Elf64_Ehdr *eh = (const Elf64_Ehdr *)file;
   int count = 0, stop = 0;
   if (memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 && eh->e_shoff != 0 &&
-      eh->e_shentsize == sizeof(Elf64_Shdr) && eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) <= size) {
+      eh->e_shentsize == sizeof(Elf64_Shdr) && eh->e_shoff <= size && (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) <= size - eh->e_shoff) {
     const Elf64_Shdr *sections = (const Elf64_Shdr *)(file + eh->e_shoff);
     for (int i = 0; i < eh->e_shnum && !stop; i++) {
       if ((sections[i].sh_type != SHT_DYNSYM && sections[i].sh_type != SHT_SYMTAB) || sections[i].sh_link >= eh->e_shnum) continue;
       const Elf64_Shdr *strings = &sections[sections[i].sh_link];
-      if (sections[i].sh_offset + sections[i].sh_size > size || strings->sh_offset + strings->sh_size > size) continue;
+      // (Compared without a sum that could wrap: a file is not trusted.)
+      if (sections[i].sh_offset > size || sections[i].sh_size > size - sections[i].sh_offset ||
+          strings->sh_offset > size || strings->sh_size > size - strings->sh_offset) continue;
       const Elf64_Sym *symbols = (const Elf64_Sym *)(file + sections[i].sh_offset);
       const char *names = (const char *)file + strings->sh_offset;
       size_t n = sections[i].sh_size / sizeof(Elf64_Sym);
@@ -557,11 +559,43 @@ typedef struct {
   int (*jump)(const char *name, const void *address, const void *target, void *context);
   int (*pointer)(const char *name, size_t length, void *context);
   void *context;
+  const void *code;  // a code_ranges, for the jumps
 } symbol_walk;
+
+// The executable segments of the object `inside` is in, as loaded (the
+// symbols come from its file, which may have been replaced since it was
+// loaded: an address they give is read only inside these).
+typedef struct {
+  uintptr_t bias;
+  uintptr_t start[16], end[16];
+  int count;
+} code_ranges;
+
+static int collect_code(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  code_ranges *ranges = data;
+  if (info->dlpi_addr != ranges->bias) return 0;
+  for (int i = 0; i < info->dlpi_phnum && ranges->count < 16; i++) {
+    const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+    if (p->p_type != PT_LOAD || !(p->p_flags & PF_X)) continue;
+    ranges->start[ranges->count] = info->dlpi_addr + p->p_vaddr;
+    ranges->end[ranges->count] = info->dlpi_addr + p->p_vaddr + p->p_memsz;
+    ranges->count++;
+  }
+  return 1;
+}
+
+static int in_code(const code_ranges *ranges, uintptr_t address, uint64_t size) {
+  for (int i = 0; i < ranges->count; i++) {
+    if (address >= ranges->start[i] && address + size <= ranges->end[i]) return 1;
+  }
+  return 0;
+}
 
 static int visit_jump(const char *name, const Elf64_Sym *sym, uintptr_t address, void *context) {
   const symbol_walk *walk = context;
   if (ELF64_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_size == 0 || sym->st_size > 16 || strncmp(name, "$s", 2) != 0) return 0;
+  if (!in_code((const code_ranges *)walk->code, address, sym->st_size)) return 0;
   uintptr_t target = jump_target((const uint8_t *)address, sym->st_size);
   return target ? walk->jump(name, (const void *)address, (const void *)target, walk->context) : 0;
 }
@@ -569,7 +603,12 @@ static int visit_jump(const char *name, const Elf64_Sym *sym, uintptr_t address,
 int hk_swift_each_jump(const void *inside,
                        int (*visit)(const char *name, const void *address, const void *target, void *context),
                        void *context) {
-  symbol_walk walk = {visit, NULL, context};
+  Dl_info info;
+  struct link_map *map = NULL;
+  if (!dladdr1(inside, &info, (void **)&map, RTLD_DL_LINKMAP) || !map) return -1;
+  code_ranges code = {.bias = (uintptr_t)map->l_addr};
+  dl_iterate_phdr(collect_code, &code);
+  symbol_walk walk = {visit, NULL, context, &code};
   return each_symbol(inside, visit_jump, &walk);
 }
 
@@ -589,7 +628,7 @@ static int visit_async_pointer(const char *name, const Elf64_Sym *sym, uintptr_t
 int hk_swift_each_async_pointer(const void *inside,
                                 int (*visit)(const char *name, size_t length, void *context),
                                 void *context) {
-  symbol_walk walk = {NULL, visit, context};
+  symbol_walk walk = {NULL, visit, context, NULL};
   return each_symbol(inside, visit_async_pointer, &walk);
 }
 

@@ -179,6 +179,10 @@ extension SwiftEntrySuites {
         expectRefused("SwiftEntrySample.applyKept", "is a closure") {
             _ = try SwiftEntryHook.named("SwiftEntrySample.applyKept(_:)", as: ((@escaping () -> Int) -> Int).self)
         }
+        // In an Optional (and so in a tuple or a struct): its registers are the same closure's.
+        expectRefused("SwiftEntrySample.applyMaybe", "a closure") {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.applyMaybe(_:)", as: (((() -> Int)?) -> Int).self)
+        }
         #expect(applyTwice { 21 } == 42)
     }
 

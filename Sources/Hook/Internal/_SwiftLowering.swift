@@ -138,7 +138,11 @@ struct _SwiftLowering: Sendable, Equatable {
                 scalars.append(Register(offset: base, size: size, isFloat: true))
                 return nil
             }
-            // A function (pointer and context), a metatype, an integer builtin: integers.
+            // A closure (in an Optional, a tuple, a struct): its registers are
+            // at the function's own abstraction, not a value's read through a
+            // type parameter (see `_SwiftEntryPlan`).
+            if kind == 0x302 { return "a closure, whose registers are not what a value of its type holds" }
+            // A metatype, an integer builtin: integers.
             if kind == 0x300 || kind > 0x304, size > 8 { return "a builtin of \(size) bytes (a vector)" }
             var offset = 0
             while offset < size {
