@@ -1502,7 +1502,10 @@ static void output_to_next_image(int keep) {
   int name params {                                         \
     static int(*real) params;                               \
     if (real == NULL) real = next_definition(#name);        \
-    if (!(tried)) return real args;                         \
+    inside++;                                               \
+    int runnable = (tried);                                 \
+    inside--;                                               \
+    if (!runnable) return real args;                        \
     int writing = atomic_load(&writer_running);             \
     image_ends();                                           \
     int ended = writing && !atomic_load(&writer_running);   \
@@ -1510,7 +1513,9 @@ static void output_to_next_image(int keep) {
     int failed = real args;                                 \
     int error = errno;                                      \
     output_to_next_image(0);                                \
+    inside++;                                               \
     if (ended) writer_start();                              \
+    inside--;                                               \
     errno = error;                                          \
     return failed;                                          \
   }
@@ -1525,18 +1530,31 @@ FORWARD_EXEC(fexecve, (int fd, char *const argv[], char *const envp[]), (fd, arg
 // (unshare(CLONE_NEWUSER), setns to one: EINVAL), and the writer is a thread
 // of the tracer's: `unshare -U`, bwrap and rootless containers failed when
 // traced. The writer is ended for the call (its lines written) and started
-// again after it. (setns with nstype 0 may be a user namespace: ended too.)
-static int with_writer_paused(int user_namespace, int (*call)(int, int), int a, int b) {
+// again after it. (setns with nstype 0 may be a user namespace: ended too;
+// setns to a mount namespace wants the thread's fs its own, which the
+// writer shares.) The writer is joined when its tid is cleared, a moment
+// before the kernel takes it off the thread group: a call refused with
+// EINVAL then is made again, for up to 20 ms (2 in 100 failed at once).
+static int with_writer_paused(int single_thread, int (*call)(int, int), int a, int b) {
   int ended = 0;
-  if (user_namespace && started && (pid_t)syscall(SYS_getpid) == image_pid && atomic_load(&writer_running)) {
+  if (single_thread && started && (pid_t)syscall(SYS_getpid) == image_pid && atomic_load(&writer_running)) {
     inside++;
     writer_end();
     inside--;
     ended = 1;
   }
   int result = call(a, b);
+  for (int tries = 0; ended && result != 0 && errno == EINVAL && tries < 200; tries++) {
+    struct timespec pause = {0, 100000};
+    nanosleep(&pause, NULL);
+    result = call(a, b);
+  }
   int error = errno;
-  if (ended) writer_start();
+  if (ended) {
+    inside++;
+    writer_start();
+    inside--;
+  }
   errno = error;
   return result;
 }
@@ -1553,7 +1571,7 @@ int unshare(int flags) {
 
 int setns(int fd, int nstype) {
   if (real_setns == NULL) real_setns = next_definition("setns");
-  return with_writer_paused(nstype == 0 || (nstype & CLONE_NEWUSER) != 0, call_setns, fd, nstype);
+  return with_writer_paused(nstype == 0 || (nstype & (CLONE_NEWUSER | CLONE_NEWNS)) != 0, call_setns, fd, nstype);
 }
 
 // The image ends, then the process. (_Exit too: glibc's _Exit, quick_exit
