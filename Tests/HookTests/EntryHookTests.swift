@@ -18,13 +18,15 @@ private func bytes(at address: UnsafeRawPointer, _ count: Int) -> [UInt8] {
 
 /// `source` compiled into `lib<name>.so` in `directory` (a new temporary
 /// folder by default; at -O0: every function longer than the 5-byte jump),
-/// or nil without a C compiler.
-func compiledLibrary(_ name: String, _ source: String, in directory: URL? = try? temporaryDirectory()) -> String? {
+/// with `flags(compiler)` besides, or nil without a C compiler.
+func compiledLibrary(_ name: String, _ source: String, in directory: URL? = try? temporaryDirectory(),
+                     flags: (String) -> [String] = { _ in [] }) -> String? {
     guard let directory else { return nil }
     let file = directory.appendingPathComponent("\(name).c")
     let library = directory.appendingPathComponent("lib\(name).so").path
     guard (try? source.write(to: file, atomically: true, encoding: .utf8)) != nil else { return nil }
-    for compiler in ["cc", "clang", "gcc"] where runQuietly([compiler, "-shared", "-fPIC", "-O0", "-o", library, file.path]) {
+    for compiler in ["cc", "clang", "gcc"]
+    where runQuietly([compiler, "-shared", "-fPIC", "-O0"] + flags(compiler) + ["-o", library, file.path]) {
         return library
     }
     return nil

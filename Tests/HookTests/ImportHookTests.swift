@@ -79,18 +79,11 @@ func expectImportError(_ kind: HookError.Kind, symbol: String, containing text: 
 /// PLT stubs until the first call, when loaded with RTLD_LAZY). Its path; nil
 /// if there is no compiler or the text does not build.
 func linkedLibrary(_ name: String, _ text: String, lazy: Bool = false) -> String? {
-    guard let directory = try? temporaryDirectory() else { return nil }
-    let source = directory.appendingPathComponent("\(name).c")
-    let library = directory.appendingPathComponent("lib\(name).so").path
-    guard (try? text.write(to: source, atomically: true, encoding: .utf8)) != nil else { return nil }
-    for compiler in ["cc", "clang", "gcc"] {
-        // -fsemantic-interposition: a call of its own exported function goes
-        // through the PLT (clang may bind it directly otherwise).
-        let flags = compiler == "gcc" ? [] : ["-fsemantic-interposition"]
-        let binding = lazy ? "-Wl,-z,lazy" : "-Wl,-z,now"
-        if runQuietly([compiler, "-shared", "-fPIC", "-O0"] + flags + [binding, "-o", library, source.path]) { return library }
+    // -fsemantic-interposition: a call of its own exported function goes
+    // through the PLT (clang may bind it directly otherwise).
+    compiledLibrary(name, text) { compiler in
+        (compiler == "gcc" ? [] : ["-fsemantic-interposition"]) + [lazy ? "-Wl,-z,lazy" : "-Wl,-z,now"]
     }
-    return nil
 }
 
 /// A small library that defines getenv itself and calls it through its PLT:
