@@ -46,15 +46,16 @@ import Hook
 /// is dropped and nothing is published.
 public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     /// How many times the closure ran (counted by `specialized`'s
-    /// `.evaluate`, here rather than in the core, a 128-byte block whose
-    /// last spare word keeps the name; the hook point this word held before
-    /// is the core's `hookPoint`, which the core needs anyway).
+    /// `.evaluate`, here rather than in the core, a 128-byte block with no
+    /// spare word; the hook point this word held before is the core's
+    /// `hookPoint`, which the core needs anyway).
     @usableFromInline @exclusivity(unchecked) var _evaluations = 0
     /// The selector of the calls at ``hookPoint``.
     ///
-    /// (Kept by the core, and only if it is not the default: a `String`
-    /// here was 16 of the computed's 72 bytes, an 80-byte block; 64 without.)
-    public var name: String { _core._withUnsafeGuaranteedRef { $0.name } }
+    /// (Kept outside the computed, and only if it is not the default: a
+    /// `String` here was 16 of the computed's 72 bytes, an 80-byte block;
+    /// 64 without. See `_CoreSideTable`.)
+    public var name: String { _Graph.locked(_group) { _core._withUnsafeGuaranteedRef { $0.name } } }
 
     /// The hook point where each new value is published; subscribers are
     /// hooks on it. Made the first time it is needed (with the current value).

@@ -521,3 +521,125 @@ struct ObservableAllocationTests {
         #expect(read == 499_500)
     }
 }
+
+extension GroupThreadTests {
+    /// Thread 0 publishes `c` (its write of `a`); `c`'s subscriber reads `h`,
+    /// whose group a batch on thread 1 holds, and parks. The batch then
+    /// writes `a`: it borrows `c`'s group, marks `c` and publishes it, nested
+    /// in thread 0's publishing of `c`. When thread 0 resumes, its subscriber
+    /// lets go of `c`: the core must outlive the publishing that is still
+    /// under way on thread 0's stack. (The nested publishing cleared the
+    /// core's "being published" mark, `c`'s `deinit` freed the core, and
+    /// thread 0's publishing went on in freed memory: AddressSanitizer's
+    /// heap-use-after-free in `dequeueAndPublish`.)
+    @Test(.timeLimit(.minutes(1)))
+    func aComputedDroppedByItsSubscriberWhileABorrowerPublishedItIsKeptToTheEnd() {
+        let a = Observable(0), h = Observable(0)
+        // Made first: `c`'s core is then not its group's root (which the
+        // merged groups would keep alive).
+        let first = Computed { a.value }
+        let held = Shared<Computed<Int>?>(Computed { a.value * 2 })
+        let meeting = Rendezvous(2)
+        let heard = Shared<[Int]>([])
+        let dropper = Shared<Thread?>(nil)
+        held.value?.subscribe { _, new in
+            heard.mutate { $0.append(new) }
+            guard Thread.current == dropper.value else { return }
+            dropper.value = nil
+            _ = meeting.arrive()
+            _ = h.value  // parks: thread 1's batch holds h's group
+            held.value = nil  // the last reference to c
+        }
+        onThreads(2) { thread in
+            if thread == 0 {
+                dropper.value = Thread.current
+                a.value = 1
+            } else {
+                batch {
+                    h.value = 1
+                    _ = meeting.arrive()
+                    usleep(50_000)  // thread 0 parks on h's group first
+                    a.value = 2  // borrows c's group from thread 0
+                }
+            }
+        }
+        #expect(held.value == nil)
+        #expect(heard.value.sorted() == [2, 4])
+        #expect(first.value == 2)
+        a.value = 3
+        #expect(first.value == 3)
+    }
+
+    /// `c` evaluates on thread 0 (its write of `useH`) and reads `h`, whose
+    /// group a batch on thread 1 holds: it parks. The batch writes `b` and
+    /// reads `d`, borrowing `d`'s group: `d` evaluates on thread 1 and reads
+    /// `c`, still evaluating on thread 0. That read is a dependency all the
+    /// same (it was taken for `c` reading itself and not recorded: `d`
+    /// dropped `c` and later writes of `a` never reached it), and `d` is
+    /// looked at again once `c`'s evaluation ends (it was left with the value
+    /// over `c`'s old one). Without the write of `b`, `d`'s walk on
+    /// thread 1 finds no read changed (`c` is not dirty while it evaluates)
+    /// and calls `d` clean: it too is looked at again.
+    @Test(.timeLimit(.minutes(1)), arguments: [true, false])
+    func aComputedEvaluatingOnAParkedThreadIsADependencyOfWhatABorrowerEvaluates(writesB: Bool) {
+        let a = Observable(0), b = Observable(0), h = Observable(0), useH = Observable(false)
+        let c = Computed { a.value + (useH.value ? h.value : 0) }
+        let d = Computed { c.value * 1000 + b.value }
+        let heard = Shared<[Int]>([])
+        d.subscribe { _, new in heard.mutate { $0.append(new) } }
+        let meeting = Rendezvous(2)
+        let seenByBorrower = Shared(-1)
+        onThreads(2) { thread in
+            if thread == 0 {
+                _ = meeting.arrive()
+                useH.value = true  // d refreshes, c evaluates and parks on h's group
+            } else {
+                batch {
+                    h.value = 1
+                    _ = meeting.arrive()
+                    usleep(50_000)  // c's evaluation parks on h's group first
+                    if writesB { b.value = 5 }  // borrows d's group from thread 0
+                    seenByBorrower.value = d.value  // (borrows it, or did)
+                }
+            }
+        }
+        let bValue = writesB ? 5 : 0
+        #expect(seenByBorrower.value == bValue, "the borrower saw c before thread 0's change")
+        #expect(d.value == 1000 + bValue)
+        #expect(heard.value.last == 1000 + bValue)
+        a.value = 2
+        #expect(d.value == 3000 + bValue, "d still depends on c")
+        #expect(heard.value.last == 3000 + bValue)
+    }
+
+    /// A batch inside a computed's subscriber makes its observables' calls
+    /// before it ends, under its locks, as a batch anywhere else does: a
+    /// write of another thread right after it is heard after them. (The
+    /// batch ended without its calls, its locks released; the calls came
+    /// after the subscriber returned, so the other thread's write of `x`
+    /// was heard first, "1 -> 2", then the batch's "0 -> 2".)
+    @Test(.timeLimit(.minutes(1)))
+    func aBatchInsideAComputedsSubscriberMakesItsCallsBeforeItEnds() {
+        let a = Observable(0), x = Observable(0)
+        let c = Computed { a.value + 1 }
+        let meeting = Rendezvous(2)
+        c.subscribe { _, new in
+            guard new == 2 else { return }
+            batch { x.value = 1 }
+            _ = meeting.arrive()
+            usleep(50_000)  // thread 1 writes x meanwhile
+        }
+        let heard = Shared<[[Int]]>([])
+        x.subscribe { old, new in heard.mutate { $0.append([old ?? -1, new]) } }
+        onThreads(2) { thread in
+            if thread == 0 {
+                a.value = 1
+            } else {
+                _ = meeting.arrive()
+                x.value = 2
+            }
+        }
+        #expect(heard.value == [[0, 1], [1, 2]])
+        #expect(x.value == 2)
+    }
+}

@@ -1,4 +1,5 @@
 import Hook
+import Synchronization
 
 /// What the graph knows of a `Computed`, in code that is not generic over
 /// its value: its node (this object: its version, dependents, height and
@@ -77,25 +78,34 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     }
     /// What the last evaluation read, in order.
     @exclusivity(unchecked) @usableFromInline var dependencies = _Dependencies()
-    /// The computed's name if it is not the default (`Computed.name`); once
-    /// the computed went while it evaluated, its closure, kept until the
-    /// evaluation ends (`keepUntilEvaluated(_:)`). One word, in the 8 bytes
-    /// the core's 128-byte block had left, rather than a `String` of 16 in
-    /// the computed.
-    @exclusivity(unchecked) var extra: _CoreExtra?
+    /// The thread of its latest evaluation (its `_LockThread`'s address):
+    /// while it evaluates, a read of it on that thread is a read of itself
+    /// (its previous value, not a dependency), and a read on another is by
+    /// a thread that borrowed its group's lock from the parked evaluating
+    /// one (a dependency: see `isEvaluating(on:)`).
+    /// (In the word that kept the computed's name, now in `_CoreSideTable`
+    /// with what else a core rarely has: a field more took the core from a
+    /// 128-byte block to a 144-byte one. A list of each thread's
+    /// evaluations instead cost the deep chain 14 instructions a node.)
+    @exclusivity(unchecked) @usableFromInline var evaluatingThread: UnsafeMutableRawPointer?
 
     init(specialized: @escaping (UnsafeRawPointer, Unmanaged<_ComputedCore>, _ComputedOperation) -> Bool, name: String) {
         self.specialized = specialized
-        extra = name == _ComputedName.defaultName ? nil : _ComputedName(name)
         super.init(isComputed: true)
+        if name != _CoreSideTable.defaultName {
+            publishing.insert(.named)
+            _CoreSideTable.setName(name, of: self)
+        }
     }
 
-    /// The computed's name (read by the computed, which lives: its name is
-    /// not replaced then, and is read without the lock).
-    var name: String { extra?.name ?? _ComputedName.defaultName }
+    /// The computed's name (under its group's lock).
+    var name: String {
+        publishing.contains(.named) ? _CoreSideTable.name(of: self) : _CoreSideTable.defaultName
+    }
 
     deinit {
         dependencies.free()
+        if !publishing.isDisjoint(with: [.named, .kept]) { _CoreSideTable.forget(self) }
     }
 
     // MARK: Evaluating
@@ -121,6 +131,7 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         let outer = _BindingThread.evaluating
         _BindingThread.evaluating = Unmanaged.passUnretained(self)
         state = .evaluating
+        evaluatingThread = me.toOpaque()
         matched = 0
         flags = []
         let result = body()
@@ -137,11 +148,18 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// read changed meanwhile, its computed evaluated again (or, in its
     /// first evaluation, which its initializer runs, left dirty: the next
     /// read or subscription evaluates it).
+    ///
+    /// A lent evaluation also marks its dependents dirty: the thread that
+    /// borrowed may have read this computed while it evaluated (its old
+    /// value, `isEvaluating(on:)`) and brought a dependent up to date over
+    /// it, clean now although this evaluation may change the value.
     @inline(never)
     private func evaluationEnded(_ me: Unmanaged<_LockThread>, _ outer: Unmanaged<_ComputedCore>?) {
         let lent = flags.contains(.lent)
         me._withUnsafeGuaranteedRef { replaceDependencies($0.graph) }
-        guard lent, isAlive, lentEvaluationEnded(outer) else { return }
+        guard lent, isAlive else { return }
+        _Graph.markDependents(of: self)
+        guard lentEvaluationEnded(outer) else { return }
         guard let target else {
             state = .dirty
             return
@@ -192,8 +210,8 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// publishes it, or the evaluation's end, queues it for
     /// `endAfterItsComputedWent()` and the release.
     func keepUntilEvaluated(_ closure: Any) {
-        extra = _KeptClosure(closure)
-        publishing.insert(.handed)
+        _CoreSideTable.keep(closure, for: self)
+        publishing.insert([.handed, .kept])
         if !diverged {
             diverged = true
             matchedCount = Self.noSegment
@@ -222,7 +240,9 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         unregisterAll()
         let read = dependencies
         dependencies = _Dependencies()
-        extra = nil
+        publishing.remove(.kept)
+        // (The closure first: then what it read, as `Computed` lets go of them.)
+        _ = _CoreSideTable.takeKept(of: self)
         _Graph.listForRelease(read)
         _Graph.releaseListed()
     }
@@ -602,27 +622,47 @@ final class _ComputedCore: _Node, @unchecked Sendable {
 
     /// A read `evaluating` knows (held: no look at the thread's locks) of
     /// this computed while it is dirty (brought up to date, then recorded
-    /// if `next`) or evaluating (a read of itself: the previous value).
+    /// if `next`) or evaluating (its previous value: on this thread a read
+    /// of itself, not recorded; see `isEvaluating(on:)`).
     /// (Not inlinable, unlike the rest of the read: nothing in it depends
     /// on the source's type, and here the refresh is inlined into it, one
     /// call a dirty read less: triangle 3,443 -> 3,362 instructions a write,
     /// the diamond 1,031 -> 1,022.)
     @usableFromInline @inline(never)
     func readKnownUnclean(_ evaluating: Unmanaged<_ComputedCore>, next: Bool) {
-        guard state == .dirty else { return }
-        // (In the evaluation's `retaining` scope: see `evaluate`.)
-        refreshDirtyInScope(_LockThread.unmanagedCurrent, depth: 0)
+        let me = _LockThread.unmanagedCurrent
+        if state == .dirty {
+            // (In the evaluation's `retaining` scope: see `evaluate`.)
+            refreshDirtyInScope(me, depth: 0)
+        } else if isEvaluating(on: me) {
+            return
+        }
         if next { evaluating._withUnsafeGuaranteedRef { $0.recordNext(version: version) } }
+    }
+
+    /// Whether this computed, evaluating, does so on the thread `me`: a read
+    /// of it there is a read of itself (directly or through others), which
+    /// gets the previous value and is no dependency. Otherwise the
+    /// evaluation is on a thread parked in it, from which `me` borrowed the
+    /// group's lock (or took it after such a borrower merged the group):
+    /// `me` reads the previous value too, but as a dependency, which the
+    /// evaluation's end marks dirty (`evaluationEnded`). (Not recorded, the
+    /// borrower's computed dropped it from its dependencies, and no later
+    /// change of it reached that computed.)
+    @usableFromInline
+    func isEvaluating(on me: Unmanaged<_LockThread>) -> Bool {
+        evaluatingThread == me.toOpaque()
     }
 
     /// The rest of `readIfHeld`, inside an evaluation: held as the thread's
     /// last lock, brought up to date and recorded (not while this computed
-    /// evaluates: a read of itself gets the previous value), or false.
+    /// evaluates on this thread: a read of itself gets the previous value),
+    /// or false.
     @inlinable @inline(never)
     func readIfHeldElsewhere<Source: _Source>(_ source: Source) -> Bool {
         let me = _LockThread.unmanagedCurrent
         guard me._withUnsafeGuaranteedRef({ _Groups.holdsAsLast(self, $0) }) else { return false }
-        if state != .evaluating {
+        if state != .evaluating || !isEvaluating(on: me) {
             // (In the evaluation's `retaining` scope: see `evaluate`.)
             if state == .dirty { refreshDirty(me) }
             _Graph.record(source, version: version, by: me)
@@ -632,10 +672,11 @@ final class _ComputedCore: _Node, @unchecked Sendable {
 
     /// A read of the computed (`source`) under its group's lock: brought up
     /// to date and recorded by the running evaluation (not while this
-    /// computed evaluates: a read of itself gets the previous value).
+    /// computed evaluates on this thread: a read of itself gets the previous
+    /// value).
     @usableFromInline
     func prepareRead(_ source: any _Source) {
-        if state != .evaluating {
+        if state != .evaluating || !isEvaluating(on: _LockThread.unmanagedCurrent) {
             refresh()
             _Graph.track(source, version: version)
         }
@@ -696,7 +737,17 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     /// true if the caller must release it afterwards, outside the lock (the
     /// computed was gone and had handed its reference to the queue, and it
     /// is not queued again).
+    ///
+    /// A publishing may run inside another of the same core: a thread that
+    /// borrowed the group's lock from one parked in this core's delivery
+    /// (a subscriber waiting for a lock) wrote a value it reads and
+    /// published it. The inner one leaves the mark, and the reference a
+    /// computed handed over meanwhile, to the outer one, still on the parked
+    /// thread's stack: it alone may release the core. (The inner one cleared
+    /// the mark, the computed's `deinit` then released the core itself, and
+    /// the outer publishing resumed in freed memory.)
     func dequeueAndPublish(_ me: Unmanaged<_LockThread>, dropping: Bool = false) -> Bool {
+        let nested = publishing.contains(.publishing)
         publishing.remove(.queued)
         publishing.insert(.publishing)
         if isAlive, !dropping {
@@ -708,9 +759,10 @@ final class _ComputedCore: _Node, @unchecked Sendable {
             // heard nothing more.)
             refreshDirtyRetaining(me)
         }
+        if nested { return false }
         publishing.remove(.publishing)
         guard publishing.contains(.handed), !publishing.contains(.queued) else { return false }
-        if extra is _KeptClosure, !endedAfterItsComputedWent() { return false }
+        if publishing.contains(.kept), !endedAfterItsComputedWent() { return false }
         publishing.remove(.handed)
         return true
     }
@@ -735,26 +787,58 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     }
 }
 
-/// What a core keeps in its `extra` word.
-class _CoreExtra {
-    /// The computed's name, if this is it.
-    var name: String? { nil }
-}
-
-/// A computed's name other than the default, kept by its core.
-final class _ComputedName: _CoreExtra {
-    /// `Computed.init`'s default name, which no core keeps.
+/// What few cores have, kept outside them (a word in each core was a
+/// 144-byte block rather than a 128-byte one): a computed's name other than
+/// the default (its core's `.named` mark says it has one), and the closure
+/// of a computed that went while it evaluated, kept until the evaluation
+/// ends (`_ComputedCore.keepUntilEvaluated(_:)`, the `.kept` mark). Under a
+/// lock of its own, taken only by cores so marked, and never while a
+/// closure is released (its captures' `deinit`s may make named computeds).
+enum _CoreSideTable {
+    /// `Computed.init`'s default name, which is not kept.
     static let defaultName = "computed"
-    let value: String
-    init(_ value: String) { self.value = value }
-    override var name: String? { value }
-}
 
-/// The closure of a computed that went while it evaluated, kept by its
-/// core until the evaluation ends (`_ComputedCore.keepUntilEvaluated(_:)`).
-final class _KeptClosure: _CoreExtra {
-    let closure: Any
-    init(_ closure: Any) { self.closure = closure }
+    private struct Entries {
+        var names: [ObjectIdentifier: String] = [:]
+        var kept: [ObjectIdentifier: Kept] = [:]
+    }
+
+    /// A kept closure (only touched under the lock, and by the core that
+    /// kept it).
+    private final class Kept: @unchecked Sendable {
+        let closure: Any
+        init(_ closure: Any) { self.closure = closure }
+    }
+
+    private static let entries = Mutex(Entries())
+
+    static func setName(_ name: String, of core: _ComputedCore) {
+        entries.withLock { $0.names[ObjectIdentifier(core)] = name }
+    }
+
+    static func name(of core: _ComputedCore) -> String {
+        entries.withLock { $0.names[ObjectIdentifier(core)] } ?? defaultName
+    }
+
+    static func keep(_ closure: Any, for core: _ComputedCore) {
+        let kept = Kept(closure)
+        entries.withLock { $0.kept[ObjectIdentifier(core)] = kept }
+    }
+
+    /// The kept closure, taken out (the caller lets go of it after the lock).
+    static func takeKept(of core: _ComputedCore) -> AnyObject? {
+        entries.withLock { $0.kept.removeValue(forKey: ObjectIdentifier(core)) }
+    }
+
+    /// Drops what `core`, deinitializing, had here.
+    static func forget(_ core: _ComputedCore) {
+        let id = ObjectIdentifier(core)
+        let kept = entries.withLock { entries -> Kept? in
+            entries.names[id] = nil
+            return entries.kept.removeValue(forKey: id)
+        }
+        _ = kept
+    }
 }
 
 /// A computed waiting, in a refresh, on its dirty dependency at `index`
@@ -788,6 +872,11 @@ struct _Publishing: OptionSet {
     /// Its value changed since subscribers last heard (or since the hook
     /// point was made).
     static let unheard = _Publishing(rawValue: 8)
+    /// Its computed has a name other than the default (`_CoreSideTable`).
+    static let named = _Publishing(rawValue: 16)
+    /// Its computed went while it evaluated; the closure is kept until the
+    /// evaluation ends (`_CoreSideTable`).
+    static let kept = _Publishing(rawValue: 32)
 }
 
 /// What a running evaluation has met (`_ComputedCore.flags`), in one byte.

@@ -494,18 +494,7 @@ enum _Graph {
                 // batch's from the value before it.) Each call takes its
                 // observable out of `committed` as it runs: a write after
                 // it is a call of its own, next.
-                // All in one retaining scope (as a batch's body and end are),
-                // the deferred calls too: no other thread sees a value
-                // stored whose call has not been made.
-                me._withUnsafeGuaranteedRef { _Groups.beginRetaining($0) }
-                state.batchDepth += 1
-                while !state.commits.isEmpty {
-                    let commits = state.commits
-                    state.commits = []
-                    for commit in commits { commit() }
-                }
-                state.batchDepth -= 1
-                me._withUnsafeGuaranteedRef { _Groups.endRetaining($0) }
+                commit(state, me)
                 continue
             }
             rounds += 1
@@ -528,6 +517,37 @@ enum _Graph {
             publishRound(state, me, dropping: rounds > maximumRounds)
             if rounds > maximumRounds { break }
         }
+    }
+
+    /// Makes the deferred calls of the observables written in a batch.
+    /// All in one retaining scope (as a batch's body and end are), the
+    /// deferred calls too: no other thread sees a value stored whose call
+    /// has not been made.
+    private static func commit(_ state: _GraphState, _ me: Unmanaged<_LockThread>) {
+        me._withUnsafeGuaranteedRef { _Groups.beginRetaining($0) }
+        state.batchDepth += 1
+        while !state.commits.isEmpty {
+            let commits = state.commits
+            state.commits = []
+            for commit in commits { commit() }
+        }
+        state.batchDepth -= 1
+        me._withUnsafeGuaranteedRef { _Groups.endRetaining($0) }
+    }
+
+    /// The end of an outermost batch: its calls made, and the computeds it
+    /// changed published, unless a publishing up the stack publishes them
+    /// (the batch ran in a subscriber of a computed). The calls are made
+    /// here even then, while the batch keeps its locks: left to that
+    /// publishing, they came after the locks were released, and another
+    /// thread could read and write the batch's values before any
+    /// subscriber heard of them (its write was heard first, then the
+    /// batch's call, from the value before the batch).
+    static func endBatch(_ state: _GraphState) {
+        if state.flushing, state.batchDepth == 0, !state.commits.isEmpty {
+            commit(state, _LockThread.unmanagedCurrent)
+        }
+        flush()
     }
 
     /// Publishes the computeds queued now, in order of height, under their
@@ -628,8 +648,11 @@ extension Unmanaged where Instance == _ComputedCore {
 /// of each observable at its hook point, whose hooks may change the value).
 /// Other threads see the graph before or after the whole batch, never in
 /// between: the batch takes the lock of each group it touches as it first
-/// touches it and keeps them all until it ends. Batches nest; the outermost
-/// one publishes. A write that a call at the batch's end causes (a
+/// touches it and keeps them all until it ends. (One exception: a thread
+/// that needs a lock this batch's thread holds while that thread waits for
+/// one it holds, which would be a deadlock, borrows the lock and sees the
+/// batch's writes so far, as a callback of the batch's own thread would.)
+/// Batches nest; the outermost one publishes. A write that a call at the batch's end causes (a
 /// subscriber of one observable writes another) joins it: an observable the
 /// batch wrote whose call has not run yet is called once, to the last value;
 /// one whose call ran gets a call of its own, next.
@@ -639,7 +662,7 @@ public func batch<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
         state.batchDepth += 1
         defer {
             state.batchDepth -= 1
-            _Graph.flush()
+            _Graph.endBatch(state)
         }
         return try body()
     }
