@@ -79,8 +79,7 @@ public final class Binding: @unchecked Sendable {
     private static func groups(of members: [_Endpoint], joining fresh: _Group) -> [_Group] {
         var found: [_Group] = []
         for member in members where member.hasPoint {
-            guard let point = member.postingPoint else { continue }
-            let group = point._attachedObject(orAttach: { fresh })
+            guard let group = member.lockGroup(joining: fresh) else { continue }
             if !found.contains(where: { $0 === group }) { found.append(group) }
         }
         return found
@@ -334,7 +333,7 @@ public final class Binding: @unchecked Sendable {
                 paired = true
                 guard receiver.receivesValues else { continue }
                 guard let sent = poster.carriedType else {
-                    throw BindError(.typeMismatch, "\(poster) sends no single value (its calls have several arguments and no result), so \(receiver) cannot be set from it; receive it with a callback")
+                    throw BindError(.typeMismatch, "\(poster) sends no single value (a call posts its result, or its only argument if it returns nothing, and a C struct posts nothing), so \(receiver) cannot be set from it; receive it with a callback")
                 }
                 guard let accepted = receiver.acceptedType else {
                     throw BindError(.typeMismatch, "\(receiver) cannot be set; give it a callback")

@@ -27,8 +27,17 @@ import Hook
 /// replaced it). A method, closure or C function posts its result (as its
 /// original returned it, before the point's `after` hooks; nothing for a
 /// call that threw or was vetoed), or, when it returns `Void`, its one
-/// argument (a setter); a call with several arguments and no result posts
-/// no value and can only reach callbacks.
+/// argument (a setter); a call with no result and no argument or several,
+/// or whose value would be a C struct, posts no value and can only reach
+/// callbacks.
+///
+/// A callback gets the call that posted, as it was made (transformers
+/// change what is set, not what a callback gets): read the value where that
+/// call holds it. A property's set (`@Hooked`, a key path) and a
+/// `Void` method's or closure's has it at `call.argument(0, as:)`; a setter
+/// hooked by name (``post(_:_:as:)``) has the object first and the value at
+/// `call.argument(1, as:)`; a method, closure or C function that returns a
+/// value posts its result, `call.result(as:)`.
 public struct Fish: CustomStringConvertible {
     @usableFromInline
     enum Role { case post, observer, both }
@@ -79,6 +88,8 @@ public struct Fish: CustomStringConvertible {
     /// before being set; a `both` fish sends through `forward` and receives
     /// through `reverse` (so the transformer goes from the fish's own value
     /// to the binding's). Types are checked by ``Binding/bind(_:)-([Fish])``.
+    /// A fish with a callback receives through it, which gets the call as
+    /// it was made: its transformers change only what it sends.
     public func transformed<Input, Output>(by transformer: Transformer<Input, Output>) -> Fish {
         var fish = self
         switch role {

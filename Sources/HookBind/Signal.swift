@@ -20,8 +20,11 @@ import Synchronization
 ///
 /// ## During an emit
 /// - A subscriber added while a value is being emitted hears the next emit, not this one.
-/// - A monitor closed during an emit (by an earlier subscriber, or on another
-///   thread) is not called again from the moment `close()` returns, this emit included.
+/// - A monitor closed during an emit by an earlier subscriber, or on the
+///   emitting thread, is not called again from the moment `close()`
+///   returns, this emit included. Closed on another thread, it is not
+///   called by an emit that begins after `close()` returns; a call already
+///   past its check on the emitting thread may still run the block once.
 /// - Emitting the same signal from inside one of its subscribers on the same
 ///   thread delivers nothing (Hook's reentrancy guard): no recursion.
 ///
@@ -95,7 +98,9 @@ public final class SignalMonitor: @unchecked Sendable {
 
     init() {}
 
-    /// Stops delivery at once. Idempotent, from any thread. The block, and
+    /// Stops delivery at once: no emit that begins after it returns calls
+    /// the block (one under way on another thread may still finish its
+    /// call). Idempotent, from any thread. The block, and
     /// what it captured, is released with the next batch of removed hooks
     /// (a call may still be running it; `HookPoint.reclaimRetiredHooks()`
     /// runs a batch now).

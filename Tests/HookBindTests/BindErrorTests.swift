@@ -159,6 +159,18 @@ struct BindErrorTests {
         #expect(moves.value == 2)
     }
 
+    /// The refusal says what a call posts, not a reason that is not this
+    /// poster's (it said "several arguments" of a closure that has none).
+    @Test func aPosterWithNoArgumentIsRefusedWithTheRule() throws {
+        let tick = ClosureHook(name: "tick") { () in }
+        let holder = Holder()
+        let error = try #require(refusal([.post(tick), .observer(holder, \.value)]))
+        withExtendedLifetime(holder) {}
+        #expect(error.kind == .typeMismatch)
+        #expect(error.message.hasPrefix("post closure 'tick' sends no single value (a call posts its result, or its only argument if it returns nothing"))
+        #expect(!error.message.contains("several arguments"))
+    }
+
     @Test func errorsDescribeThemselves() {
         #expect("\(BindError(.emptyGroup, "bind needs fishes; the group is empty"))" == "HookBind: bind needs fishes; the group is empty")
     }

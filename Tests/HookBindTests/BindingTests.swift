@@ -199,6 +199,24 @@ struct BindingTests {
         #expect(a.$value.hookCount == 0 && b.$value.hookCount == 0)
     }
 
+    /// A bound object that goes takes its hook with its point: the binding
+    /// was not unbound, whether or not a bag holds its tokens. (Stored in a
+    /// bag, the token the point detached was inactive and `isBound` false.)
+    @Test(arguments: [false, true])
+    func anObjectThatGoesLeavesItsBindingBound(storedInABag: Bool) throws {
+        final class Owner: HookOwner { let hookBag = HookBag() }
+        let owner = Owner(), b = Holder()
+        var a: Holder? = Holder()
+        let binding = try Binding.bind([.both(a!, \.value), .both(b, \.value)])
+        if storedInABag { binding.store(in: owner.hookBag) }
+        a = nil
+        #expect(binding.isBound)
+        b.value = 3
+        #expect(b.value == 3)
+        binding.unbind()
+        #expect(!binding.isBound)
+    }
+
     /// `isBound` asked while a bound object goes on another thread (its
     /// binding's hooks removed, its point alive while it is): the object is
     /// held until its point is retained. (Only tested for nil, the object

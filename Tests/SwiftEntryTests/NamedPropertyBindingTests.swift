@@ -1,3 +1,4 @@
+import Foundation
 import Hook
 import HookBind
 import SwiftEntrySample
@@ -26,6 +27,34 @@ extension SwiftEntrySuites {
         binding.unbind()
         ada.name = "after"
         #expect(model.title == "Linus")
+    }
+
+    /// Two bindings of the same property of two objects share nothing: a
+    /// callback of one can wait for another thread's write of the other.
+    /// (The setter's hook point is the class's, and its lock group joined
+    /// every binding of any object's `name`: the other thread waited for
+    /// the callback, which waited for it, 2 s.)
+    @Test(.timeLimit(.minutes(1)))
+    func bindingsOfOnePropertyOfTwoObjectsDoNotWaitForEachOther() throws {
+        let p1 = Person(name: "a"), p2 = Person(name: "b")
+        let m1 = TitleModel(), m2 = TitleModel()
+        let b2 = try Binding.bind(.both(p2, "name", as: String.self), .both(m2, \.title))
+        final class Outcome: @unchecked Sendable { var waited: DispatchTimeoutResult? }
+        let outcome = Outcome()
+        nonisolated(unsafe) let other = m2
+        let b1 = try Binding.bind(.both(p1, "name", as: String.self), .both(m1, \.title) { _, _ in
+            let done = DispatchSemaphore(value: 0)
+            Thread {
+                other.title = "x"
+                done.signal()
+            }.start()
+            outcome.waited = done.wait(timeout: .now() + 2)
+        })
+        p1.name = "go"
+        #expect(outcome.waited == .success)
+        #expect(p2.name == "x")
+        b1.unbind()
+        b2.unbind()
     }
 
     @Test func twoObjectsOfTheSameClassAndTheirLifetimes() throws {

@@ -98,15 +98,26 @@ class _Endpoint: @unchecked Sendable {
     /// token that is gone while its hook point lives was removed; one that
     /// went with its hook point (the point's object deinitialized) was not.
     /// A member the binding put no hook on (one that only receives) has
-    /// nothing to lose.
+    /// nothing to lose. (The point asked first: a token its point detached
+    /// is inactive too, and one a `HookBag` still held made a binding whose
+    /// object went look unbound, which the same binding not stored in a bag
+    /// did not.)
     final var hookIsAttached: Bool {
         guard let tokenMemory else { return true }
-        if let token = _UnownedReference.object(at: tokenMemory) { return unsafeDowncast(token, to: HookToken.self).isActive }
-        return postingPoint == nil
+        if postingPoint == nil { return true }
+        guard let token = _UnownedReference.object(at: tokenMemory) else { return false }
+        return unsafeDowncast(token, to: HookToken.self).isActive
     }
 
     /// A new endpoint for the same hook point (not adopted).
     func copy() -> _Endpoint { preconditionFailure("every endpoint kind copies itself") }
+
+    /// The lock group of the bindings that post from this endpoint's hook
+    /// point (`fresh`, the new binding's, if none has one yet); nil once the
+    /// point is gone. The point's own.
+    func lockGroup(joining fresh: _Group) -> _Group? {
+        postingPoint?._attachedObject(orAttach: { fresh })
+    }
 
     final var posts: Bool { role != .observer }
     final var receives: Bool { role != .post }
@@ -181,6 +192,16 @@ final class _NamedPropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchec
     override var targetBits: UInt { bits }
     /// The hook is the object's: it goes when the object does.
     var owner: AnyObject? { objectReference.object }
+
+    /// The object's own group for this setter, not the setter's: the point
+    /// is the whole class's, and its group joined every binding of any
+    /// object's property into one lock (bindings that share nothing waited
+    /// for each other, and a callback waiting for another thread's write of
+    /// an unrelated binding deadlocked).
+    override func lockGroup(joining fresh: _Group) -> _Group? {
+        guard let object = objectReference.object else { return nil }
+        return _ObjectGroups.group(of: object, at: setter, joining: fresh)
+    }
 
     override func withPostedValue(_ call: UnsafePointer<CallBack>, _ body: (UnsafeRawPointer) throws -> Void) throws {
         // The value as set (after any before hook replaced it).
@@ -507,3 +528,51 @@ enum _PostedValue {
 /// A named property endpoint of any types: the owner of its hook.
 protocol _AnyNamedEndpoint { var owner: AnyObject? { get } }
 extension _NamedPropertyEndpoint: _AnyNamedEndpoint {}
+
+/// The lock groups of by-name property endpoints: one per object and setter
+/// (`_NamedPropertyEndpoint.lockGroup(joining:)`), found at bind time only.
+/// An entry keeps its object's memory (an unowned reference: the address is
+/// not reused meanwhile) and its group; entries whose object went are
+/// dropped once the table doubled since the last sweep.
+enum _ObjectGroups {
+    private struct Key: Hashable {
+        let point: ObjectIdentifier
+        let object: UnsafeMutableRawPointer
+    }
+
+    private final class Entry: @unchecked Sendable {
+        let object: _UnownedReference
+        let group: _Group
+        init(_ object: AnyObject, _ group: _Group) {
+            self.object = _UnownedReference(object)
+            self.group = group
+        }
+    }
+
+    private struct Table: @unchecked Sendable {
+        var entries: [Key: Entry] = [:]
+        var sweepAt = 64
+    }
+
+    private static let table = Mutex(Table())
+
+    static func group(of object: AnyObject, at point: HookPoint, joining fresh: _Group) -> _Group {
+        let key = Key(point: ObjectIdentifier(point), object: Unmanaged.passUnretained(object).toOpaque())
+        // (Dropped entries released after the lock: an entry's release runs no user code, but keeps the lock short.)
+        let (group, dropped) = table.withLock { table -> (_Group, [Entry]) in
+            if let entry = table.entries[key] { return (entry.group, []) }
+            var dropped: [Entry] = []
+            if table.entries.count >= table.sweepAt {
+                for (key, entry) in table.entries where entry.object.object == nil {
+                    dropped.append(entry)
+                    table.entries[key] = nil
+                }
+                table.sweepAt = max(64, 2 * table.entries.count)
+            }
+            table.entries[key] = Entry(object, fresh)
+            return (fresh, dropped)
+        }
+        _ = dropped
+        return group
+    }
+}
