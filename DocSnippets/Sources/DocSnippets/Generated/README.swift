@@ -6,8 +6,8 @@ import HookBind
 import HookMacros
 import HookObservability
 
-// README.md:35
-func README_35() async throws {
+// README.md:37
+func README_37() async throws {
 
     // A C function pointer: from a C library, or a Swift function made @convention(c).
     typealias Add = @convention(c) (Int32, Int32) -> Int32
@@ -33,8 +33,8 @@ func README_35() async throws {
     withExtendedLifetime(hook) {}                     // keep the hook point while its entry may be called
 }
 
-// README.md:69
-func README_69() async throws {
+// README.md:71
+func README_71() async throws {
 
     final class TextField { @Hooked var text = "" }
     final class Label { @Hooked var title = "" }
@@ -50,8 +50,8 @@ func README_69() async throws {
     binding.unbind()
 }
 
-// README.md:98
-func README_98() async throws {
+// README.md:100
+func README_100() async throws {
 
     // UUID() pinned inside a test: the code under test is unchanged.
     let uuid = try SwiftEntryHook.named("Foundation.UUID.init()", as: (() -> UUID).self)

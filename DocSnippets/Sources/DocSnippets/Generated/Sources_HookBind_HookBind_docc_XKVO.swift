@@ -6,8 +6,8 @@ import HookBind
 import HookMacros
 import HookObservability
 
-// Sources/HookBind/HookBind.docc/XKVO.md:16
-func Sources_HookBind_HookBind_docc_XKVO_16() async throws {
+// Sources/HookBind/HookBind.docc/XKVO.md:17
+func Sources_HookBind_HookBind_docc_XKVO_17() async throws {
     final class ViewController {
         @Hooked var testCount = 0
         let loginSignal = Signal<String>()

@@ -28,9 +28,9 @@ extension AddContext {
     }
 }
 
-// Sources/Hook/Hook.docc/ReadingAndChangingACall.md:65
+// Sources/Hook/Hook.docc/ReadingAndChangingACall.md:68
 extension AddContext {
-    func Sources_Hook_Hook_docc_ReadingAndChangingACall_65() async throws {
+    func Sources_Hook_Hook_docc_ReadingAndChangingACall_68() async throws {
         hook.after { call in
             let again = hooked(1, 2)       // the original only: no recursion
         }
