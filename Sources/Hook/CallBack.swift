@@ -651,17 +651,29 @@ public struct CallBack {
 
 extension CallBack: CustomStringConvertible {
     /// `name(arg, ...) -> result`, e.g. `add(3, 4) -> 7` or `greet("Ada") -> "Hello, Ada"`.
-    public var description: String {
+    public var description: String { _description(valueLength: nil) }
+
+    /// `description` with each argument, the result and the error cut to
+    /// `valueLength` characters if given (HookObservability's spans and log
+    /// lines: a call's values may be megabytes).
+    package func _description(valueLength: Int?) -> String {
         guard isLive else { return "<expired call>" }
-        let arguments = (0..<count).map(text).joined(separator: ", ")
-        var text = "\(selector)(\(arguments))"
+        func cut(_ value: String) -> String { valueLength.map { _cut(value, to: $0) } ?? value }
+        let arguments = (0..<count).map { cut(self.text($0)) }.joined(separator: ", ")
+        var line = "\(selector)(\(arguments))"
         if _error != nil {
-            text += " throws \(_error!)"
+            line += " throws " + cut("\(_error!)")
         } else if !point.shape.resultIsVoid {
-            text += hasResult ? " -> \(self.text(count))" : " -> ?"
+            line += hasResult ? " -> " + cut(self.text(count)) : " -> ?"
         }
-        return text
+        return line
     }
+}
+
+/// `text`, or its first `length` characters and `…` if it is longer.
+package func _cut(_ text: String, to length: Int) -> String {
+    guard text.utf8.count > length, text.count > length else { return text }
+    return String(text.prefix(length)) + "…"
 }
 
 /// A typed hook point that can move its arguments as one tuple.

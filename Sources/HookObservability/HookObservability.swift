@@ -51,7 +51,11 @@ extension HookPoint {
     /// error the call ends with is recorded on the span and sets its status.
     /// Attributes come from `attributes`, given the call once the original
     /// returned; without it the span has one, `hook.call`, the call's
-    /// description (`name(arguments) -> result`).
+    /// description (`name(arguments) -> result`), each value cut to its
+    /// first ``describedValueLength`` characters. Pass `attributes` to
+    /// choose what a span keeps where arguments are secrets or large. The
+    /// span ends when the original returned: building its attributes is
+    /// not part of its duration.
     ///
     /// It is an instead hook that calls the original: instead hooks added
     /// before it run outside the span. With swift-distributed-tracing's
@@ -63,9 +67,15 @@ extension HookPoint {
     /// suspensions, and its one attribute is `hook.call` (an async call has
     /// no ``CallBack`` to hand `attributes`, which is not called there).
     ///
+    /// The span's status is the call's at this hook: a later hook (an
+    /// instead hook added before this one, which runs outside it, or an after
+    /// hook) can still change what the caller gets.
+    ///
     /// - Parameters:
     ///   - tracer: The tracer; by default `InstrumentationSystem.tracer`, read
-    ///     here, once: bootstrap the instrumentation system before tracing.
+    ///     here, once: bootstrap the instrumentation system before tracing
+    ///     (traced before, a point keeps the no-op tracer: its calls cost
+    ///     the hook and record nothing until traced again).
     ///   - kind: The spans' kind.
     ///   - owner: If given, the hook goes with it, as any hook.
     ///   - attributes: Sets the span's attributes from the call.
@@ -84,26 +94,37 @@ extension HookPoint {
             // The no-op tracer (nothing bootstrapped): no span to make current.
             if isNoOp { return try call.invokeOriginal() }
             let span = tracer.startSpan(call.selector, context: InstrumentationContext.current ?? .topLevel, ofKind: kind)
-            defer { span.end() }
-            try InstrumentationContext.withValue(span.context) { try call.invokeOriginal() }
+            do {
+                try InstrumentationContext.withValue(span.context) { try call.invokeOriginal() }
+            } catch {
+                span.end()
+                throw error
+            }
+            // The call's end: what follows is the span's bookkeeping.
+            let returned = DefaultTracerClock.now
             if let error = call.error {
                 span.recordError(error)
                 span.setStatus(SpanStatus(code: .error))
             }
             // A span that records nothing (sampled out) gets no attributes: their text is most of the cost.
-            guard span.isRecording else { return }
-            if let attributes {
-                attributes(call, &span.attributes)
-            } else {
-                span.attributes["hook.call"] = call.description
+            if span.isRecording {
+                if let attributes {
+                    attributes(call, &span.attributes)
+                } else {
+                    span.attributes["hook.call"] = call._description(valueLength: HookPoint.describedValueLength)
+                }
             }
+            span.end(at: returned)
         }
     }
 
     /// Counts the calls of this hook point and the errors they end with,
     /// and times them: `<prefix>_calls_total`, `<prefix>_errors_total`
     /// (counters) and `<prefix>_duration_seconds` (a timer, in
-    /// nanoseconds), each with the dimension `point` = the point's name.
+    /// nanoseconds), each with the dimension `point` = `label`, by default
+    /// the point's name. Points of the same name share their series (two
+    /// types' `deposit` methods, two closures named alike): give each a
+    /// `label` of its own where that matters.
     ///
     /// ```swift
     /// sqliteStep.measured()          // hook_calls_total{point="sqlite3_step"} ...
@@ -112,16 +133,26 @@ extension HookPoint {
     /// The metrics are made once, here; a call increments two counters at
     /// most and records one duration (monotonic clock). Like ``traced(by:ofKind:owner:attributes:)``
     /// it is an instead hook that calls the original: a call a before hook
-    /// vetoes reaches neither, and is not counted.
+    /// vetoes reaches neither, and is not counted. Errors are those the
+    /// original throws (a Swift `throws` function's); a C function throws
+    /// none, so its `errors_total` stays 0 (count its failures from its
+    /// result with an after hook). A point that takes no instead hook
+    /// (`SwiftModifyHook`) gets the series and no counts.
+    ///
+    /// Durations are nanoseconds, most of a microsecond or less: with a
+    /// histogram backend (swift-prometheus), give the timer buckets that
+    /// fine (its default ones start at 5 ms, where every call would fall in
+    /// the first).
     ///
     /// - Parameters:
     ///   - prefix: The metrics' label prefix (`hook` by default).
+    ///   - label: The `point` dimension's value; by default the point's name.
     ///   - factory: Where the metrics go; by default `MetricsSystem.factory`.
     ///   - owner: If given, the hook goes with it.
     /// - Returns: The hook's token: `remove()` stops the counting.
     @discardableResult
-    public func measured(prefix: String = "hook", factory: (any MetricsFactory)? = nil, owner: AnyObject? = nil) -> HookToken {
-        let metrics = _CallMetrics(prefix: prefix, point: name, factory: factory ?? MetricsSystem.factory)
+    public func measured(prefix: String = "hook", label: String? = nil, factory: (any MetricsFactory)? = nil, owner: AnyObject? = nil) -> HookToken {
+        let metrics = _CallMetrics(prefix: prefix, point: label ?? name, factory: factory ?? MetricsSystem.factory)
         if let async = self as? any _AsyncObservable { return async._measured(metrics, owner) }
         return instead(owner: owner) { call in
             let start = _now()
@@ -133,8 +164,9 @@ extension HookPoint {
     }
 
     /// Logs every call of this hook point: one line at `level`, the call's
-    /// description (`name(arguments) -> result`, or `throws error`), with
-    /// the metadata `hook.point`. An after hook: it sees what the caller gets.
+    /// description (`name(arguments) -> result`, or `throws error`; each
+    /// value cut to its first ``describedValueLength`` characters), with the
+    /// metadata `hook.point`. An after hook: it sees what the caller gets.
     ///
     /// ```swift
     /// fetch.logged(to: Logger(label: "calls"), level: .debug)
@@ -146,9 +178,16 @@ extension HookPoint {
         after(owner: owner) { call in
             // The level is tested first: a line below the logger's level costs no description.
             guard logger.logLevel <= level else { return }
-            logger.log(level: level, "\(call.description)", metadata: ["hook.point": "\(call.selector)"])
+            logger.log(level: level, "\(call._description(valueLength: HookPoint.describedValueLength))", metadata: ["hook.point": "\(call.selector)"])
         }
     }
+}
+
+extension HookPoint {
+    /// How many characters of each argument and result a span's `hook.call`
+    /// attribute and a ``logged(to:level:owner:)`` line keep (a value cut
+    /// shorter ends with `…`): a call's arguments may be megabytes.
+    public static let describedValueLength = 256
 }
 
 /// An async hook point: its spans and metrics come from an async instead
@@ -168,15 +207,23 @@ extension AsyncClosureHook: _AsyncObservable {
         return instead(owner: owner) { call in
             if isNoOp { return try await call.invokeOriginal() }
             let span = tracer.startSpan(call.selector, context: InstrumentationContext.current ?? .topLevel, ofKind: kind)
-            defer { span.end() }
-            try await InstrumentationContext.withValue(span.context) { try await call.invokeOriginal() }
+            do {
+                try await InstrumentationContext.withValue(span.context) { try await call.invokeOriginal() }
+            } catch {
+                span.end()
+                throw error
+            }
+            let returned = DefaultTracerClock.now
             if let error = call.error {
                 span.recordError(error)
                 span.setStatus(SpanStatus(code: .error))
             }
-            guard span.isRecording else { return }
-            span.attributes["hook.call"] = call.selector + "(" + call.args.map { String(reflecting: $0) }.joined(separator: ", ") + ")"
-                + (call.error.map { " throws \($0)" } ?? "")
+            if span.isRecording {
+                span.attributes["hook.call"] = call.selector + "("
+                    + call.args.map { _cut(String(reflecting: $0), to: HookPoint.describedValueLength) }.joined(separator: ", ") + ")"
+                    + (call.error.map { " throws " + _cut("\($0)", to: HookPoint.describedValueLength) } ?? "")
+            }
+            span.end(at: returned)
         }
     }
 

@@ -1,4 +1,7 @@
 import CHookTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 import Hook
 import HookObservability
 import InMemoryTracing
@@ -60,6 +63,48 @@ struct HookObservabilityTests {
         #expect(span.attributes["a"]?.toSpanAttribute() == .int64(2))
         #expect(span.attributes["sum"]?.toSpanAttribute() == .int64(5))
         #expect(span.attributes["hook.call"] == nil)
+    }
+
+    /// The span ends when the call returned: building its attributes is not
+    /// part of its duration (it ended after them).
+    @Test func theSpanEndsWhenTheCallReturnedNotAfterItsAttributes() throws {
+        let tracer = InMemoryTracer()
+        let add = ClosureHook(name: "add") { (a: Int, b: Int) in a + b }
+        add.traced(by: tracer) { _, attributes in
+            usleep(500_000)
+            attributes["slow"] = true
+        }
+        _ = add(1, 2)
+        let span = try #require(tracer.finishedSpans.first)
+        let duration = span.endInstant.nanosecondsSinceEpoch - span.startInstant.nanosecondsSinceEpoch
+        #expect(duration < 250_000_000, "\(duration) ns")
+        #expect(span.attributes["slow"]?.toSpanAttribute() == .bool(true))
+    }
+
+    /// A call's values in `hook.call` and in a log line are cut: a large
+    /// argument does not become a megabyte attribute.
+    @Test func largeValuesAreCutInTheCallsDescription() throws {
+        let tracer = InMemoryTracer()
+        let lines = LogLines()
+        let count = ClosureHook(name: "count") { (text: String) in text.count }
+        count.traced(by: tracer)
+        count.logged(to: Logger(label: "calls") { _ in MemoryLogHandler(lines: lines) })
+        let large = String(repeating: "x", count: 100_000)
+        #expect(count(large) == 100_000)
+        let attribute = try #require(tracer.finishedSpans.first?.attributes["hook.call"]?.toSpanAttribute())
+        guard case .string(let text) = attribute else {
+            Issue.record("hook.call is \(attribute)")
+            return
+        }
+        let kept = HookPoint.describedValueLength
+        #expect(text.count < kept + 40, "\(text.count) characters")
+        #expect(text.hasPrefix("count(\"xxx"))
+        #expect(text.hasSuffix("…) -> 100000"))
+        let line = try #require(lines.all.first?.1)
+        #expect(line == text)
+        // Short values are whole.
+        _ = count("ab")
+        #expect(tracer.finishedSpans.last?.attributes["hook.call"]?.toSpanAttribute() == .string(#"count("ab") -> 2"#))
     }
 
     @Test func anErrorIsRecordedOnTheSpanAndStillThrown() throws {
@@ -167,6 +212,21 @@ struct HookObservabilityTests {
         #expect(durations.values.allSatisfy { $0 >= 0 })
         #expect(try metrics.expectCounter("app_calls_total", [("point", "other")]).totalValue == 1)
         #expect(try metrics.expectCounter("app_errors_total", [("point", "other")]).totalValue == 0)
+    }
+
+    /// Two points of the same name keep separate series when each is given
+    /// a label of its own (by default they share the name's).
+    @Test func aLabelNamesTheSeries() throws {
+        let metrics = TestMetrics()
+        let first = ClosureHook(name: "deposit") { (x: Int) in x }
+        let second = ClosureHook(name: "deposit") { (x: Int) in x }
+        first.measured(label: "Account.deposit", factory: metrics)
+        second.measured(label: "Wallet.deposit", factory: metrics)
+        _ = first(1)
+        _ = second(1)
+        _ = second(2)
+        #expect(try metrics.expectCounter("hook_calls_total", [("point", "Account.deposit")]).totalValue == 1)
+        #expect(try metrics.expectCounter("hook_calls_total", [("point", "Wallet.deposit")]).totalValue == 2)
     }
 
     /// Entry hooks on SQLite's API, measured into swift-prometheus: the
