@@ -564,7 +564,9 @@ extension GroupThreadTests {
             }
         }
         #expect(held.value == nil)
-        #expect(heard.value.sorted() == [2, 4])
+        // ([2] alone where thread 0 was slower than the 50 ms to park, and
+        // borrowed h's group from the batch instead: nothing nested then.)
+        #expect(heard.value.sorted() == [2, 4] || heard.value == [2], "\(heard.value)")
         #expect(first.value == 2)
         a.value = 3
         #expect(first.value == 3)
@@ -604,7 +606,9 @@ extension GroupThreadTests {
             }
         }
         let bValue = writesB ? 5 : 0
-        #expect(seenByBorrower.value == bValue, "the borrower saw c before thread 0's change")
+        // The borrower saw c before thread 0's change (or after it, where
+        // thread 0 was slower than the 50 ms to park and borrowed instead).
+        #expect(seenByBorrower.value == bValue || seenByBorrower.value == 1000 + bValue, "\(seenByBorrower.value)")
         #expect(d.value == 1000 + bValue)
         #expect(heard.value.last == 1000 + bValue)
         a.value = 2
