@@ -55,7 +55,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     /// (Kept outside the computed, and only if it is not the default: a
     /// `String` here was 16 of the computed's 72 bytes, an 80-byte block;
     /// 64 without. See `_CoreSideTable`.)
-    public var name: String { _Graph.locked(_group) { _core._withUnsafeGuaranteedRef { $0.name } } }
+    public var name: String { _CoreSideTable.name(of: _core) }
 
     /// The hook point where each new value is published; subscribers are
     /// hooks on it. Made the first time it is needed (with the current value).
@@ -64,7 +64,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     /// under and never read stayed dirty, which a write does not queue
     /// again: its point's hooks heard nothing.)
     public var hookPoint: PropertyHook<Value> {
-        _Graph.locked(_group) { _pointForSubscribing() }
+        _Graph.lockedPublishing(_group) { _pointForSubscribing() }
     }
 
     /// The hook point, made if needed, as it is (`hookPoint` brings the
@@ -246,7 +246,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     /// if any.
     @inlinable @inline(never)
     func _lockedValue() -> Value {
-        _Graph.locked(_group) {
+        _Graph.lockedPublishing(_group) {
             _core._withUnsafeGuaranteedRef { $0.prepareRead(self) }
             return _cache
         }
@@ -279,7 +279,7 @@ public final class Computed<Value>: Subscribable, _Source, @unchecked Sendable {
     /// here, it ran generic code for every change, 700 instructions a call.)
     @discardableResult @inlinable
     public func subscribe(_ options: SubscriptionOptions, _ block: @escaping (Value?, Value) -> Void) -> Subscription {
-        _Graph.locked(_group) {
+        _Graph.lockedPublishing(_group) {
             let hookPoint = _pointForSubscribing()
             let subscription = Subscription(hookPoint._subscribe(options, block))
             if options.notifyOnSubscription { block(nil, _currentValue) }

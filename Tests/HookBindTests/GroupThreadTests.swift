@@ -587,6 +587,8 @@ extension GroupThreadTests {
         let a = Observable(0), b = Observable(0), h = Observable(0), useH = Observable(false)
         let c = Computed { a.value + (useH.value ? h.value : 0) }
         let d = Computed { c.value * 1000 + b.value }
+        // Read by the borrower alone (thread 0's refresh does not reach it).
+        let e = Computed { c.value + 1 }
         let heard = Shared<[Int]>([])
         d.subscribe { _, new in heard.mutate { $0.append(new) } }
         let meeting = Rendezvous(2)
@@ -602,6 +604,7 @@ extension GroupThreadTests {
                     usleep(50_000)  // c's evaluation parks on h's group first
                     if writesB { b.value = 5 }  // borrows d's group from thread 0
                     seenByBorrower.value = d.value  // (borrows it, or did)
+                    _ = e.value
                 }
             }
         }
@@ -611,9 +614,57 @@ extension GroupThreadTests {
         #expect(seenByBorrower.value == bValue || seenByBorrower.value == 1000 + bValue, "\(seenByBorrower.value)")
         #expect(d.value == 1000 + bValue)
         #expect(heard.value.last == 1000 + bValue)
+        #expect(e.value == 2, "e, brought up to date over c's old value, is looked at again")
         a.value = 2
         #expect(d.value == 3000 + bValue, "d still depends on c")
         #expect(heard.value.last == 3000 + bValue)
+    }
+
+    /// Thread 0 reads `c` (dirty, nothing reads it yet): its evaluation parks
+    /// on `h`'s group, which a batch on thread 1 holds. The batch makes `d`
+    /// over `c` and subscribes to it, borrowing `c`'s group: `d` reads `c`'s
+    /// old value. When `c`'s evaluation ends, `d` is queued to publish, on
+    /// thread 0, whose read then publishes it as a write would. (The read
+    /// left it queued: its subscribers heard nothing, and once thread 0
+    /// exited, with its queue, `d` stayed marked queued and no later change
+    /// was ever heard.)
+    @Test(.timeLimit(.minutes(1)))
+    func aReadWhoseEvaluationWasLentPublishesWhatItQueued() {
+        let a = Observable(0), h = Observable(0), gate = Observable(false)
+        let c = Computed { a.value + (gate.value ? h.value : 0) }
+        gate.value = true  // c dirty
+        let meeting = Rendezvous(2)
+        let made = Shared<Computed<Int>?>(nil)
+        let heard = Shared<[Int]>([])
+        let subscription = Shared<Subscription?>(nil)
+        let read = Shared(-1)
+        onThreads(2) { thread in
+            if thread == 0 {
+                _ = meeting.arrive()
+                read.value = c.value  // evaluates, parks on h's group
+            } else {
+                batch {
+                    h.value = 5
+                    _ = meeting.arrive()
+                    usleep(50_000)  // c's evaluation parks on h's group first
+                    let d = Computed { c.value * 2 }
+                    subscription.value = d.subscribe { _, new in heard.mutate { $0.append(new) } }
+                    made.value = d
+                }
+            }
+        }
+        guard let d = made.value else {
+            Issue.record("no computed made")
+            return
+        }
+        #expect(read.value == 5)
+        // (Nothing heard where thread 0 was slower than the 50 ms to park:
+        // d then evaluated c itself, and nothing changed after.)
+        #expect(heard.value == [10] || heard.value.isEmpty, "\(heard.value)")
+        a.value = 1
+        #expect(heard.value.last == 12, "\(heard.value)")
+        #expect(d.value == 12)
+        withExtendedLifetime(subscription.value) {}
     }
 
     /// A batch inside a computed's subscriber makes its observables' calls

@@ -98,10 +98,6 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         }
     }
 
-    /// The computed's name (under its group's lock).
-    var name: String {
-        publishing.contains(.named) ? _CoreSideTable.name(of: self) : _CoreSideTable.defaultName
-    }
 
     deinit {
         dependencies.free()
@@ -156,6 +152,12 @@ final class _ComputedCore: _Node, @unchecked Sendable {
     @inline(never)
     private func evaluationEnded(_ me: Unmanaged<_LockThread>, _ outer: Unmanaged<_ComputedCore>?) {
         let lent = flags.contains(.lent)
+        // The evaluation around this one spanned the same park: lent too,
+        // whether or not this computed lives on. (Passed on only by
+        // `lentEvaluationEnded`, the flag was lost where this computed went
+        // meanwhile: the outer computed, which a borrower may have read and
+        // now read back, kept a cycle of dependencies.)
+        if lent { outer?._withUnsafeGuaranteedRef { $0.flags.insert(.lent) } }
         me._withUnsafeGuaranteedRef { replaceDependencies($0.graph) }
         guard lent, isAlive else { return }
         _Graph.markDependents(of: self)
@@ -816,8 +818,11 @@ enum _CoreSideTable {
         entries.withLock { $0.names[ObjectIdentifier(core)] = name }
     }
 
-    static func name(of core: _ComputedCore) -> String {
-        entries.withLock { $0.names[ObjectIdentifier(core)] } ?? defaultName
+    /// (Asked without the group's lock: the caller keeps the core, whose
+    /// entry is set before the computed exists and dropped with the core.)
+    static func name(of core: Unmanaged<_ComputedCore>) -> String {
+        let id = core._withUnsafeGuaranteedRef { ObjectIdentifier($0) }
+        return entries.withLock { $0.names[id] } ?? defaultName
     }
 
     static func keep(_ closure: Any, for core: _ComputedCore) {

@@ -558,21 +558,29 @@ enum _ObjectGroups {
 
     static func group(of object: AnyObject, at point: HookPoint, joining fresh: _Group) -> _Group {
         let key = Key(point: ObjectIdentifier(point), object: Unmanaged.passUnretained(object).toOpaque())
-        // (Dropped entries released after the lock: an entry's release runs no user code, but keeps the lock short.)
-        let (group, dropped) = table.withLock { table -> (_Group, [Entry]) in
-            if let entry = table.entries[key] { return (entry.group, []) }
+        // Released after the lock: dropped entries, and the objects a sweep
+        // found alive (retained to be asked; the last release of one, if
+        // another thread let go of it meanwhile, runs its `deinit`, which
+        // may bind).
+        let (group, dropped, alive) = table.withLock { table -> (_Group, [Entry], [AnyObject]) in
+            if let entry = table.entries[key] { return (entry.group, [], []) }
             var dropped: [Entry] = []
+            var alive: [AnyObject] = []
             if table.entries.count >= table.sweepAt {
-                for (key, entry) in table.entries where entry.object.object == nil {
-                    dropped.append(entry)
-                    table.entries[key] = nil
+                for (key, entry) in table.entries {
+                    if let object = entry.object.object {
+                        alive.append(object)
+                    } else {
+                        dropped.append(entry)
+                        table.entries[key] = nil
+                    }
                 }
                 table.sweepAt = max(64, 2 * table.entries.count)
             }
             table.entries[key] = Entry(object, fresh)
-            return (fresh, dropped)
+            return (fresh, dropped, alive)
         }
-        _ = dropped
+        withExtendedLifetime((dropped, alive)) {}
         return group
     }
 }

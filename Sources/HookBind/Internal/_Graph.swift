@@ -309,6 +309,32 @@ enum _Graph {
         return try body()
     }
 
+    /// `locked`, for what brings computeds up to date outside any write (a
+    /// read, a subscription): where the thread held no lock before it (no
+    /// write, batch, publishing or evaluation of this thread is under way to
+    /// publish later), it ends as a write does, publishing what it queued.
+    /// (Asked of any read, it published a write's queue from inside an
+    /// observable's subscriber, before the write's end: the graph's model
+    /// tests failed.) A refresh queues a computed only where its thread
+    /// parked in an evaluation and was lent (the evaluation's end marks its
+    /// dependents, which the borrower may have brought up to date over the
+    /// previous value): left queued, its subscribers did not hear until the
+    /// thread's next write, and never once the thread exited (its queue went
+    /// with it, the computed still marked queued, so no later change queued
+    /// it again).
+    @usableFromInline
+    static func lockedPublishing<R>(_ group: _Group, _ body: () -> R) -> R {
+        let outermost = _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { $0.held.count == 0 && $0.pins.isEmpty }
+        let lease = _Groups.lock(group)
+        let result = body()
+        if outermost {
+            flushAndUnlock(lease)
+        } else {
+            _Groups.unlock(lease)
+        }
+        return result
+    }
+
     /// Records that the running evaluation, if any, read `source`.
     @usableFromInline
     static func track(_ source: any _Source, version: UInt64) {
