@@ -240,7 +240,7 @@ public final class HookTrigger: BindingTrigger, @unchecked Sendable {
     public func start(_ fire: @escaping @Sendable () -> Void) throws(BindError) {
         let point = try self.point()
         guard once.claim() else {
-            throw BindError(.duplicateFish, "this HookTrigger already serves a binding")
+            throw BindError(.duplicateFish, "the HookTrigger on \(point.name) already serves a binding; make a trigger for each binding")
         }
         // Its identity in the change the thread delivers (`_Change`).
         // Without it, each set went along every path of bindings that did
@@ -285,7 +285,7 @@ public final class NotificationTrigger: BindingTrigger, @unchecked Sendable {
 
     public func start(_ fire: @escaping @Sendable () -> Void) throws(BindError) {
         guard once.claim() else {
-            throw BindError(.duplicateFish, "this NotificationTrigger already serves a binding")
+            throw BindError(.duplicateFish, "the NotificationTrigger on \(name.rawValue) already serves a binding; make a trigger for each binding")
         }
         let filtersSender = self.filtersSender
         let observer = center.addObserver(forName: name, object: nil, queue: nil) { [weak self] note in
@@ -316,7 +316,7 @@ public final class ManualTrigger: BindingTrigger, @unchecked Sendable {
 
     public func start(_ fire: @escaping @Sendable () -> Void) throws(BindError) {
         guard once.claim() else {
-            throw BindError(.duplicateFish, "this ManualTrigger already serves a binding")
+            throw BindError(.duplicateFish, "this ManualTrigger already serves a binding; make a trigger for each binding")
         }
         lock.withLock { action = fire }
     }

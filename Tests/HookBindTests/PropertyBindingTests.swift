@@ -137,6 +137,25 @@ struct PropertyBindingTests {
         } throws: { ($0 as! BindError).kind == .duplicateFish }
     }
 
+    /// A trigger that serves a binding already is refused with a message
+    /// that names what it watches (it named neither).
+    @Test func aTriggerServingABindingIsRefusedByName() throws {
+        let person = Person(name: "start"), field = Field()
+        let trigger = HookTrigger(person, \.name)
+        try PropertyBinding(source: BoundProperty(person, \.name), destination: BoundProperty(field, \.text)).addTrigger(trigger)
+        #expect {
+            try PropertyBinding(source: BoundProperty(person, \.name), destination: BoundProperty(field, \.text)).addTrigger(trigger)
+        } throws: { error in
+            let error = error as! BindError
+            return error.kind == .duplicateFish && error.message.contains("name") && error.message.contains("make a trigger for each binding")
+        }
+        let note = NotificationTrigger(name: Notification.Name("HookBindTests.changed"))
+        try PropertyBinding(source: BoundProperty(person, \.name), destination: BoundProperty(field, \.text)).addTrigger(note)
+        #expect {
+            try PropertyBinding(source: BoundProperty(person, \.name), destination: BoundProperty(field, \.text)).addTrigger(note)
+        } throws: { ($0 as! BindError).message.contains("HookBindTests.changed") }
+    }
+
     /// BNDStringToNumberTransformer wrapping the destination, and a chain to Double.
     @Test func transformersWrapPropertiesAndChain() throws {
         let formatter = NumberFormatter()
