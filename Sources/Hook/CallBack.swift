@@ -672,8 +672,11 @@ extension CallBack: CustomStringConvertible {
 
 /// `text`, or its first `length` characters and `…` if it is longer.
 package func _cut(_ text: String, to length: Int) -> String {
-    guard text.utf8.count > length, text.count > length else { return text }
-    return String(text.prefix(length)) + "…"
+    // (No count of the whole: a value may be megabytes.)
+    guard text.utf8.count > length,
+          let end = text.index(text.startIndex, offsetBy: length, limitedBy: text.endIndex),
+          end < text.endIndex else { return text }
+    return String(text[..<end]) + "…"
 }
 
 /// A typed hook point that can move its arguments as one tuple.

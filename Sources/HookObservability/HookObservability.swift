@@ -103,7 +103,7 @@ extension HookPoint {
             // The call's end: what follows is the span's bookkeeping.
             let returned = DefaultTracerClock.now
             if let error = call.error {
-                span.recordError(error)
+                span.recordError(error, attributes: [:], at: returned)
                 span.setStatus(SpanStatus(code: .error))
             }
             // A span that records nothing (sampled out) gets no attributes: their text is most of the cost.
@@ -121,10 +121,10 @@ extension HookPoint {
     /// Counts the calls of this hook point and the errors they end with,
     /// and times them: `<prefix>_calls_total`, `<prefix>_errors_total`
     /// (counters) and `<prefix>_duration_seconds` (a timer, in
-    /// nanoseconds), each with the dimension `point` = `label`, by default
-    /// the point's name. Points of the same name share their series (two
-    /// types' `deposit` methods, two closures named alike): give each a
-    /// `label` of its own where that matters.
+    /// nanoseconds), each with the dimension `point`: the `point` argument,
+    /// by default the hook point's name. Points of the same name share their series
+    /// (two types' `deposit` methods, two closures named alike): give each a
+    /// `point` of its own where that matters.
     ///
     /// ```swift
     /// sqliteStep.measured()          // hook_calls_total{point="sqlite3_step"} ...
@@ -146,13 +146,13 @@ extension HookPoint {
     ///
     /// - Parameters:
     ///   - prefix: The metrics' label prefix (`hook` by default).
-    ///   - label: The `point` dimension's value; by default the point's name.
+    ///   - point: The `point` dimension's value; by default the point's name.
     ///   - factory: Where the metrics go; by default `MetricsSystem.factory`.
     ///   - owner: If given, the hook goes with it.
     /// - Returns: The hook's token: `remove()` stops the counting.
     @discardableResult
-    public func measured(prefix: String = "hook", label: String? = nil, factory: (any MetricsFactory)? = nil, owner: AnyObject? = nil) -> HookToken {
-        let metrics = _CallMetrics(prefix: prefix, point: label ?? name, factory: factory ?? MetricsSystem.factory)
+    public func measured(prefix: String = "hook", point: String? = nil, factory: (any MetricsFactory)? = nil, owner: AnyObject? = nil) -> HookToken {
+        let metrics = _CallMetrics(prefix: prefix, point: point ?? name, factory: factory ?? MetricsSystem.factory)
         if let async = self as? any _AsyncObservable { return async._measured(metrics, owner) }
         return instead(owner: owner) { call in
             let start = _now()
@@ -215,7 +215,7 @@ extension AsyncClosureHook: _AsyncObservable {
             }
             let returned = DefaultTracerClock.now
             if let error = call.error {
-                span.recordError(error)
+                span.recordError(error, attributes: [:], at: returned)
                 span.setStatus(SpanStatus(code: .error))
             }
             if span.isRecording {

@@ -66,19 +66,27 @@ struct HookObservabilityTests {
     }
 
     /// The span ends when the call returned: building its attributes is not
-    /// part of its duration (it ended after them).
+    /// part of its duration (it ended after them), and an error is recorded
+    /// at that instant too.
     @Test func theSpanEndsWhenTheCallReturnedNotAfterItsAttributes() throws {
         let tracer = InMemoryTracer()
-        let add = ClosureHook(name: "add") { (a: Int, b: Int) in a + b }
-        add.traced(by: tracer) { _, attributes in
-            usleep(500_000)
+        let check = ThrowingClosureHook(name: "check") { (x: Int) throws -> Int in
+            if x < 0 { throw Negative() }
+            return x
+        }
+        let attributesBegan = Mutex<UInt64>(0)
+        check.traced(by: tracer) { _, attributes in
+            attributesBegan.withLock { $0 = DefaultTracerClock.now.nanosecondsSinceEpoch }
+            usleep(10_000)
             attributes["slow"] = true
         }
-        _ = add(1, 2)
+        #expect(throws: Negative.self) { try check(-1) }
         let span = try #require(tracer.finishedSpans.first)
-        let duration = span.endInstant.nanosecondsSinceEpoch - span.startInstant.nanosecondsSinceEpoch
-        #expect(duration < 250_000_000, "\(duration) ns")
+        let began = attributesBegan.withLock { $0 }
+        #expect(span.endInstant.nanosecondsSinceEpoch <= began, "the span ended after its attributes began")
         #expect(span.attributes["slow"]?.toSpanAttribute() == .bool(true))
+        let error = try #require(span.errors.first)
+        #expect(error.instant.nanosecondsSinceEpoch <= span.endInstant.nanosecondsSinceEpoch, "the error is recorded after the span's end")
     }
 
     /// A call's values in `hook.call` and in a log line are cut: a large
@@ -220,8 +228,8 @@ struct HookObservabilityTests {
         let metrics = TestMetrics()
         let first = ClosureHook(name: "deposit") { (x: Int) in x }
         let second = ClosureHook(name: "deposit") { (x: Int) in x }
-        first.measured(label: "Account.deposit", factory: metrics)
-        second.measured(label: "Wallet.deposit", factory: metrics)
+        first.measured(point: "Account.deposit", factory: metrics)
+        second.measured(point: "Wallet.deposit", factory: metrics)
         _ = first(1)
         _ = second(1)
         _ = second(2)
