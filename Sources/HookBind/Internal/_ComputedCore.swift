@@ -794,8 +794,9 @@ final class _ComputedCore: _Node, @unchecked Sendable {
 /// the default (its core's `.named` mark says it has one), and the closure
 /// of a computed that went while it evaluated, kept until the evaluation
 /// ends (`_ComputedCore.keepUntilEvaluated(_:)`, the `.kept` mark). Under a
-/// lock of its own, taken only by cores so marked, and never while a
-/// closure is released (its captures' `deinit`s may make named computeds).
+/// lock of its own, taken when a core so marked is made or goes and by
+/// `Computed.name` (never on a write's or a read's path), and never while
+/// a closure is released (its captures' `deinit`s may make named computeds).
 enum _CoreSideTable {
     /// `Computed.init`'s default name, which is not kept.
     static let defaultName = "computed"
