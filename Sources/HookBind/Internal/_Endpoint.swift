@@ -200,7 +200,17 @@ final class _NamedPropertyEndpoint<Object: AnyObject, Value>: _Endpoint, @unchec
     /// an unrelated binding deadlocked).
     override func lockGroup(joining fresh: _Group) -> _Group? {
         guard let object = objectReference.object else { return nil }
-        return _ObjectGroups.group(of: object, at: setter, joining: fresh)
+        let group = _ObjectGroups.group(of: object, at: setter, joining: fresh, counted: !countedInGroups)
+        countedInGroups = true
+        return group
+    }
+
+    /// Whether this endpoint counts in `_ObjectGroups`' entry for its object
+    /// (asked by `bind`, one thread; released in `deinit`).
+    private var countedInGroups = false
+
+    deinit {
+        if countedInGroups { _ObjectGroups.leave(objectAt: bits, at: setter) }
     }
 
     override func withPostedValue(_ call: UnsafePointer<CallBack>, _ body: (UnsafeRawPointer) throws -> Void) throws {
@@ -531,56 +541,59 @@ extension _NamedPropertyEndpoint: _AnyNamedEndpoint {}
 
 /// The lock groups of by-name property endpoints: one per object and setter
 /// (`_NamedPropertyEndpoint.lockGroup(joining:)`), found at bind time only.
-/// An entry keeps its object's memory (an unowned reference: the address is
-/// not reused meanwhile) and its group; entries whose object went are
-/// dropped once the table doubled since the last sweep.
+/// An entry lasts while an endpoint of its object counts in it; each keeps
+/// its object's memory (an unowned reference), so the address is not
+/// reused meanwhile. (Entries that kept the memory themselves, swept once
+/// the table doubled, kept objects' weak-reference side tables past the
+/// process's end: LeakSanitizer reported them.)
 enum _ObjectGroups {
     private struct Key: Hashable {
         let point: ObjectIdentifier
-        let object: UnsafeMutableRawPointer
+        let object: UInt
     }
 
-    private final class Entry: @unchecked Sendable {
-        let object: _UnownedReference
+    private struct Entry {
         let group: _Group
-        init(_ object: AnyObject, _ group: _Group) {
-            self.object = _UnownedReference(object)
-            self.group = group
-        }
+        var endpoints: Int
     }
 
     private struct Table: @unchecked Sendable {
         var entries: [Key: Entry] = [:]
-        var sweepAt = 64
     }
 
     private static let table = Mutex(Table())
 
-    static func group(of object: AnyObject, at point: HookPoint, joining fresh: _Group) -> _Group {
-        let key = Key(point: ObjectIdentifier(point), object: Unmanaged.passUnretained(object).toOpaque())
-        // Released after the lock: dropped entries, and the objects a sweep
-        // found alive (retained to be asked; the last release of one, if
-        // another thread let go of it meanwhile, runs its `deinit`, which
-        // may bind).
-        let (group, dropped, alive) = table.withLock { table -> (_Group, [Entry], [AnyObject]) in
-            if let entry = table.entries[key] { return (entry.group, [], []) }
-            var dropped: [Entry] = []
-            var alive: [AnyObject] = []
-            if table.entries.count >= table.sweepAt {
-                for (key, entry) in table.entries {
-                    if let object = entry.object.object {
-                        alive.append(object)
-                    } else {
-                        dropped.append(entry)
-                        table.entries[key] = nil
-                    }
+    /// The group of `object` at `point` (`fresh` if it has none yet), and,
+    /// if `counted`, one more endpoint counting in its entry.
+    static func group(of object: AnyObject, at point: HookPoint, joining fresh: _Group, counted: Bool) -> _Group {
+        let key = Key(point: ObjectIdentifier(point), object: UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque()))
+        return table.withLock { table in
+            if var entry = table.entries[key] {
+                if counted {
+                    entry.endpoints += 1
+                    table.entries[key] = entry
                 }
-                table.sweepAt = max(64, 2 * table.entries.count)
+                return entry.group
             }
-            table.entries[key] = Entry(object, fresh)
-            return (fresh, dropped, alive)
+            if counted { table.entries[key] = Entry(group: fresh, endpoints: 1) }
+            return fresh
         }
-        withExtendedLifetime((dropped, alive)) {}
-        return group
+    }
+
+    /// An endpoint that counted in the entry of the object at `object` goes.
+    static func leave(objectAt object: UInt, at point: HookPoint) {
+        let key = Key(point: ObjectIdentifier(point), object: object)
+        // (The group released after the lock.)
+        let gone = table.withLock { table -> _Group? in
+            guard var entry = table.entries[key] else { return nil }
+            entry.endpoints -= 1
+            if entry.endpoints > 0 {
+                table.entries[key] = entry
+                return nil
+            }
+            table.entries[key] = nil
+            return entry.group
+        }
+        _ = gone
     }
 }
