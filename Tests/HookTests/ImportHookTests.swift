@@ -404,11 +404,10 @@ struct ImportHookTests {
     func aHookedSymbolsLibraryStaysLoaded() throws {
         let path = try #require(pinnedLibrary)
         let signature = Signature(returning: .int32, arguments: [])
-        let library = try #require(dlopen(path, RTLD_NOW | RTLD_GLOBAL))
-        try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent)  // mapped now
+        let library = try loadedThenUnlinked(path, RTLD_NOW | RTLD_GLOBAL)
         let definition = try #require(dlsym(library, "hk_pinned_value"))
         typealias Call = @convention(c) () -> Int32
-        let call = unsafeBitCast(try #require(dlsym(library, "hk_pinned_call")), to: Call.self)
+        let call = try symbol(in: library, "hk_pinned_call", as: Call.self)
         let hook = try ImportHook(symbol: "hk_pinned_value", signature: signature, in: ["libhkpinned.so"])
         defer { try? hook.restore() }
         #expect(hook.original == UnsafeRawPointer(definition))
@@ -557,11 +556,10 @@ struct ImportHookTests {
           .enabled(if: deepBindLibrary != nil, "needs a C compiler"))
     func aSlotBoundToItsOwnObjectsDefinitionIsLeftAlone() throws {
         let path = try #require(deepBindLibrary)
-        let handle = try #require(dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND))
+        let handle = try loadedThenUnlinked(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND)
         defer { dlclose(handle) }
-        try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent)  // mapped now
         typealias Lookup = @convention(c) (UnsafePointer<CChar>?) -> UnsafePointer<CChar>?
-        let lookup = unsafeBitCast(try #require(dlsym(handle, "hk_deep_getenv")), to: Lookup.self)
+        let lookup = try symbol(in: handle, "hk_deep_getenv", as: Lookup.self)
         #expect(lookup("HOME").map { String(cString: $0) } == "deep", "its getenv slot is bound to its own getenv")
         // Its slot imports getenv but holds a definition inside the object that is not the original (libc's):
         // not a lazy slot, not ours.
@@ -581,11 +579,10 @@ struct ImportHookTests {
           .enabled(if: realpathIsGlibcs, "the sanitizers' runtimes interpose realpath (every version reaches theirs)"))
     func aLazySlotOfAnOlderVersionIsLeftAlone() throws {
         let path = try #require(oldRealpathLibrary)
-        let handle = try #require(dlopen(path, RTLD_LAZY | RTLD_LOCAL))
+        let handle = try loadedThenUnlinked(path, RTLD_LAZY | RTLD_LOCAL)
         defer { dlclose(handle) }
-        try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent)  // mapped now
         typealias Resolve = @convention(c) (UnsafePointer<CChar>?) -> UnsafeMutablePointer<CChar>?
-        let resolve = unsafeBitCast(try #require(dlsym(handle, "hk_old_realpath")), to: Resolve.self)
+        let resolve = try symbol(in: handle, "hk_old_realpath", as: Resolve.self)
         // Hooked before its first call: its slot still holds its PLT stub. Its one import left
         // alone, the request may be refused as not imported, or made with no slot of it.
         let hook: ImportHook?
@@ -616,11 +613,10 @@ struct ImportHookTests {
           .enabled(if: oldJoinIsTheDefault, "glibc 2.34 or later, no sanitizer's pthread_join"))
     func aLazySlotOfAnOlderVersionAtTheSameAddressIsTaken() throws {
         let path = try #require(oldJoinLibrary)
-        let handle = try #require(dlopen(path, RTLD_LAZY | RTLD_LOCAL))
+        let handle = try loadedThenUnlinked(path, RTLD_LAZY | RTLD_LOCAL)
         defer { dlclose(handle) }
-        try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent)  // mapped now
         typealias Join = @convention(c) () -> Int32
-        let join = unsafeBitCast(try #require(dlsym(handle, "hk_old_join")), to: Join.self)
+        let join = try symbol(in: handle, "hk_old_join", as: Join.self)
         let hook = try ImportHook(symbol: "pthread_join", signature: Signature(returning: .int32, arguments: [.uint64, .pointer]),
                                   in: ["libhkoldjoin.so"])
         defer { try? hook.restore() }
@@ -639,11 +635,10 @@ struct ImportHookTests {
           .enabled(if: lazyDeepBindLibrary != nil, "needs a C compiler"))
     func aLazySlotOfADeepBoundDefinitionIsLeftAlone() throws {
         let path = try #require(lazyDeepBindLibrary)
-        let handle = try #require(dlopen(path, RTLD_LAZY | RTLD_LOCAL | RTLD_DEEPBIND))
+        let handle = try loadedThenUnlinked(path, RTLD_LAZY | RTLD_LOCAL | RTLD_DEEPBIND)
         defer { dlclose(handle) }
-        try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent)  // mapped now
         typealias Lookup = @convention(c) (UnsafePointer<CChar>?) -> UnsafePointer<CChar>?
-        let lookup = unsafeBitCast(try #require(dlsym(handle, "hk_lazydeep_getenv")), to: Lookup.self)
+        let lookup = try symbol(in: handle, "hk_lazydeep_getenv", as: Lookup.self)
         // Hooked before its first call: its slot still holds its PLT stub.
         let hook = try ImportHook(symbol: "getenv", signature: getenvSignature, in: ["libhklazydeep.so"])
         defer { try? hook.restore() }
@@ -802,4 +797,17 @@ struct ImportHookTests {
             _ = try ImportHook(symbol: "printf", signature: .variadic(returning: .int32, fixed: [.pointer]))
         }
     }
+}
+
+/// Loads the library at `path`, built into a folder of its own, and removes
+/// that folder (the object is mapped now): a test's library leaves nothing.
+func loadedThenUnlinked(_ path: String, _ flags: Int32) throws -> UnsafeMutableRawPointer {
+    let handle = try #require(dlopen(path, flags))
+    try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent)
+    return handle
+}
+
+/// The function `name` of the library `handle`, as `F`.
+func symbol<F>(in handle: UnsafeMutableRawPointer, _ name: String, as type: F.Type) throws -> F {
+    unsafeBitCast(try #require(dlsym(handle, name)), to: F.self)
 }

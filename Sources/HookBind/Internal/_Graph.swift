@@ -324,8 +324,12 @@ enum _Graph {
     /// it again).
     @usableFromInline
     static func lockedPublishing<R>(_ group: _Group, _ body: () -> R) -> R {
-        let outermost = _LockThread.unmanagedCurrent._withUnsafeGuaranteedRef { $0.held.count == 0 && $0.pins.isEmpty }
-        let lease = _Groups.lock(group)
+        // (The thread looked up once, for both.)
+        let me = _LockThread.unmanagedCurrent
+        let (outermost, lease) = me._withUnsafeGuaranteedRef { thread in
+            (thread.held.count == 0 && thread.pins.isEmpty,
+             _Lease(root: _Groups.lock(group, thread), thread: me, inBatch: thread.graph.batchDepth > 0))
+        }
         let result = body()
         if outermost {
             flushAndUnlock(lease)
