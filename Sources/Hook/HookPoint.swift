@@ -248,6 +248,15 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// observable current. A binding's hooks are hooks like any other.)
     public func removeAllHooks() { update { hooks, _ in hooks.removeAll { !$0.isBookkeeping } } }
 
+    /// `removeAllHooks()` for a caller that holds a lock of its own which
+    /// what the hooks captured may ask for in a `deinit` (`ImportHook`'s
+    /// `restore()`, under the registry's lock): nothing the removal lets go
+    /// of is released here; the caller releases `deferred` once its lock is
+    /// let go of.
+    func removeAllHooks(deferring deferred: inout _DeferredReleases) {
+        update(deferring: &deferred) { hooks, _ in hooks.removeAll { !$0.isBookkeeping } }
+    }
+
     /// The number of hooks attached (hooks of owners that are gone included
     /// until they are detached; HookBind's own bookkeeping on an observable's
     /// point left out).
@@ -289,10 +298,18 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// new one (see `_HookSnapshot`). The hooks are read back from the
     /// published word: nothing else keeps a list of them.
     private func update(_ change: (inout _HookEdit, inout _HookState) -> Void) {
+        var deferred = _DeferredReleases()
+        update(deferring: &deferred, change)
+        deferred.release()
+    }
+
+    /// `update(_:)`, with what it lets go of (the live owners it looked at,
+    /// the batch of retired hooks it made due) left in `deferred`.
+    private func update(deferring deferred: inout _DeferredReleases, _ change: (inout _HookEdit, inout _HookState) -> Void) {
         var orphans = false
         // Owners found alive, released after the lock (see `ownerIsGone`).
         var alive: [AnyObject] = []
-        defer { withExtendedLifetime(alive) {} }
+        defer { deferred.owners.append(contentsOf: alive) }
         let retired: [Int] = state.withVisibleLock(self) { state in
             let published = current.load(ordering: .relaxed) & ~_Hooks.probedBit
             var hooks = _HookEdit(published)
@@ -326,10 +343,10 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
             if !retired.isEmpty { state.hasRetired = true }
             return retired
         }
-        if !retired.isEmpty { _Retired.add(retired, of: pointID) }
+        if !retired.isEmpty, _Retired.addWithoutBatch(retired, of: pointID) { deferred.reclaims = true }
         // Hooks whose owner died are rare and may hold what their owner
         // captured: release them now rather than at the next batch.
-        if orphans { _Retired.reclaim() }
+        if orphans { deferred.reclaims = true }
     }
 
     /// Called under the point's lock with the hooks about to be published
@@ -732,4 +749,18 @@ struct _HookEdit {
     }
 }
 
+/// What a change of a point's hooks lets go of: the live owners it looked
+/// at (a reference each, see `HookToken.ownerIsGone(keeping:)`), and whether
+/// the retired hooks are to be freed now (a batch is due, or an orphan was
+/// removed). Either may run a `deinit` of the user's: `release()` runs where
+/// no lock of Hook's is held.
+struct _DeferredReleases {
+    var owners: [AnyObject] = []
+    var reclaims = false
+
+    consuming func release() {
+        if reclaims { _Retired.reclaim() }
+        owners.removeAll()
+    }
+}
 

@@ -430,6 +430,11 @@ final class _ImportRegistry: @unchecked Sendable {
     }
 
     func restore(_ point: ImportHook) throws(HookError) {
+        // What the removed hooks captured is let go of after the lock: a
+        // `deinit` of it may ask the registry (`isInstalled`), which locked
+        // its lock again, a trap.
+        var deferred = _DeferredReleases()
+        defer { deferred.release() }
         try locked { (entries) throws(HookError) in
             guard var entry = entries[point.symbol] else { return }
             defer { entries[point.symbol] = entry }
@@ -448,7 +453,7 @@ final class _ImportRegistry: @unchecked Sendable {
             entry.state.isInstalled = !entry.state.slots.isEmpty
             if status != 0 { throw protectionError(point, outcome) }
             // Under the lock: a request that reinstalls the hook point and adds a hook cannot come in between.
-            point.removeAllHooks()
+            point.removeAllHooks(deferring: &deferred)
         }
     }
 

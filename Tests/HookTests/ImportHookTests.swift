@@ -239,6 +239,38 @@ struct ImportHookTests {
         #expect(zlibRoundTrip(Array(repeating: 1, count: 1000)) == Z_OK)
     }
 
+    /// What a removed hook captured is released after `restore()` has let
+    /// go of the registry's lock: a `deinit` there may ask the hook point
+    /// again. (It was released under the lock, when the removal found a
+    /// hook whose owner had gone and freed the removed hooks at once: the
+    /// `deinit`'s `isInstalled` locked the registry again, a trap.)
+    @Test func aDeinitRunByRestoreMayAskTheHookPoint() throws {
+        final class Asker: @unchecked Sendable {
+            let hook: ImportHook, answers: Shared<[Bool]>
+            init(_ hook: ImportHook, _ answers: Shared<[Bool]>) { self.hook = hook; self.answers = answers }
+            deinit {
+                let installed = hook.isInstalled
+                answers.mutate { $0.append(installed) }
+            }
+        }
+        let hook = try ImportHook(symbol: "malloc", signature: mallocSignature, in: ["libz.so.1"])
+        defer { try? hook.restore() }
+        let answers = Shared<[Bool]>([])
+        do {
+            let asker = Asker(hook, answers)
+            hook.after { _ in withExtendedLifetime(asker) {} }
+            // A hook whose owner is gone, not yet detached: the removal
+            // frees what it removed at once.
+            var owner: NSObject? = NSObject()
+            hook.add(.before, owner: owner) { _ in }
+            owner = nil
+        }
+        #expect(zlibRoundTrip(Array(repeating: 3, count: 1000)) == Z_OK)
+        try hook.restore()
+        HookPoint.reclaimRetiredHooks()
+        #expect(answers.value == [false])
+    }
+
     @Test func sqliteWritesToItsDatabaseFileAreSeen() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

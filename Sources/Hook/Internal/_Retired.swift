@@ -42,11 +42,16 @@ enum _Retired {
     /// Retires the words `retired` of `point` (a replaced snapshot, removed
     /// hooks); may run a batch.
     static func add(_ retired: [Int], of point: UInt) {
-        let due = list.withVisibleLock(lockTag) { list in
+        if addWithoutBatch(retired, of: point) { reclaim() }
+    }
+
+    /// Retires the words `retired` of `point`, and returns whether a batch
+    /// is due (for a caller that runs it later, see `_DeferredReleases`).
+    static func addWithoutBatch(_ retired: [Int], of point: UInt) -> Bool {
+        list.withVisibleLock(lockTag) { list in
             for bits in retired { list.entries.append(Entry(point: point, bits: bits)) }
             return list.entries.count >= list.threshold
         }
-        if due { reclaim() }
     }
 
     /// Frees every retired snapshot that no call can be reading; returns how many.
