@@ -1896,23 +1896,14 @@ __attribute__((constructor)) static void hook_trace_start(void) {
   // fd 2 if neither is there.
   const char *output = getenv("HOOK_TRACE_OUTPUT");
   const char *inherited = getenv("HOOK_TRACE_FD");
-  if (output && *output) {
-    int fd = open(output, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      int high = fcntl(fd, F_DUPFD_CLOEXEC, 1000);
-      if (high >= 0) {
-        close(fd);
-        fd = high;
-      }
-      output_fd = fd;
-    }
-  } else if (inherited && *inherited) {
+  if (inherited && *inherited) {
     // `fd:device:inode`: the descriptor, if it is still that file. A process
     // started by glibc's own exec (system, popen, posix_spawn: not through
     // the wrappers below, which keep it open) inherits the setting without
     // the descriptor: its trace went to its fd 2 (which system("cmd > out
     // 2>&1") points at the command's output file) or into whatever file it
-    // had opened at that number. It writes nothing then.
+    // had opened at that number. It writes nothing then, or, with a -o
+    // file, opens that by its name (below).
     int fd = -1;
     unsigned long long device = 0, inode = 0;
     int fields = sscanf(inherited, "%d:%llu:%llu", &fd, &device, &inode);
@@ -1923,6 +1914,21 @@ __attribute__((constructor)) static void hook_trace_start(void) {
       output_inherited = 1;
     } else {
       output_fd = -1;
+    }
+  }
+  if (!output_inherited && output && *output) {
+    // (The launcher opened the -o file and passed it on; opened again by
+    // its name only where that descriptor did not come along. Never for
+    // the launcher's own image: a named pipe opened a second time waits
+    // for a reader.)
+    int fd = open(output, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      int high = fcntl(fd, F_DUPFD_CLOEXEC, 1000);
+      if (high >= 0) {
+        close(fd);
+        fd = high;
+      }
+      output_fd = fd;
     }
   }
   if (pattern_text && *pattern_text) {

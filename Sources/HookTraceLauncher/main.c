@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <elf.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,11 +19,16 @@
 static const char usage[] =
     "usage: hook-trace [-e PATTERN]... [-c] [-L] [-o FILE] [--] PROGRAM [ARGUMENT]...\n"
     "  -e PATTERN  trace the functions whose symbol matches PATTERN, a glob (str*, sqlite3_*);\n"
-    "              several joined by '+' (strdup+strlen+free) or given as several -e; default: all\n"
+    "              several joined by '+' (strdup+strlen+free) or given as several -e;\n"
+    "              default: every function the program imports\n"
     "  -c          count and time the calls; print a table at exit instead of each call\n"
     "  -L          library calls only: take calls at the import slots (calls from one object\n"
     "              to another, as ltrace does), not at the functions' entries\n"
-    "  -o FILE     write the trace to FILE instead of standard error\n";
+    "  -o FILE     write the trace to FILE instead of standard error (emptied first; the\n"
+    "              program's children that are traced add to it)\n"
+    "  -h, --help  print this\n"
+    "Exit status: the program's own (128 + N if signal N ended it); 2 for bad input;\n"
+    "126 if the program cannot be run, 127 if it is not found.\n";
 
 // A pattern names symbols: letters, digits, '_', '$', '.', '@' and the glob
 // characters '*', '?', '[...]'.
@@ -45,6 +51,11 @@ static int check_pattern(const char *pattern) {
         return 0;
       }
       open_bracket = 0;
+    } else if ((*c == '-' || *c == '!') && !open_bracket) {
+      // (A range or a negation inside '[...]' only: no symbol has either,
+      // and `-e -c` took the option for a pattern that matched nothing.)
+      fprintf(stderr, "hook-trace: bad pattern '%s': '%c' is part of a glob only inside '[...]'\n", pattern, *c);
+      return 0;
     } else if (!(*c == '_' || *c == '$' || *c == '.' || *c == '@' || *c == '*' || *c == '?' || *c == '!' ||
                  *c == '-' || (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z'))) {
       fprintf(stderr, "hook-trace: bad pattern '%s': '%c' is not part of a symbol name or a glob\n", pattern, *c);
@@ -76,12 +87,46 @@ static int names_swift_runtime(const char *path) {
   return found;
 }
 
+// Whether the file at `path` is an ELF program with no interpreter
+// (PT_INTERP): statically linked, so no LD_PRELOAD reaches it (it ran
+// untraced, without a word). Anything else (a script, a dynamic program,
+// a file it cannot read) is not.
+static int is_static_elf(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  int result = 0;
+  Elf64_Ehdr header;
+  if (pread(fd, &header, sizeof header, 0) == (ssize_t)sizeof header && memcmp(header.e_ident, ELFMAG, SELFMAG) == 0 &&
+      header.e_ident[EI_CLASS] == ELFCLASS64 && (header.e_type == ET_EXEC || header.e_type == ET_DYN) &&
+      header.e_phentsize == sizeof(Elf64_Phdr) && header.e_phnum > 0) {
+    result = 1;
+    for (int k = 0; k < header.e_phnum; k++) {
+      Elf64_Phdr segment;
+      if (pread(fd, &segment, sizeof segment, (off_t)(header.e_phoff + (Elf64_Off)k * sizeof segment)) != (ssize_t)sizeof segment) {
+        result = 0;
+        break;
+      }
+      if (segment.p_type == PT_INTERP) {
+        result = 0;
+        break;
+      }
+    }
+    // (A shared library run as a program has no interpreter either, but is
+    // not a program: only ET_EXEC, or ET_DYN with an entry, counts.)
+    if (result && header.e_type == ET_DYN && header.e_entry == 0) result = 0;
+  }
+  close(fd);
+  return result;
+}
+
 // The program as execvp would find it (into `found`): 0, or why not. A name
 // without '/' is looked for in each entry of PATH, an empty one (leading,
 // trailing or '::') meaning the current folder.
 static int runnable(const char *program, char *found, size_t size) {
   if (strchr(program, '/')) {
     if ((size_t)snprintf(found, size, "%s", program) >= size) return ENAMETOOLONG;
+    struct stat info;
+    if (stat(program, &info) == 0 && S_ISDIR(info.st_mode)) return EISDIR;
     return access(program, X_OK) == 0 ? 0 : errno;
   }
   const char *path = getenv("PATH");
@@ -171,16 +216,15 @@ int main(int argc, char **argv) {
   char found[PATH_MAX];
   int error = runnable(program, found, sizeof found);
   if (error) {
+    // As a shell: 127 for a program not found, 126 for one found that
+    // cannot be run (a directory, no permission).
     fprintf(stderr, "hook-trace: cannot run '%s': %s\n", program, strerror(error));
-    return 127;
+    return error == ENOENT || error == ENOTDIR || error == ENAMETOOLONG ? 127 : 126;
   }
-  if (output) {
-    int fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      fprintf(stderr, "hook-trace: cannot write the trace to '%s': %s\n", output, strerror(errno));
-      return 2;
-    }
-    close(fd);
+  if (is_static_elf(found)) {
+    fprintf(stderr, "hook-trace: '%s' is statically linked: nothing can be preloaded into it, so none of its calls can be traced\n",
+            program);
+    return 2;
   }
 
   // The library beside this executable (or HOOK_TRACE_LIBRARY, made
@@ -257,15 +301,31 @@ int main(int argc, char **argv) {
   else unsetenv("HOOK_TRACE_SUMMARY");
   if (library_calls) setenv("HOOK_TRACE_LIBRARY_CALLS", "1", 1);
   else unsetenv("HOOK_TRACE_LIBRARY_CALLS");
+  // The trace goes to the -o file or to this stderr, through a descriptor
+  // at a high number that the program inherits (HOOK_TRACE_FD): a program
+  // that points its own fd 2 at a log file does not get the trace in it.
+  // The file is opened here, once every check has passed (a run that
+  // never started emptied it), and only once: opened here and again by
+  // the library, a named pipe's reader saw the end at the first close
+  // and the library's open then waited for a reader for ever. It is
+  // still named (HOOK_TRACE_OUTPUT) for the program's children that do
+  // not inherit the descriptor; everything appends to it.
+  int copy = -1;
   if (output) {
+    int fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      fprintf(stderr, "hook-trace: cannot write the trace to '%s': %s\n", output, strerror(errno));
+      return 2;
+    }
+    copy = fcntl(fd, F_DUPFD, 1000);
+    close(fd);
     char absolute[PATH_MAX];
     setenv("HOOK_TRACE_OUTPUT", realpath(output, absolute) ? absolute : output, 1);
   } else {
     unsetenv("HOOK_TRACE_OUTPUT");
-    // The trace goes to this stderr, through a copy of it at a high number
-    // that the program inherits: a program that points its own fd 2 at a
-    // log file does not get the trace in it.
-    int copy = fcntl(2, F_DUPFD, 1000);
+    copy = fcntl(2, F_DUPFD, 1000);
+  }
+  {
     struct stat st;
     if (copy >= 0 && fstat(copy, &st) == 0) {
       // With the file's identity: a process that inherits the setting
@@ -295,6 +355,7 @@ int main(int argc, char **argv) {
       errno = shell_error;
     }
   }
-  fprintf(stderr, "hook-trace: cannot run '%s': %s\n", program, strerror(errno));
-  return 127;
+  int exec_error = errno;
+  fprintf(stderr, "hook-trace: cannot run '%s': %s\n", program, strerror(exec_error));
+  return exec_error == ENOENT || exec_error == ENOTDIR ? 127 : 126;
 }

@@ -927,6 +927,60 @@ struct HookTraceTests {
         #expect(nothing.status == 2 && nothing.errors.contains("no program to run"))
     }
 
+    /// An option after `-e` is not taken for a pattern ('-' and '!' are
+    /// glob characters only inside '[...]'), a folder is no program (126,
+    /// as a shell says of what it found but cannot run), and a statically
+    /// linked program, which no preloaded library reaches, is refused
+    /// rather than run untraced without a word. (`-e -c` exited 0 having
+    /// traced nothing; a folder was "Permission denied", 127; a static
+    /// program ran with no trace and no table.)
+    @Test func optionsFoldersAndStaticProgramsAreNamed() throws {
+        let option = try run([launcher, "-e", "-c", sample, "loop", "1"])
+        #expect(option.status == 2 && option.errors.contains("bad pattern '-c': '-' is part of a glob only inside '[...]'"), "\(option)")
+        let range = try run([launcher, "-c", "-e", "str[a-m]*+[!x]trdup", sample, "loop", "1"])
+        #expect(range.status == 3, "\(range)")
+        try withFolder("folder-program") { folder in
+            let folderProgram = try run([launcher, folder.path])
+            #expect(folderProgram.status == 126 && folderProgram.errors.contains("cannot run '\(folder.path)': Is a directory"), "\(folderProgram)")
+        }
+        guard FileManager.default.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/libc.a") else { return }
+        try withCompiledC("static", "#include <string.h>\nint main(int argc, char **argv) { return (int)strlen(argv[0]) > 0 ? 0 : 1; }\n",
+                          flags: ["-static"]) { program in
+            let plain = try run([program])
+            try #require(plain.status == 0, "\(plain)")
+            let refused = try run([launcher, "-c", "-e", "strlen", program])
+            #expect(refused.status == 2 && refused.errors.contains("'\(program)' is statically linked"), "\(refused)")
+        }
+    }
+
+    /// The -o file is opened once, by hook-trace, once every check has
+    /// passed, and handed to the program: a named pipe gets the whole trace
+    /// and its end, and a run that never started leaves the file as it
+    /// was. (It was opened, emptied and closed before the checks, then
+    /// opened again by the traced program: the pipe's reader saw the end
+    /// at the first close, and the second open waited for a reader for
+    /// ever; a run refused for a missing library emptied the file.)
+    @Test func theOutputFileIsOpenedOnceWhenTheProgramRuns() throws {
+        try withFolder("output-once") { folder in
+            let fifo = try run(["/bin/sh", "-c", #"""
+                cd "$1" && mkfifo trace && { cat trace > got & } &&
+                timeout 60 "$0" -o trace -e strlen -- "$2" loop 1; echo "rc=$?"; wait; grep -c strlen got
+                """#, launcher, folder.path, sample])
+            #expect(fifo.output.hasSuffix("rc=3\n1\n"), "\(fifo)")
+            let kept = folder.appendingPathComponent("kept.txt")
+            try "precious\n".write(to: kept, atomically: true, encoding: .utf8)
+            let noLibrary = try run(["env", "HOOK_TRACE_LIBRARY=/nonexistent/libHookTrace.so", launcher, "-o", kept.path, sample, "loop", "1"])
+            #expect(noLibrary.status == 2, "\(noLibrary)")
+            let noProgram = try run([launcher, "-o", kept.path, folder.path])
+            #expect(noProgram.status == 126, "\(noProgram)")
+            #expect(try String(contentsOf: kept, encoding: .utf8) == "precious\n")
+            let traced = try run([launcher, "-o", kept.path, "-e", "strlen", sample, "loop", "2"])
+            #expect(traced.status == 3, "\(traced)")
+            let lines = try String(contentsOf: kept, encoding: .utf8)
+            #expect(!lines.contains("precious") && lines.contains("strlen"), "\(lines)")
+        }
+    }
+
     /// A library whose path has a space or a ':' is refused: ld.so splits
     /// LD_PRELOAD at both, with no escape. (The program ran untraced, ld.so's
     /// "cannot be preloaded ... ignored" the only word of it.)
