@@ -49,6 +49,7 @@ public final class Event<Value>: Subscribable, @unchecked Sendable {
         })
     }
 
-    /// The number of subscribers.
+    /// The number of subscribers: the hooks on ``hookPoint`` (any other
+    /// hook added to it, and each `values` stream, counted too).
     public var subscriberCount: Int { point.withExisting(\.hookCount) ?? 0 }
 }

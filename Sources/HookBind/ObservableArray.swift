@@ -90,7 +90,7 @@ public final class ObservableArray<Element>: Subscribable, @unchecked Sendable {
 
     public init(_ elements: [Element] = [], name: String = "array") {
         storage = Observable(elements, name: name)
-        identities = _Identities(elements)
+        identities = _Identities(elements, name: name)
         // After the graph's own hook, before any subscriber: work out the
         // change. It runs for a vetoed write too, which delivers nothing.
         storage.hookPoint._addBookkeepingHook { [identities] call in
@@ -115,7 +115,7 @@ public final class ObservableArray<Element>: Subscribable, @unchecked Sendable {
     public func element(at index: Int) throws(BindError) -> Element {
         try _Graph.locked(storage._group) { () throws(BindError) -> Element in
             let elements = storage.value
-            try ArrayEditor<Element>.check(index, elements.count, "read at")
+            try ArrayEditor<Element>.check(index, elements.count, "read at", name: identities.name)
             return elements[index]
         }
     }
@@ -227,9 +227,9 @@ public struct ArrayEditor<Element> {
     public var count: Int { elements.count }
 
     /// Throws unless `0..<limit` holds `index` (`limit` is `count + 1` for an insertion).
-    static func check(_ index: Int, _ limit: Int, _ what: String, count: Int? = nil) throws(BindError) {
+    static func check(_ index: Int, _ limit: Int, _ what: String, count: Int? = nil, name: String) throws(BindError) {
         guard index >= 0, index < limit else {
-            throw BindError(.indexOutOfRange, "ObservableArray: cannot \(what) offset \(index) of an array of \(count ?? limit) elements")
+            throw BindError(.indexOutOfRange, "ObservableArray '\(name)': cannot \(what) offset \(index) of an array of \(count ?? limit) elements")
         }
     }
 
@@ -245,7 +245,7 @@ public struct ArrayEditor<Element> {
 
     /// - Throws: ``BindError`` `.indexOutOfRange` unless `0...count` holds `index`.
     public mutating func insert(_ element: Element, at index: Int) throws(BindError) {
-        try Self.check(index, elements.count + 1, "insert at", count: elements.count)
+        try Self.check(index, elements.count + 1, "insert at", count: elements.count, name: identities.name)
         elements.insert(element, at: index)
         ids.insert(identities.next(), at: index)
         edited = true
@@ -254,7 +254,7 @@ public struct ArrayEditor<Element> {
     /// - Throws: ``BindError`` `.indexOutOfRange`.
     @discardableResult
     public mutating func remove(at index: Int) throws(BindError) -> Element {
-        try Self.check(index, elements.count, "remove at")
+        try Self.check(index, elements.count, "remove at", name: identities.name)
         ids.remove(at: index)
         edited = true
         return elements.remove(at: index)
@@ -263,7 +263,7 @@ public struct ArrayEditor<Element> {
     /// Puts `element` in place of the one at `index` (a deletion and an insertion at `index`).
     /// - Throws: ``BindError`` `.indexOutOfRange`.
     public mutating func replace(at index: Int, with element: Element) throws(BindError) {
-        try Self.check(index, elements.count, "replace at")
+        try Self.check(index, elements.count, "replace at", name: identities.name)
         elements[index] = element
         ids[index] = identities.next()
         edited = true
@@ -271,8 +271,8 @@ public struct ArrayEditor<Element> {
 
     /// - Throws: ``BindError`` `.indexOutOfRange` unless both offsets are in the array.
     public mutating func move(from: Int, to: Int) throws(BindError) {
-        try Self.check(from, elements.count, "move from")
-        try Self.check(to, elements.count, "move to")
+        try Self.check(from, elements.count, "move from", name: identities.name)
+        try Self.check(to, elements.count, "move to", name: identities.name)
         guard from != to else { return }
         elements.insert(elements.remove(at: from), at: to)
         ids.insert(ids.remove(at: from), at: to)
@@ -337,7 +337,11 @@ final class _Identities<Element>: @unchecked Sendable {
     @exclusivity(unchecked) var delivering: ArrayChange<Element>?
     @exclusivity(unchecked) private var counter: UInt64 = 0
 
-    init(_ elements: [Element]) {
+    /// The array's name, for messages.
+    let name: String
+
+    init(_ elements: [Element], name: String) {
+        self.name = name
         heard = elements
         current = []
         current = fresh(elements.count)

@@ -79,8 +79,9 @@ public final class Signal<Value>: @unchecked Sendable {
         return monitor
     }
 
-    /// The number of subscribers (closed ones and those of dead observers
-    /// included until they are detached).
+    /// The number of subscribers: the hooks on ``hookPoint`` (closed ones
+    /// and those of dead observers included until they are detached, and
+    /// any other hook added to it).
     public var subscriberCount: Int { point.withExisting(\.hookCount) ?? 0 }
 }
 
@@ -94,9 +95,26 @@ public final class SignalMonitor: @unchecked Sendable {
     }
 
     let flag = Flag()
-    var token: HookToken?
+    /// The hook, by an unowned reference (its memory kept; its hook point
+    /// holds it while it is attached). A hook is its block: held strongly
+    /// here, the block and what it captured outlived `close()` as long as
+    /// the monitor did.
+    private var hook: UnsafeMutableRawPointer?
 
     init() {}
+
+    deinit {
+        if let hook { _UnownedReference.dropMemory(hook) }
+    }
+
+    /// The subscriber's hook; set once, before the monitor is handed out.
+    var token: HookToken? {
+        get { hook.flatMap { _UnownedReference.object(at: $0) }.map { unsafeDowncast($0, to: HookToken.self) } }
+        set {
+            if let hook { _UnownedReference.dropMemory(hook) }
+            hook = newValue.map { _UnownedReference.keepMemory(of: $0) }
+        }
+    }
 
     /// Stops delivery at once: no emit that begins after it returns calls
     /// the block (one under way on another thread may still finish its
@@ -154,10 +172,10 @@ public enum KVO {
     ) throws(BindError) -> SignalMonitor {
         let point = try _propertyPoint(object, keyPath)
         let monitor = SignalMonitor()
-        if initial {
-            let current = point._currentValue
-            block(PropertyChange(oldValue: current, newValue: current, isInitial: true))
-        }
+        // The hook first, then the initial value (as KVO's `.initial`): a
+        // set made meanwhile, by another thread or by the initial block
+        // itself, is reported (read first, such a set was lost, and the
+        // observer kept the value it had read).
         monitor.token = point.after(owner: observer) { [flag = monitor.flag] call in
             // Not for a set that stored nothing (vetoed, or an `instead`
             // hook that did not run the original).
@@ -165,6 +183,10 @@ public enum KVO {
             let change = PropertyChange(oldValue: try call.oldValue(as: Value.self),
                                         newValue: try call.argument(0, as: Value.self), isInitial: false)
             block(change)
+        }
+        if initial {
+            let current = point._currentValue
+            block(PropertyChange(oldValue: current, newValue: current, isInitial: true))
         }
         return monitor
     }

@@ -53,12 +53,29 @@ public struct SubscriptionOptions: Sendable, Equatable {
 }
 
 /// What subscribing returns: ``dispose()`` stops delivery (a disposal token).
-public final class Subscription: Sendable {
-    private let tokens: [HookToken]
+public final class Subscription: @unchecked Sendable {
+    /// The hooks, by unowned references (each one's memory kept, see
+    /// `_UnownedReference.keepMemory(of:)`; a hook point holds the hooks
+    /// attached to it). A hook is its block: held strongly here, the block
+    /// and what it captured outlived `dispose()` as long as the
+    /// subscription did (a model that kept its own subscription, whose
+    /// block captured the model, was never freed).
+    private let hooks: [UnsafeMutableRawPointer]
 
     @usableFromInline
     init(_ tokens: HookToken...) {
-        self.tokens = tokens
+        hooks = tokens.map { _UnownedReference.keepMemory(of: $0) }
+    }
+
+    deinit {
+        for hook in hooks { _UnownedReference.dropMemory(hook) }
+    }
+
+    /// Calls `body` with each hook that still exists.
+    private func forEachHook(_ body: (HookToken) -> Void) {
+        for hook in hooks {
+            if let token = _UnownedReference.object(at: hook) { body(unsafeDowncast(token, to: HookToken.self)) }
+        }
     }
 
     /// Stops delivery from the next change on. Idempotent, from any
@@ -70,17 +87,23 @@ public final class Subscription: Sendable {
     /// call may still be running it; `HookPoint.reclaimRetiredHooks()` runs
     /// a batch now).
     public func dispose() {
-        for token in tokens { token.remove() }
+        forEachHook { $0.remove() }
     }
 
-    /// Whether ``dispose()`` was called.
-    public var isDisposed: Bool { !tokens.contains { $0.isActive } }
+    /// Whether delivery stopped: ``dispose()`` was called, or the hooks
+    /// were removed otherwise (by a `HookBag`, `removeAllHooks()`) or went
+    /// with their hook point.
+    public var isDisposed: Bool {
+        var active = false
+        forEachHook { if $0.isActive { active = true } }
+        return !active
+    }
 
     /// Puts the subscription in `bag`: it is disposed of when the bag goes
     /// (with its `HookOwner`) or by `bag.removeAll()`.
     @discardableResult
     public func store(in bag: HookBag) -> Subscription {
-        for token in tokens { token.store(in: bag) }
+        forEachHook { $0.store(in: bag) }
         return self
     }
 }

@@ -504,6 +504,7 @@ struct ObservableArrayTests {
             } catch let error as BindError {
                 #expect(error.kind == .indexOutOfRange)
                 #expect(error.message.contains(what), "\(error.message)")
+                #expect(error.message.hasPrefix("ObservableArray 'letters': "), "\(error.message)")
             } catch {
                 Issue.record("unexpected \(error)")
             }

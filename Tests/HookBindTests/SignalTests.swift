@@ -17,6 +17,61 @@ struct SignalTests {
     /// A vetoed emit reaches no subscriber and no `values` stream (a
     /// closure's after hooks run for a vetoed call: every subscriber heard
     /// it, as `Event`'s did not).
+    /// A subscription or monitor that is kept lets go of its block once
+    /// disposed or closed: a model holding its own subscription, whose
+    /// block captures the model, is freed. (They held the hook, which is
+    /// the block, for as long as they lived: the model was never freed.)
+    @Test func aKeptSubscriptionOrMonitorLetsGoOfItsBlockOnceEnded() {
+        final class Model {
+            let name = Observable("")
+            let signal = Signal<Int>()
+            var subscription: Subscription?
+            var monitor: SignalMonitor?
+        }
+        weak var weakModel: Model?
+        do {
+            let model = Model()
+            weakModel = model
+            model.subscription = model.name.subscribe { [model] _, _ in _ = model }
+            model.monitor = model.signal.subscribe { [model] _ in _ = model }
+            model.name.value = "a"
+            #expect(model.subscription?.isDisposed == false)
+            #expect(model.signal.subscriberCount == 1)
+            model.subscription?.dispose()
+            model.monitor?.close()
+            #expect(model.subscription?.isDisposed == true)
+        }
+        HookPoint.reclaimRetiredHooks()
+        #expect(weakModel == nil)
+    }
+
+    /// With `initial`, the hook is on before the current value is read: a
+    /// set made by the initial block itself (or by another thread
+    /// meanwhile) is heard. (The value was read and delivered first, and
+    /// such a set was lost.)
+    @Test func aSetMadeDuringTheInitialNotificationIsObserved() throws {
+        let holder = Holder()
+        var heard: [String] = []
+        let monitor = try KVO.observe(holder, \.value, initial: true) { change in
+            heard.append(change.isInitial ? "initial \(change.newValue)" : "\(change.oldValue)->\(change.newValue)")
+            if change.isInitial { holder.value = 5 }
+        }
+        defer { monitor.close() }
+        #expect(heard == ["initial 0", "0->5"])
+        holder.value = 6
+        #expect(heard == ["initial 0", "0->5", "5->6"])
+    }
+
+    @Test func aSubscriberCountCountsTheHooksOnItsPoint() {
+        let event = Event<Int>()
+        let subscription = event.subscribe { _, _ in }
+        let other = event.hookPoint.before { _ in }
+        #expect(event.subscriberCount == 2, "the doc says it counts every hook")
+        other.remove()
+        subscription.dispose()
+        #expect(event.subscriberCount == 0)
+    }
+
     @Test func aVetoedEmitIsNotDelivered() async {
         let signal = Signal<Int>()
         let heard = Shared<[String]>([])
