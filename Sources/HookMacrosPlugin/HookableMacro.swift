@@ -100,7 +100,10 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
         variable.attributes.compactMap { $0.as(AttributeSyntax.self) }.first { attribute in
             let name = attribute.attributeName.trimmedDescription
             let last = name.split(separator: ".").last.map(String.init) ?? name
+            // (`@ObservationIgnored` marks a property `@Observable` leaves
+            // alone: no storage of its own.)
             return name.first?.isUppercase == true && !isGlobalActor(name) && last != "Hooked" && last != "Unhooked"
+                && last != "ObservationIgnored"
         }
     }
 
@@ -143,6 +146,15 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
             return refuse("it is a weak or unowned reference, which a hook point's storage cannot hold")
         }
         if variable.bindings.count > 1 { return refuse("several properties are declared together; declare one per line") }
+        // (A tuple pattern, `var (x, y) = (0, 0)`: a property wrapper takes one name.)
+        if variable.bindings.first?.pattern.is(IdentifierPatternSyntax.self) != true { return refuse("it is not a single name") }
+        // `@Observable` makes each stored property computed, with storage of
+        // its own: `@Hooked` cannot wrap that (the compiler said "property
+        // wrapper cannot be applied to a computed property" and "invalid
+        // redeclaration of synthesized property" inside the expansions).
+        if hasAttribute(declaration.attributes, ["Observable"]), !hasAttribute(variable.attributes, ["ObservationIgnored"]) {
+            return refuse("'\(typeName)' is @Observable, whose macro makes the property computed, with a storage of its own that @Hooked cannot wrap; mark it @ObservationIgnored to hook it instead of observing it")
+        }
         // (A global actor's attribute, `@MainActor`, is not a wrapper: `@Hooked @MainActor var` is isolated storage.)
         if let other = wrapper(of: variable) {
             return refuse("it already has the attribute @\(other.attributeName.trimmedDescription), and two storages cannot wrap one property")

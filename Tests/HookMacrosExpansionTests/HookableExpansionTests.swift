@@ -433,6 +433,44 @@ struct HookableExpansionTests {
         ])
     }
 
+    /// A tuple pattern, and a property of an `@Observable` type (which that
+    /// macro makes computed), are refused by name; one `@ObservationIgnored`
+    /// is hooked. (Both were expanded, and the compiler's errors were
+    /// inside the expansions.)
+    @Test func tuplesAndObservablePropertiesAreRefusedByName() {
+        expand("""
+            @Hookable
+            final class Pair {
+                var (x, y) = (0, 0)
+            }
+            """, """
+            final class Pair {
+                var (x, y) = (0, 0)
+            }
+            """, diagnostics: [
+            error("@Hookable cannot hook property '(x, y)' of 'Pair': it is not a single name; mark it @Unhooked to leave it a plain property", 3, 5),
+        ])
+        expand("""
+            @Observable
+            @Hookable
+            final class Model {
+                var name = ""
+                @ObservationIgnored
+                var count = 0
+            }
+            """, """
+            @Observable
+            final class Model {
+                var name = ""
+                @ObservationIgnored
+                @Hook.Hooked
+                var count = 0
+            }
+            """, diagnostics: [
+            error("@Hookable cannot hook property 'name' of 'Model': 'Model' is @Observable, whose macro makes the property computed, with a storage of its own that @Hooked cannot wrap; mark it @ObservationIgnored to hook it instead of observing it; mark it @Unhooked to leave it a plain property", 4, 5),
+        ])
+    }
+
     @Test func overloadsThatCannotBeTold() {
         expand("""
             @Hookable

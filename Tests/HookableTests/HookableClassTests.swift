@@ -1,9 +1,19 @@
 import CHookTestSupport
 import Foundation
 import HookBind
+import Observation
 import HookMacros
 import Synchronization
 import Testing
+
+/// An `@Observable` model whose hooked property `@Observable` ignores.
+@Observable
+@Hookable
+final class ObservedCounter {
+    @ObservationIgnored
+    var count = 0
+    @Unhooked var label = ""
+}
 
 @Hookable
 final class Account {
@@ -116,6 +126,15 @@ final class ScreenModel {
 
 @Suite("@Hookable classes")
 struct HookableClassTests {
+    @Test func aPropertyAnObservableTypeIgnoresIsHooked() {
+        let counter = ObservedCounter()
+        var seen: [Int] = []
+        counter.$count.after { call in seen.append(try call.argument(0, as: Int.self)) }
+        counter.count = 3
+        counter.label = "x"
+        #expect(seen == [3] && counter.count == 3 && counter.label == "x")
+    }
+
     @Test func methodsAndPropertiesAreHookedPerInstance() throws {
         let a = Account(owner: "Ada"), b = Account(owner: "Bob")
         a.$deposit.before { call in
