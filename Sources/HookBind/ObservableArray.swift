@@ -147,7 +147,15 @@ public final class ObservableArray<Element>: Subscribable, @unchecked Sendable {
         var editor = ArrayEditor(elements, base.ids ?? identities.fresh(elements.count), identities)
         let result = try body(&editor)
         if editor.edited {
-            if root.inBatch, identities.batchStart == nil { identities.batchStart = .init(stored: storedBefore) }
+            // The batch's start, at this array's first write in the batch
+            // (`committed` lists what the thread's batch wrote). (Kept
+            // while one was there: one left by a batch whose closing write
+            // ran no hook, so no `settle`, was taken by the next batch for
+            // its own, and a veto of that one's write restored the wrong
+            // identities.)
+            if root.inBatch, _Graph.state.committed[ObjectIdentifier(storage)] == nil {
+                identities.batchStart = .init(stored: storedBefore)
+            }
             // A write of this array under way (this edit is made by one of
             // its `before` hooks): its identities are its own again after.
             let interrupted = identities.proposed

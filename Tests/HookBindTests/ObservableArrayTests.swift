@@ -488,6 +488,27 @@ struct ObservableArrayTests {
         #expect(changes.value[2].isEmpty)
     }
 
+    /// A batch whose closing write ran no hook (`withoutHooks`) leaves no
+    /// start for the next batch: a veto of that one's write restores its
+    /// own start, and the change after is right. (The old start stayed, the
+    /// next batch kept it, and the change after the veto lost the
+    /// replaced element: its insertions rebuilt [1, 2, 3, 5].)
+    @Test func aBatchWithoutACallLeavesNoStartForALaterVetoedBatch() throws {
+        let array = ObservableArray([1, 2, 3])
+        let changes = record(array)
+        array.hookPoint.withoutHooks { batch { try? array.replace(at: 0, with: 9) } }
+        let veto = array.hookPoint.before { call in try call.veto() }
+        batch { array.append(4) }
+        veto.remove()
+        array.append(5)
+        #expect(array.value == [9, 2, 3, 5])
+        let change = try #require(changes.value.last)
+        var rebuilt = change.oldElements
+        for deletion in change.deletions.reversed() { rebuilt.remove(at: deletion) }
+        for insertion in change.insertions { rebuilt.insert(change.elements[insertion], at: insertion) }
+        #expect(rebuilt == change.elements, "\(change)")
+    }
+
     @Test func offsetsOutOfRangeThrowAndLeaveTheArrayAsItWas() {
         let array = ObservableArray(["a", "b"], name: "letters")
         let changes = record(array)
