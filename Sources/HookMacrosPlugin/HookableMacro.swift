@@ -195,7 +195,8 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
     /// the property `name` (assigns, changes or reads it: see
     /// `AssignmentFinder`), else nil.
     static func synchronousInitAssigning(_ name: String, in declaration: some DeclGroupSyntax) -> String? {
-        for member in declaration.memberBlock.members {
+        // (Inside `#if` too, in any clause: which one is compiled is not known here.)
+        for member in members(of: declaration) {
             guard let initializer = member.decl.as(InitializerDeclSyntax.self), let body = initializer.body,
                   initializer.signature.effectSpecifiers?.asyncSpecifier == nil else { continue }
             // (A parameter or a local of the same name is what a bare
@@ -334,10 +335,23 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
     /// as an overload is: `$count_of`, selector `count(of:)`.
     static func peerName(of function: FunctionDeclSyntax, in declaration: some DeclGroupSyntax) -> (name: String, selector: String, problem: String?) {
         let base = function.name.bareText
-        let siblings = declaration.memberBlock.members.compactMap { $0.decl.as(FunctionDeclSyntax.self) }.filter {
+        // The members beside it, `#if` clauses included, but for those of
+        // another clause of an `#if` it is in (never compiled together).
+        // (Only the members outside `#if` were looked at: a method in an
+        // `#if` and an overload outside both got `$name`, an "invalid
+        // redeclaration" in the expansions.)
+        let all = members(of: declaration)
+        // (Found by its text: the compiler hands a member of an `#if`
+        // clause over as a node of its own. Two of the same text are in
+        // different clauses, or the compiler refuses them anyway.)
+        let text = function.trimmedDescription
+        let mine = all.first { $0.decl.id == function.id }?.clauses
+            ?? all.first { $0.decl.as(FunctionDeclSyntax.self)?.trimmedDescription == text }?.clauses ?? []
+        let beside = all.filter { !Self.exclusive($0.clauses, mine) }.map(\.decl)
+        let siblings = beside.compactMap { $0.as(FunctionDeclSyntax.self) }.filter {
             $0.name.bareText == base && !hasAttribute($0.attributes, ["Unhooked"]) && !hasModifier($0.modifiers, ["static", "class"])
         }
-        guard siblings.count > 1 || hasProjectedProperty(named: base, in: declaration) else { return ("$" + base, base, nil) }
+        guard siblings.count > 1 || hasProjectedProperty(named: base, among: beside) else { return ("$" + base, base, nil) }
         func labels(_ f: FunctionDeclSyntax) -> String {
             f.signature.parameterClause.parameters.map { $0.firstName.text == "_" ? "_" : $0.firstName.bareText }.joined(separator: "_")
         }
@@ -348,9 +362,9 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
             return String(text.map { $0.isLetter || $0.isNumber || $0 == "_" ? $0 : "_" })
         }
         let selector = fullName(function)
-        let mine = labels(function)
-        let sameLabels = siblings.filter { labels($0) == mine }
-        if sameLabels.count == 1 { return ("$\(base)_\(mine)", selector, nil) }
+        let myLabels = labels(function)
+        let sameLabels = siblings.filter { labels($0) == myLabels }
+        if sameLabels.count == 1 { return ("$\(base)_\(myLabels)", selector, nil) }
         let myTypes = types(function)
         if sameLabels.filter({ types($0) == myTypes }).count > 1 {
             return ("", selector, "another overload has the same labels and parameter types")
@@ -360,12 +374,41 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
 }
 
 extension HookableMacro {
-    /// Whether a property of `declaration` has the projection `$name`: a
+    /// Where a member is: the `#if` declarations it is inside, each with
+    /// the index of its clause.
+    typealias Clauses = [(ifConfig: SyntaxIdentifier, clause: Int)]
+
+    /// Every member of `declaration`, those inside `#if` clauses (any
+    /// clause, nested too) included, each with where it is.
+    static func members(of declaration: some DeclGroupSyntax) -> [(decl: DeclSyntax, clauses: Clauses)] {
+        var found: [(decl: DeclSyntax, clauses: Clauses)] = []
+        func visit(_ list: MemberBlockItemListSyntax, _ clauses: Clauses) {
+            for member in list {
+                if let ifConfig = member.decl.as(IfConfigDeclSyntax.self) {
+                    for (index, clause) in ifConfig.clauses.enumerated() {
+                        if case .decls(let inner)? = clause.elements { visit(inner, clauses + [(ifConfig.id, index)]) }
+                    }
+                } else {
+                    found.append((member.decl, clauses))
+                }
+            }
+        }
+        visit(declaration.memberBlock.members, [])
+        return found
+    }
+
+    /// Whether members at `a` and `b` are in different clauses of one
+    /// `#if` (never compiled together).
+    static func exclusive(_ a: Clauses, _ b: Clauses) -> Bool {
+        a.contains { x in b.contains { y in x.ifConfig == y.ifConfig && x.clause != y.clause } }
+    }
+
+    /// Whether one of `members` has the projection `$name`: a
     /// stored instance `var` that `@Hookable` hooks (or refuses, until it is
     /// marked `@Unhooked`), or one with a wrapper, which may project one.
-    static func hasProjectedProperty(named name: String, in declaration: some DeclGroupSyntax) -> Bool {
-        declaration.memberBlock.members.contains { member in
-            guard let variable = member.decl.as(VariableDeclSyntax.self),
+    static func hasProjectedProperty(named name: String, among members: [DeclSyntax]) -> Bool {
+        members.contains { member in
+            guard let variable = member.as(VariableDeclSyntax.self),
                   variable.bindingSpecifier.tokenKind == .keyword(.var),
                   !hasModifier(variable.modifiers, ["static", "class"]),
                   variable.bindings.contains(where: { $0.pattern.as(IdentifierPatternSyntax.self)?.identifier.bareText == name })

@@ -471,6 +471,75 @@ struct HookableExpansionTests {
         ])
     }
 
+    /// Members inside `#if` count: an overload there names both methods'
+    /// hook points as overloads, one in another clause of the same `#if`
+    /// does not, and an actor's synchronous init there that assigns a
+    /// property refuses it. (Only the members outside `#if` were looked at:
+    /// both `write`s got `$write`, an "invalid redeclaration" in the
+    /// expansions, and the init went unseen.)
+    @Test func membersInsideIfConfigCount() {
+        expand("""
+            @Hookable
+            final class Log {
+                func write(_ t: String) {}
+                #if DEBUG
+                func write(_ c: Int) {}
+                #endif
+                #if os(Linux)
+                func flush() {}
+                #else
+                func flush() {}
+                #endif
+            }
+            """, """
+            final class Log {
+                func write(_ t: String) {
+                    func _hookableOriginal(_ t: String) -> Void {
+                    }
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Log._$write_String))
+                    if _hookableBits == 0 || !Hook.MethodHook<String, Void>._hookableIsHooked(_hookableBits) {
+                        return _hookableOriginal(t)
+                    }
+                    return Hook.MethodHook<String, Void>._hookableCall(_hookableBits, self, _hookableOriginal, t)
+                }
+
+                /// Where `$write_String` keeps its hook point, once made.
+                nonisolated(unsafe) final var _$write_String = Hook._HookableSlot<Hook.MethodHook<String, Void>>()
+
+                /// The hook point of `write(_:)` of this instance (made on first need).
+                final var $write_String: Hook.MethodHook<String, Void> {
+                    Hook.MethodHook<String, Void>._hookablePoint(Hook._hookableAddress(self, \\Log._$write_String), object: self, name: "write(_:)", canThrow: false)
+                }
+                #if DEBUG
+                func write(_ c: Int) {}
+                #endif
+                #if os(Linux)
+                func flush() {}
+                #else
+                func flush() {}
+                #endif
+            }
+            """)
+        expand("""
+            @Hookable
+            actor Store {
+                var name: String
+                #if os(Linux)
+                init(name: String) { self.name = name }
+                #endif
+            }
+            """, """
+            actor Store {
+                var name: String
+                #if os(Linux)
+                init(name: String) { self.name = name }
+                #endif
+            }
+            """, diagnostics: [
+            error("@Hookable cannot hook property 'name' of 'Store': the synchronous init(name:) uses it, and Swift 6.3 treats that use (an assignment through the property's init accessor, a change, a read) as actor-isolated from a nonisolated context; give the property an initial value and leave it alone in that init, or make that init async; mark it @Unhooked to leave it a plain property", 3, 5),
+        ])
+    }
+
     @Test func overloadsThatCannotBeTold() {
         expand("""
             @Hookable

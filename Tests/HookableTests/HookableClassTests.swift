@@ -6,6 +6,22 @@ import HookMacros
 import Synchronization
 import Testing
 
+/// Methods inside `#if`: the compiler hooks those of the clauses it
+/// compiles, named beside the members outside.
+@Hookable
+final class ConditionalLog {
+    var lines: [String] = []
+    func write(_ text: String) { lines.append(text) }
+    #if os(Linux)
+    func write(_ code: Int) { lines.append("#\(code)") }
+    #endif
+    #if os(Linux)
+    func flush() { lines.append("flushed on Linux") }
+    #else
+    func flush() { lines.append("flushed") }
+    #endif
+}
+
 /// An `@Observable` model whose hooked property `@Observable` ignores.
 @Observable
 @Hookable
@@ -126,6 +142,19 @@ final class ScreenModel {
 
 @Suite("@Hookable classes")
 struct HookableClassTests {
+    @Test func methodsInsideIfConfigAreHookedAndNamedAsOverloads() {
+        let log = ConditionalLog()
+        var seen: [String] = []
+        log.$write_String.before { call in seen.append(try call.argument(0, as: String.self)) }
+        log.$write_Int.before { call in seen.append("\(try call.argument(0, as: Int.self))") }
+        log.$flush.after { _ in seen.append("flush") }
+        log.write("a")
+        log.write(7)
+        log.flush()
+        #expect(seen == ["a", "7", "flush"])
+        #expect(log.lines == ["a", "#7", "flushed on Linux"])
+    }
+
     @Test func aPropertyAnObservableTypeIgnoresIsHooked() {
         let counter = ObservedCounter()
         var seen: [Int] = []
