@@ -85,26 +85,42 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
 
     /// What the expansion needs to know of a method's signature.
     struct Signature {
+        /// As the hook point spells them: an implicitly unwrapped optional
+        /// as an optional (`T!` cannot be a generic argument: "using '!' is
+        /// not allowed here").
         let argumentTypes: [String]
         let argumentNames: [String]
         let resultType: String
+        /// As the method wrote them (`T!` kept: the body unwraps implicitly).
+        let writtenArgumentTypes: [String]
+        let writtenResultType: String
         let isAsync: Bool
         let canThrow: Bool
 
         init(_ function: FunctionDeclSyntax) {
             var types: [String] = []
+            var written: [String] = []
             var names: [String] = []
             for parameter in function.signature.parameterClause.parameters {
-                let type = parameter.type.trimmedDescription
+                let type = Self.spelled(parameter.type), asWritten = parameter.type.trimmedDescription
                 types.append(parameter.ellipsis != nil ? "[\(type)]" : type)
+                written.append(parameter.ellipsis != nil ? "[\(asWritten)]" : asWritten)
                 // In backticks where it is a keyword (`func draw(in: Rect)`): `_hookableOriginal(`in`)`.
                 names.append((parameter.secondName ?? parameter.firstName).escapedText)
             }
             argumentTypes = types
+            writtenArgumentTypes = written
             argumentNames = names
-            resultType = function.signature.returnClause?.type.trimmedDescription ?? "Void"
+            resultType = function.signature.returnClause.map { Self.spelled($0.type) } ?? "Void"
+            writtenResultType = function.signature.returnClause?.type.trimmedDescription ?? "Void"
             isAsync = function.signature.effectSpecifiers?.asyncSpecifier != nil
             canThrow = function.signature.effectSpecifiers?.throwsClause != nil
+        }
+
+        /// `type` as a generic argument spells it: `T!` as `T?`.
+        static func spelled(_ type: TypeSyntax) -> String {
+            if let unwrapped = type.as(ImplicitlyUnwrappedOptionalTypeSyntax.self) { return unwrapped.wrappedType.trimmedDescription + "?" }
+            return type.trimmedDescription
         }
 
         /// `MethodHook<Int, String>` or `AsyncMethodHook<Int, String>`.
@@ -188,14 +204,14 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
             statements = rewriter.rewrite(statements).cast(CodeBlockItemListSyntax.self)
         }
 
-        let parameters = zip(signature.argumentNames, signature.argumentTypes).map { "_ \($0): \($1)" }.joined(separator: ", ")
+        let parameters = zip(signature.argumentNames, signature.writtenArgumentTypes).map { "_ \($0): \($1)" }.joined(separator: ", ")
         let effects = (signature.isAsync ? " async" : "") + (signature.canThrow ? " throws" : "")
         let arguments = signature.argumentNames.joined(separator: ", ")
         let prefix = (signature.canThrow ? "try " : "") + (signature.isAsync ? "await " : "")
         let call = signature.canThrow ? "_hookableThrowingCall" : "_hookableCall"
         let tail = arguments.isEmpty ? "" : ", " + arguments
         let original: DeclSyntax = """
-            func _hookableOriginal(\(raw: parameters))\(raw: effects) -> \(raw: signature.resultType) {\(statements)
+            func _hookableOriginal(\(raw: parameters))\(raw: effects) -> \(raw: signature.writtenResultType) {\(statements)
             }
             """
         return [

@@ -61,7 +61,8 @@ public struct HookablePropertyMacro: AccessorMacro, PeerMacro {
     ]
 
     static func valueType(of binding: PatternBindingSyntax) -> String? {
-        if let annotation = binding.typeAnnotation { return annotation.type.trimmedDescription }
+        // (`T!` as `T?`: `Hooked<T!>` is "using '!' is not allowed here".)
+        if let annotation = binding.typeAnnotation { return HookableMethodMacro.Signature.spelled(annotation.type) }
         guard var value = binding.initializer?.value else { return nil }
         if let prefix = value.as(PrefixOperatorExprSyntax.self), prefix.operator.text == "-" { value = prefix.expression }
         if value.is(IntegerLiteralExprSyntax.self) { return "Int" }

@@ -13,6 +13,16 @@ actor Tally {
     @Unhooked var snapshot: Int { total }
 }
 
+/// Implicitly unwrapped optionals: hooked as optionals, used as written.
+@Hookable
+actor Lookup {
+    var last: String! = nil
+    func find(_ key: String!) -> Int! {
+        last = key
+        return key.count
+    }
+}
+
 @Suite("@Hookable actors")
 struct HookableActorTests {
     @Test func aSynchronousInitWhoseParameterIsNamedAsAProperty() async throws {
@@ -35,6 +45,21 @@ struct HookableActorTests {
         await thermostat.calibrate(0.5)
         #expect(await thermostat.calibration == .init(offset: 0.5))
         #expect(heard == [.init(offset: 0.5)])
+    }
+
+    /// (`T!` was spelled in the hook points' types: "using '!' is not
+    /// allowed here", in the expansions.)
+    @Test func implicitlyUnwrappedOptionalsAreHookedAsOptionals() async throws {
+        let lookup = Lookup()
+        var heard: [String] = []
+        let method = lookup.$find.after { call in
+            heard.append("\(try call.argument(0, as: String?.self) ?? "nil") -> \(try call.result(as: Int?.self) ?? -1)")
+        }
+        let property = lookup.$last.after { call in heard.append("last = \(try call.argument(0, as: String?.self) ?? "nil")") }
+        defer { method.remove(); property.remove() }
+        #expect(await lookup.find("four") == 4)
+        #expect(await lookup.last == "four")
+        #expect(heard == ["last = four", "four -> 4"])
     }
 
     @Test func actorMethodsAreHookedPerInstance() async throws {
