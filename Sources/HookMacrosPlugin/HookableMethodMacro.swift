@@ -153,7 +153,13 @@ public struct HookableMethodMacro: BodyMacro, PeerMacro {
         let options = options(node)
         if options.isOverride { return [] }
         let signature = Signature(function)
-        let access = accessModifier(function)
+        // An inlinable method that is not public refers, in its body, to
+        // its slot (and an override's, to the slot finder): those must be
+        // usable from inline code ("property '_$read' is internal and
+        // cannot be referenced from an '@inlinable' function").
+        let inlinable = HookableMacro.hasAttribute(function.attributes, ["inlinable", "_alwaysEmitIntoClient"])
+            && ["", "package "].contains(accessModifier(function))
+        let access = (inlinable ? "@usableFromInline " : "") + accessModifier(function)
         // (Nonisolated in a class too: a class isolated to a global actor
         // (`@MainActor`) isolates its stored properties, and a
         // `nonisolated` method could not reach its slot.)

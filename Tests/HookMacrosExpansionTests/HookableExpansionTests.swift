@@ -540,6 +540,41 @@ struct HookableExpansionTests {
         ])
     }
 
+    /// An inlinable method that is not public: its slot (and projection)
+    /// are usable from inline code, which its body refers to. (The compiler
+    /// said "property '_$read' is internal and cannot be referenced from an
+    /// '@inlinable' function", in a build without testing enabled.)
+    @Test func anInlinableMethodsSlotIsUsableFromInline() {
+        expand("""
+            @Hookable
+            public final class Meter {
+                @inlinable func read() -> Int { 1 }
+            }
+            """, """
+            public final class Meter {
+                @inlinable
+                func read() -> Int {
+                    func _hookableOriginal() -> Int {
+                        1
+                    }
+                    let _hookableBits = Hook._hookableLoad(Hook._hookableAddress(self, \\Meter._$read))
+                    if _hookableBits == 0 || !Hook.MethodHook<Int>._hookableIsHooked(_hookableBits) {
+                        return _hookableOriginal()
+                    }
+                    return Hook.MethodHook<Int>._hookableCall(_hookableBits, self, _hookableOriginal)
+                }
+
+                /// Where `$read` keeps its hook point, once made.
+                @usableFromInline nonisolated(unsafe) final var _$read = Hook._HookableSlot<Hook.MethodHook<Int>>()
+
+                /// The hook point of `read` of this instance (made on first need).
+                @usableFromInline final var $read: Hook.MethodHook<Int> {
+                    Hook.MethodHook<Int>._hookablePoint(Hook._hookableAddress(self, \\Meter._$read), object: self, name: "read", canThrow: false)
+                }
+            }
+            """)
+    }
+
     @Test func overloadsThatCannotBeTold() {
         expand("""
             @Hookable

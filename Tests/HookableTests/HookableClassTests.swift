@@ -22,6 +22,13 @@ final class ConditionalLog {
     #endif
 }
 
+/// An inlinable method of an internal class: its body refers to its slot,
+/// which the expansion makes usable from inline code.
+@Hookable
+class Meter {
+    @inlinable func read() -> Int { 1 }
+}
+
 /// An `@Observable` model whose hooked property `@Observable` ignores.
 @Observable
 @Hookable
@@ -153,6 +160,14 @@ struct HookableClassTests {
         log.flush()
         #expect(seen == ["a", "7", "flush"])
         #expect(log.lines == ["a", "#7", "flushed on Linux"])
+    }
+
+    /// (A test build, with testing enabled, lets inline code refer to
+    /// internal declarations: see the expansion test for the slot.)
+    @Test func anInlinableMethodIsHooked() throws {
+        let meter = Meter()
+        meter.$read.after { call in try call.setResult(try call.result(as: Int.self) + 41) }
+        #expect(meter.read() == 42)
     }
 
     @Test func aPropertyAnObservableTypeIgnoresIsHooked() {
