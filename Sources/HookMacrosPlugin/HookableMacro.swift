@@ -172,6 +172,10 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
            isCheckedSendable(declaration) {
             return refuse("it is isolated to @\(actor) while its Sendable class is not, and @Hooked's storage would be mutable state of a Sendable class; isolate the whole class to @\(actor) instead")
         }
+        if let type = variable.bindings.first?.typeAnnotation?.type,
+           let name = mentioned(noncopyableGenerics(of: declaration), in: type) {
+            return refuse("its type uses '\(name)', which may be noncopyable (~Copyable), and a hook point's storage copies the value")
+        }
         if inActor {
             // An actor's accessors are spelt by the expansion, which needs the value's type.
             guard let binding = variable.bindings.first, HookablePropertyMacro.valueType(of: binding) != nil else {
@@ -221,7 +225,7 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
         if hasAttribute(function.attributes, ["Unhooked", "_HookableMethod"]) { return [] }
         if hasModifier(function.modifiers, ["static", "class"]) { return [] }
         let display = fullName(function)
-        if let reason = unsupported(function) {
+        if let reason = unsupported(function) ?? noncopyableUse(in: function, declaration) {
             context.diagnose(Diagnostic(node: function.name, message: HookableMessage.error(
                 "@Hookable cannot hook method '\(display)' of '\(typeName)': \(reason); mark it @Unhooked to leave it a plain method")))
             return []
@@ -245,6 +249,63 @@ public struct HookableMacro: MemberAttributeMacro, MemberMacro {
         return ["""
             @_HookableMethod(\(literal: naming.name), selector: \(literal: naming.selector), override: \(literal: isOverride), actor: \(literal: inActor), final: \(literal: isFinal), type: \(literal: fullType))
             """]
+    }
+
+    /// The generic parameters of `declaration` that may be noncopyable
+    /// (`<T: ~Copyable>`, `where T: ~Copyable`).
+    static func noncopyableGenerics(of declaration: some DeclGroupSyntax) -> Set<String> {
+        let clause = declaration.as(ClassDeclSyntax.self)?.genericParameterClause ?? declaration.as(ActorDeclSyntax.self)?.genericParameterClause
+        let whereClause = declaration.as(ClassDeclSyntax.self)?.genericWhereClause ?? declaration.as(ActorDeclSyntax.self)?.genericWhereClause
+        var names = Set<String>()
+        for parameter in clause?.parameters ?? [] where parameter.inheritedType?.trimmedDescription.contains("~Copyable") == true {
+            names.insert(parameter.name.text)
+        }
+        for requirement in whereClause?.requirements ?? [] {
+            if case .conformanceRequirement(let conformance) = requirement.requirement,
+               conformance.rightType.trimmedDescription.contains("~Copyable") {
+                names.insert(conformance.leftType.trimmedDescription)
+            }
+        }
+        return names
+    }
+
+    /// The first of `names` that `type` names (a generic parameter), or nil.
+    static func mentioned(_ names: Set<String>, in type: TypeSyntax) -> String? {
+        guard !names.isEmpty else { return nil }
+        final class Finder: SyntaxVisitor {
+            let names: Set<String>
+            var found: String?
+            init(_ names: Set<String>) {
+                self.names = names
+                super.init(viewMode: .sourceAccurate)
+            }
+            override func visit(_ node: IdentifierTypeSyntax) -> SyntaxVisitorContinueKind {
+                if found == nil, names.contains(node.name.text) { found = node.name.text }
+                return .visitChildren
+            }
+        }
+        let finder = Finder(names)
+        finder.walk(type)
+        return finder.found
+    }
+
+    /// Why a method of `declaration` cannot be hooked for a generic
+    /// parameter of its type that may be noncopyable, or nil. (The
+    /// expansion's hook point type then failed: "'T' does not conform to
+    /// 'Copyable'".)
+    static func noncopyableUse(in function: FunctionDeclSyntax, _ declaration: some DeclGroupSyntax) -> String? {
+        let names = noncopyableGenerics(of: declaration)
+        guard !names.isEmpty else { return nil }
+        for (i, parameter) in function.signature.parameterClause.parameters.enumerated() {
+            if let name = mentioned(names, in: parameter.type) {
+                let what = parameter.secondName?.text ?? (parameter.firstName.text == "_" ? "#\(i + 1)" : parameter.firstName.text)
+                return "parameter '\(what)' uses '\(name)', which may be noncopyable (~Copyable), and the hooks see a copy of the arguments"
+            }
+        }
+        if let result = function.signature.returnClause?.type, let name = mentioned(names, in: result) {
+            return "its result uses '\(name)', which may be noncopyable (~Copyable), and the hooks see a copy of it"
+        }
+        return nil
     }
 
     /// Why a method cannot be hooked, or nil.

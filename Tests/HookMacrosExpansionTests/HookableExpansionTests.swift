@@ -575,6 +575,33 @@ struct HookableExpansionTests {
             """)
     }
 
+    /// A generic parameter that may be noncopyable, in a property's type
+    /// or a method's signature, is refused by name (the expansion failed:
+    /// "'T' does not conform to 'Copyable'"); a method that does not use
+    /// it is hooked.
+    @Test func noncopyableGenericParametersAreRefusedByName() {
+        expand("""
+            @Hookable
+            final class Holder<T: ~Copyable> {
+                var item: T
+                func take(_ value: consuming T) {}
+                func peek() -> T? { nil }
+                init(_ item: consuming T) { self.item = item }
+            }
+            """, """
+            final class Holder<T: ~Copyable> {
+                var item: T
+                func take(_ value: consuming T) {}
+                func peek() -> T? { nil }
+                init(_ item: consuming T) { self.item = item }
+            }
+            """, diagnostics: [
+            error("@Hookable cannot hook property 'item' of 'Holder': its type uses 'T', which may be noncopyable (~Copyable), and a hook point's storage copies the value; mark it @Unhooked to leave it a plain property", 3, 5),
+            error("@Hookable cannot hook method 'take(_:)' of 'Holder': parameter 'value' is consuming, and the hooks see a copy of the arguments; mark it @Unhooked to leave it a plain method", 4, 10),
+            error("@Hookable cannot hook method 'peek()' of 'Holder': its result uses 'T', which may be noncopyable (~Copyable), and the hooks see a copy of it; mark it @Unhooked to leave it a plain method", 5, 10),
+        ])
+    }
+
     @Test func overloadsThatCannotBeTold() {
         expand("""
             @Hookable
