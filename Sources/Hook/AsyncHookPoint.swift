@@ -96,6 +96,9 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
     /// A method's object, by an unowned reference (the object
     /// holds its hook points); nil for a closure.
     private let objectReference: _UnownedReference?
+    /// Whether this is a method's hook point, which has no original of its
+    /// own: calling it is refused before any hook runs.
+    @usableFromInline let _isMethod: Bool
 
     /// Makes a hook point over `original`.
     /// - Parameters:
@@ -106,6 +109,7 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
         self.original = original
         self.canThrow = true
         self.objectReference = nil
+        self._isMethod = false
         super.init(name: name, shape: .typed(kind: .asyncClosure, arguments: repeat (each A).self, result: R.self, canThrow: true), target: target)
     }
 
@@ -116,6 +120,7 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
         }
         self.canThrow = canThrow
         self.objectReference = _UnownedReference(object)
+        self._isMethod = true
         super.init(name: name, shape: .typed(kind: .asyncMethod, arguments: repeat (each A).self, result: R.self, canThrow: canThrow), target: nil)
     }
 
@@ -141,9 +146,20 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
     }
 
     /// Calls the hooked closure: `try await hook(1, 2)`.
+    ///
+    /// - Throws: What the call throws; ``HookError`` `.invalidValue` for a
+    ///   method's hook point (call the method): no hook runs then. (They ran
+    ///   around a call that never happened, whose "original" threw that
+    ///   error: after hooks counted it, and one that set a result made one up.)
     @inlinable
     public func callAsFunction(_ args: repeat each A, isolation: isolated (any Actor)? = #isolation) async throws -> R {
-        try await _call(original, repeat each args, isolation: isolation)
+        if _isMethod { try _refuseCallOfMethodPoint() }
+        return try await _call(original, repeat each args, isolation: isolation)
+    }
+
+    @usableFromInline
+    func _refuseCallOfMethodPoint() throws(HookError) {
+        throw HookError(.invalidValue, point: name, "the hook point of a method has no original of its own: call the method")
     }
 
     // MARK: Hooks
@@ -295,6 +311,7 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
             call.position = .after
             for entry in snapshot.after { await run(entry, &call) }
         }
+        context.ended.store(true, ordering: .releasing)
         if let error = call.error { throw error }
         if let result = call._result { return result }
         if R.self == Void.self { return unsafeBitCast((), to: R.self) }
@@ -318,8 +335,22 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
         do {
             try await entry.body(&call)
         } catch {
+            if endsTheCall(error, &call) { return }
             report(error, at: call.position)
         }
+    }
+
+    /// Whether `error`, thrown by a hook, is the call's outcome: a
+    /// `CancellationError` (the hook's task, which is the caller's, was
+    /// cancelled while it waited) of a point that can throw. Then it is
+    /// (`setError`: from a before hook, the call is vetoed). Any other error
+    /// of a hook goes to the error handler, and the call goes on. (A
+    /// cancelled before hook, a rate limiter's `wait()`, let the call
+    /// through as if it had waited.)
+    private func endsTheCall(_ error: any Error, _ call: inout AsyncCallBack<repeat each A, R>) -> Bool {
+        guard canThrow, error is CancellationError else { return false }
+        try? call.setError(error)
+        return true
     }
 
     /// Runs instead hook `index`, or the original past the last one.
@@ -337,8 +368,10 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
         do {
             try await entry.body(&call)
         } catch {
-            report(error, at: .instead)
-            if !call.originalCalled { await runInstead(at: index + 1, &call) }
+            if !endsTheCall(error, &call) {
+                report(error, at: .instead)
+                if !call.originalCalled { await runInstead(at: index + 1, &call) }
+            }
         }
         call.insteadIndex = saved.0
         call.originalCalled = saved.1
@@ -449,6 +482,9 @@ final class _AsyncCallContext<each A, R>: @unchecked Sendable {
     /// The frames outside the call: the original runs with them (a recursive call is hooked again).
     let outer: _AsyncFrames?
     let target: AnyObject?
+    /// Set when the call has returned: a record kept past it (a copy an
+    /// instead hook stored) no longer runs the original.
+    let ended = Atomic<Bool>(false)
 
     init(point: AsyncClosureHook<repeat each A, R>, snapshot: AsyncClosureHook<repeat each A, R>.Snapshot,
          original: @escaping (repeat each A) async throws -> R, outer: _AsyncFrames?, target: AnyObject?) {
@@ -536,6 +572,11 @@ public struct AsyncCallBack<each A, R>: @unchecked Sendable {
     public mutating func invokeOriginal() async throws(HookError) {
         guard position == .instead else {
             throw HookError(.notInstead, point: selector, "invokeOriginal() called from a \(position) hook")
+        }
+        // (A copy kept past its call ran the remaining instead hooks and the
+        // original again, outside any call, in whatever task called it.)
+        guard !context.ended.load(ordering: .acquiring) else {
+            throw HookError(.callBackExpired, point: selector, "invokeOriginal() of a call that has returned; call the hook point again instead")
         }
         error = nil
         await context.point.runInstead(at: insteadIndex + 1, &self)

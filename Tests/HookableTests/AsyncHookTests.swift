@@ -76,6 +76,66 @@ func threadID() -> UInt { UInt(bitPattern: Int(bitPattern: pthread_self())) }
 struct AsyncHookTests {
     /// `hasHooks` says whether an async point has a hook (it read the word
     /// of synchronous points, which async ones leave zero: always false).
+    /// A before hook cancelled with its task ends the call with the
+    /// `CancellationError`: the original does not run. (The error went to
+    /// the error handler, and the call went on as if the hook had waited.)
+    @Test func aHookCancelledWithItsTaskEndsTheCall() async throws {
+        final class Ran: @unchecked Sendable { var original = false, reported = false }
+        let ran = Ran()
+        let fetch = AsyncClosureHook(name: "fetch") { (id: Int) async throws -> Int in
+            ran.original = true
+            return id
+        }
+        fetch.hookErrorHandler = { _, _ in ran.reported = true }
+        fetch.before { _ in try await Task.sleep(nanoseconds: 60_000_000_000) }
+        let task = Task { try await fetch(1) }
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(!ran.original && !ran.reported)
+        // An instead hook's cancellation too: no other instead hook, no original.
+        let load = AsyncClosureHook(name: "load") { (id: Int) async throws -> Int in
+            ran.original = true
+            return id
+        }
+        load.instead { _ in try await Task.sleep(nanoseconds: 60_000_000_000) }
+        let second = Task { try await load(2) }
+        second.cancel()
+        await #expect(throws: CancellationError.self) { try await second.value }
+        #expect(!ran.original)
+    }
+
+    /// A method's hook point is not called itself: no hook runs around a
+    /// call that cannot happen. (Before hooks ran, and an after hook that
+    /// set a result made one up for the method.)
+    @Test func callingAMethodsHookPointRunsNoHook() async throws {
+        final class Ran: @unchecked Sendable { var before = false }
+        let downloader = Downloader(), ran = Ran()
+        downloader.$fetch.before { _ in ran.before = true }
+        downloader.$fetch.after { call in if call.result == nil { call.setResult("made up") } }
+        await #expect(throws: HookError.self) { _ = try await downloader.$fetch(1) }
+        #expect(!ran.before)
+        #expect(await downloader.fetch(2) == "item 2")
+        #expect(ran.before)
+    }
+
+    /// A record kept past its call does not run the original again.
+    @Test func aKeptAsyncRecordExpires() async throws {
+        final class Keep: @unchecked Sendable { var call: AsyncCallBack<Int, Int>?; var originals = 0 }
+        let keep = Keep()
+        let point = AsyncClosureHook(name: "p") { (x: Int) async throws -> Int in
+            keep.originals += 1
+            return x
+        }
+        point.instead { call in
+            keep.call = call
+            try await call.invokeOriginal()
+        }
+        #expect(try await point(1) == 1)
+        var kept = try #require(keep.call)
+        await #expect(throws: HookError.self) { try await kept.invokeOriginal() }
+        #expect(keep.originals == 1)
+    }
+
     @Test func hasHooksOfAnAsyncPoint() async throws {
         let fetch = AsyncClosureHook(name: "fetch") { (x: Int) async in x }
         #expect(!fetch.hasHooks)
