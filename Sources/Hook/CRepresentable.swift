@@ -57,11 +57,32 @@ extension UnsafeMutablePointer: _CPointer {}
 /// needs a plain type of its size: an enum `Mode: Int32` whose `cType` is
 /// `.int32` is one byte (its tag), and was written over the low byte of a
 /// 4-byte argument, or read 3 bytes past itself.
+///
+/// A Swift enum is refused whatever its size: its memory is the number of
+/// its case, not its raw value (an `enum Level: UInt8 { case low = 10 }`
+/// read from a C 10 was no case at all, and printing it crashed; written,
+/// it stored its case's number). A struct's size is its C type's (as typed
+/// access compares it: `afterReturning` read a larger one past the C value).
 func _cLayoutProblem<T: CRepresentable>(_ type: T.Type) -> String? {
     guard _isPOD(T.self) else { return "\(T.self) holds references, and a C value is copied as bytes" }
+    if _isSwiftEnum(T.self) {
+        return "\(T.self) is a Swift enum, whose memory is the number of its case, not its raw value; take its raw type and make the enum from it (\(T.self)(rawValue:))"
+    }
     let c = T.cType
     if c._scalarCode != 0, MemoryLayout<T>.size != c._scalarSize {
         return "\(T.self) is \(MemoryLayout<T>.size) bytes, its C type \(c) \(c._scalarSize)"
     }
+    if c._scalarCode == 0, c != .void, MemoryLayout<T>.size != c.layout.size {
+        return "\(T.self) is \(MemoryLayout<T>.size) bytes, its C type \(c) \(c.layout.size)"
+    }
     return nil
+}
+
+/// Whether `type` is an enum declared in Swift (metadata kind 0x201): its
+/// memory is its case's number. An enum imported from C is of that kind too
+/// but holds its raw value (named `__C.` by the runtime): not one.
+@usableFromInline
+func _isSwiftEnum(_ type: Any.Type) -> Bool {
+    guard unsafeBitCast(type, to: UnsafeRawPointer.self).load(as: UInt.self) == 0x201 else { return false }
+    return !String(reflecting: type).hasPrefix("__C.")
 }

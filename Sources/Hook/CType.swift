@@ -3,9 +3,11 @@ import CFFIShim
 /// A C type, described at run time.
 ///
 /// `CType` is what a ``Signature`` is made of. It covers what the C calling
-/// convention can pass by value: `void` (as a return type), `_Bool`, every
-/// integer width, `float`, `double`, pointers, and structs by value, nested or
-/// holding fixed-size arrays.
+/// convention can pass by value: `void` (as a return type), `_Bool`, the
+/// integers of 8 to 64 bits, `float`, `double`, pointers, and structs by
+/// value, nested or holding fixed-size arrays. Not covered, and passed
+/// otherwise than anything that can be described: `__int128`, `long double`,
+/// `_Complex`, and packed or over-aligned (`_Alignas(16)`) structs.
 ///
 /// ```swift
 /// // struct Pair { int32_t id; double weights[2]; };

@@ -104,6 +104,12 @@ public enum CValue: Hashable, @unchecked Sendable, CustomStringConvertible {
 extension CValue {
     /// The value of a ``CRepresentable`` Swift value, read through its C type.
     public init<T: CRepresentable>(_ value: T) {
+        // A Swift enum's memory is its case's number: its raw value, if
+        // it has one of a C type, is the C value (see `_cLayoutProblem`).
+        if _isSwiftEnum(T.self), let raw = (value as? any RawRepresentable)?.rawValue as? any CRepresentable {
+            self = CValue(raw)
+            return
+        }
         // Read from a copy as long as the C type (zeros past `T`'s bytes): a
         // `T` smaller than its C type (see `_cLayoutProblem`) was read past.
         let size = Swift.max(T.cType.layout.size, MemoryLayout<T>.size, 1)

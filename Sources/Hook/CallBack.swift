@@ -187,6 +187,9 @@ public struct CallBack {
                                                 isCFunction: Bool, _ index: Int, _ type: T.Type) -> Bool? {
         if typeIDs[index] == ObjectIdentifier(T.self) { return true }
         guard isCFunction, _isPOD(T.self) else { return false }
+        // A Swift enum is no C value (see `_cLayoutProblem`): asked only of
+        // a type as small as one (the size is known where this is inlined).
+        if MemoryLayout<T>.size <= 2, _isSwiftEnum(T.self) { return false }
         let code = T.cType._scalarCode
         // (Of its C type's size too: see `_cLayoutProblem`.)
         return code != 0 ? codes[index] == code && MemoryLayout<T>.size == T.cType._scalarSize : nil

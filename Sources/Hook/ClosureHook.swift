@@ -250,6 +250,23 @@ public final class ThrowingClosureHook<each A, R>: HookPoint, _TupleArguments, @
 /// (`@convention(c)`, or an `Optional` of one), read from its metadata: a
 /// function type's flags word holds its convention and parameter count.
 func _cFunctionParameterCount(_ type: Any.Type) -> Int? {
+    _cFunctionMetadata(type).map { Int($0.load(fromByteOffset: 8, as: UInt.self) & 0xFFFF) }
+}
+
+/// The result and parameter types of a C function pointer type (see
+/// `_cFunctionParameterCount`), or nil: in its function metadata, the
+/// result at +16, the parameters from +24.
+func _cFunctionTypes(_ type: Any.Type) -> (result: Any.Type, parameters: [Any.Type])? {
+    guard let metadata = _cFunctionMetadata(type) else { return nil }
+    let count = Int(metadata.load(fromByteOffset: 8, as: UInt.self) & 0xFFFF)
+    let result = unsafeBitCast(metadata.load(fromByteOffset: 16, as: UnsafeRawPointer.self), to: Any.Type.self)
+    let parameters = (0..<count).map { unsafeBitCast(metadata.load(fromByteOffset: 24 + 8 * $0, as: UnsafeRawPointer.self), to: Any.Type.self) }
+    return (result, parameters)
+}
+
+/// The function metadata of a C function pointer type (or an `Optional`
+/// of one), or nil.
+private func _cFunctionMetadata(_ type: Any.Type) -> UnsafeRawPointer? {
     var metadata = unsafeBitCast(type, to: UnsafeRawPointer.self)
     // An Optional: its wrapped type (the first generic argument).
     if metadata.load(as: UInt.self) == 0x202 {
@@ -259,5 +276,5 @@ func _cFunctionParameterCount(_ type: Any.Type) -> Int? {
     guard metadata.load(as: UInt.self) == 0x302 else { return nil }
     let flags = metadata.load(fromByteOffset: 8, as: UInt.self)
     guard (flags >> 16) & 0xFF == 3 else { return nil }
-    return Int(flags & 0xFFFF)
+    return metadata
 }

@@ -89,6 +89,16 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
         guard let function else {
             throw HookError(.nullFunctionPointer, point: name, "the function pointer is NULL")
         }
+        // Code, as far as the mappings tell (a heap or data address made a
+        // hook point whose first call crashed in the original). Writable
+        // code is taken: libffi's closures are (a hook's entry may be hooked).
+        // (A user's address only: an entry hook's original is its stub,
+        // made executable once it is written; an import hook's, the loader's.)
+        if Self.self == FunctionHook.self {
+            guard let protection = ImportHook.protection(at: function), protection & PROT_EXEC != 0 else {
+                throw HookError(.invalidValue, point: name, "\(function) is not in executable code (a heap, stack or data address, or none mapped)")
+            }
+        }
         let interface = try CallInterface(signature, name: name, forClosure: true)
         // The native entry's context (self) is set once self exists; until
         // then nothing can call it.
@@ -149,8 +159,49 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
         guard parameters == signature.arguments.count else {
             throw HookError(.invalidValue, point: name ?? "\(F.self)", "\(F.self) takes \(parameters) arguments; the signature \(signature) has \(signature.arguments.count)")
         }
+        // Each type the function's Swift type names as a C type is the
+        // signature's, as the ABI sees it (a `(Double, Double) -> Double`
+        // described as two `int64_t`s was hooked: the hooks read other
+        // registers than the arguments, and the caller got another result).
+        if let types = _cFunctionTypes(F.self) {
+            for (i, type) in types.parameters.enumerated() {
+                if let problem = Self.abiMismatch(type, signature.arguments[i]) {
+                    throw HookError(.typeMismatch, point: name ?? "\(F.self)", "argument \(i) of \(F.self) is \(problem)")
+                }
+            }
+            if let problem = Self.abiMismatch(types.result, signature.result) {
+                throw HookError(.typeMismatch, point: name ?? "\(F.self)", "the result of \(F.self) is \(problem)")
+            }
+        }
         let raw = unsafeBitCast(cFunction, to: UnsafeRawPointer?.self)
         try self.init(function: raw, signature: signature, name: name, target: target)
+    }
+
+    /// How `swiftType` (a C function type's parameter or result) differs
+    /// from `cType` as the ABI passes them (another class of register, or
+    /// another size), or nil: a type that names no C type (not
+    /// ``CRepresentable``) is taken as the signature says, and signedness
+    /// is not compared (`int32_t` and `uint32_t` travel alike).
+    static func abiMismatch(_ swiftType: Any.Type, _ cType: CType) -> String? {
+        func kind(_ type: CType) -> Int {
+            switch type {
+            case .void: 0
+            case .float: 1
+            case .double: 2
+            case .structure, .array, .union, .bitField: 3
+            default: 4   // integers, bool, pointers
+            }
+        }
+        let written: CType
+        if swiftType == Void.self {
+            written = .void
+        } else if let representable = swiftType as? any CRepresentable.Type {
+            written = representable.cType
+        } else {
+            return nil
+        }
+        guard kind(written) != kind(cType) || (written != .void && written.layout.size != cType.layout.size) else { return nil }
+        return "\(swiftType) (C \(written)); the signature has \(cType) there"
     }
 
     deinit {

@@ -21,6 +21,66 @@ struct ErrorTests {
 
     var someFunction: UnsafeRawPointer { address(of: test_add as AddFn) }
 
+    /// A Swift enum is no C value: its memory is its case's number, not
+    /// its raw value. Typed access refuses it (read, a C 20 was no case,
+    /// and printing it crashed; written, `.high` stored 1), and `CValue`
+    /// takes its raw value.
+    @Test func aSwiftEnumIsNotReadOrWrittenAsItsMemory() throws {
+        typealias U8 = @convention(c) (UInt8, UInt8) -> UInt8
+        let hook = try FunctionHook(cFunction: abi_u8 as U8, signature: Signature(returning: .uint8, arguments: [.uint8, .uint8]), name: "abi_u8")
+        let errors = Shared<[String]>([])
+        hook.before { call in
+            do { _ = try call.argument(0, as: Level.self) } catch { errors.mutate { $0.append("\(error)") } }
+            do { try call.setArgument(1, to: Level.high) } catch { errors.mutate { $0.append("\(error)") } }
+        }
+        #expect(withExtendedLifetime(hook) { hook.entry(as: U8.self)(20, 5) } == 15)
+        #expect(errors.value.count == 2 && errors.value.allSatisfy { $0.contains("Level") }, "\(errors.value)")
+        #expect(abi_seen_u8(1) == 5)
+        #expect(CValue(Level.high) == .uint8(20))
+        // A typed after hook is refused when it is added.
+        expectError(.typeMismatch, containing: "Swift enum", point: "abi_u8") {
+            _ = try hook.afterReturning { (_: UInt8, _: Level, _: UInt8) in }
+        }
+    }
+
+    /// A C function value's own types are checked against the signature
+    /// (two `double`s described as `int64_t`s were hooked: the hooks read
+    /// other registers, and the caller got another result).
+    @Test func aCFunctionValueOfOtherTypesIsRefused() throws {
+        expectError(.typeMismatch, containing: "argument 0 of @convention(c) (Double, Double) -> Double is Double (C double); the signature has int64_t there") {
+            _ = try FunctionHook(cFunction: abi_double as @convention(c) (Double, Double) -> Double,
+                                 signature: Signature(returning: .int64, arguments: [.int64, .int64]), name: "f")
+        }
+        expectError(.typeMismatch, containing: "the result of @convention(c) (Int32, Int32) -> Int32 is Int32 (C int32_t); the signature has int64_t there") {
+            _ = try FunctionHook(cFunction: abi_i32 as @convention(c) (Int32, Int32) -> Int32,
+                                 signature: Signature(returning: .int64, arguments: [.int32, .int32]), name: "f")
+        }
+        // Signedness is not the ABI's concern.
+        _ = try FunctionHook(cFunction: abi_i32 as @convention(c) (Int32, Int32) -> Int32,
+                             signature: Signature(returning: .uint32, arguments: [.uint32, .int32]), name: "f")
+    }
+
+    /// An address that is not code is refused (it made a hook point whose
+    /// first call crashed in the "original").
+    @Test func anAddressThatIsNotCodeIsRefused() {
+        let data = UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 16)
+        defer { data.deallocate() }
+        expectError(.invalidValue, containing: "is not in executable code") {
+            _ = try FunctionHook(function: data, signature: addSignature, name: "f")
+        }
+    }
+
+    /// A typed after hook refuses a struct whose Swift size is not its C
+    /// type's (it read the C value's neighbour as part of it).
+    @Test func afterReturningRefusesAStructOfAnotherSize() throws {
+        typealias Structs = @convention(c) (S8, Int32, S8) -> S8
+        let hook = try FunctionHook(cFunction: abi_struct_S8 as Structs,
+                                    signature: Signature(returning: S8.self, arguments: S8.self, Int32.self, S8.self), name: "S8")
+        expectError(.typeMismatch, containing: "Wide is 24 bytes", point: "S8") {
+            _ = try hook.afterReturning { (_: S8, _: Wide, _: Int32, _: S8) in }
+        }
+    }
+
     @Test func nullFunctionPointer() {
         expectError(.nullFunctionPointer, containing: "NULL") {
             _ = try FunctionHook(function: nil, signature: addSignature, name: "f")
@@ -81,12 +141,12 @@ struct ErrorTests {
         #expect(hook.entry(as: AddFn.self)(0x100, 0) == 0x100)
         token.remove()
         #expect(refused?.kind == .typeMismatch)
-        expectError(.typeMismatch, containing: "Mode is 1 bytes, its C type int32_t 4", point: "test_add") {
+        expectError(.typeMismatch, containing: "Mode is a Swift enum, whose memory is the number of its case", point: "test_add") {
             _ = try hook.afterReturning { (_: Int32, _: Mode, _: Int32) in }
         }
-        // Read as a CValue: its one byte (the case's tag, 1), and zeros
-        // past it, not what lies beyond.
-        #expect(CValue(Mode.on) == .int32(1))
+        // Read as a CValue: its raw value (its one byte, the case's number,
+        // was read, and zeros past it).
+        #expect(CValue(Mode.on) == .int32(7))
     }
 
     @Test func aCFunctionValueIsChecked() {
@@ -410,4 +470,16 @@ func onNewThreadJoined(_ body: () -> Void) {
 private final class _ThreadBody: @unchecked Sendable {
     let body: () -> Void
     init(_ body: @escaping () -> Void) { self.body = body }
+}
+
+/// A Swift enum with a C raw type (its memory is its case's number).
+enum Level: UInt8, CRepresentable {
+    case low = 10, high = 20
+    static var cType: CType { .uint8 }
+}
+
+/// A Swift struct larger than the C type it claims.
+struct Wide: CRepresentable {
+    var x, y, z: Int64
+    static var cType: CType { S8.cType }
 }
