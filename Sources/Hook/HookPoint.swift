@@ -309,7 +309,9 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         var orphans = false
         // Owners found alive, released after the lock (see `ownerIsGone`).
         var alive: [AnyObject] = []
-        defer { deferred.owners.append(contentsOf: alive) }
+        // (Handed over whole where the caller holds none yet: appended, the
+        // owners were copied into a new array, an allocation a change.)
+        defer { if deferred.owners.isEmpty { swap(&deferred.owners, &alive) } else { deferred.owners.append(contentsOf: alive) } }
         let retired: [Int] = state.withVisibleLock(self) { state in
             let published = current.load(ordering: .relaxed) & ~_Hooks.probedBit
             var hooks = _HookEdit(published)

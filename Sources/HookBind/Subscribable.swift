@@ -60,22 +60,33 @@ public final class Subscription: @unchecked Sendable {
     /// and what it captured outlived `dispose()` as long as the
     /// subscription did (a model that kept its own subscription, whose
     /// block captured the model, was never freed).
-    private let hooks: [UnsafeMutableRawPointer]
+    /// (One or two: a subscription is one hook, a one-way bind two. Two
+    /// words, not an array: an array of them was an allocation more a
+    /// subscription.)
+    private let hook: UnsafeMutableRawPointer
+    private let secondHook: UnsafeMutableRawPointer?
 
     @usableFromInline
-    init(_ tokens: HookToken...) {
-        hooks = tokens.map { _UnownedReference.keepMemory(of: $0) }
+    init(_ token: HookToken) {
+        hook = _UnownedReference.keepMemory(of: token)
+        secondHook = nil
+    }
+
+    @usableFromInline
+    init(_ token: HookToken, _ second: HookToken) {
+        hook = _UnownedReference.keepMemory(of: token)
+        secondHook = _UnownedReference.keepMemory(of: second)
     }
 
     deinit {
-        for hook in hooks { _UnownedReference.dropMemory(hook) }
+        _UnownedReference.dropMemory(hook)
+        if let secondHook { _UnownedReference.dropMemory(secondHook) }
     }
 
     /// Calls `body` with each hook that still exists.
     private func forEachHook(_ body: (HookToken) -> Void) {
-        for hook in hooks {
-            if let token = _UnownedReference.object(at: hook) { body(unsafeDowncast(token, to: HookToken.self)) }
-        }
+        if let token = _UnownedReference.object(at: hook) { body(unsafeDowncast(token, to: HookToken.self)) }
+        if let secondHook, let token = _UnownedReference.object(at: secondHook) { body(unsafeDowncast(token, to: HookToken.self)) }
     }
 
     /// Stops delivery from the next change on. Idempotent, from any
