@@ -34,7 +34,7 @@ func Sources_Hook_Hook_docc_Hookable_22() async throws {
     print(account.deposit(-5))                      // 0
 }
 
-// Sources/Hook/Hook.docc/Hookable.md:108
+// Sources/Hook/Hook.docc/Hookable.md:112
 @Hookable
 final class Editor {
     var offset = 0
@@ -59,7 +59,7 @@ func hookEveryOverload(of editor: Editor) {
     editor.$scale_Double.before { _ in }
 }
 
-// Sources/Hook/Hook.docc/Hookable.md:180
+// Sources/Hook/Hook.docc/Hookable.md:184
 @Hookable
 actor Thermostat {
     var target = 20                  // $target: PropertyHook<Int>
@@ -68,8 +68,8 @@ actor Thermostat {
     func set(_ value: Int) { target = value }
 }
 
-// Sources/Hook/Hook.docc/Hookable.md:190
-func Sources_Hook_Hook_docc_Hookable_190() async throws {
+// Sources/Hook/Hook.docc/Hookable.md:194
+func Sources_Hook_Hook_docc_Hookable_194() async throws {
     let hall = await Thermostat(label: "hall")
     hall.$target.before { call in        // at most 25
         if try call.argument(0, as: Int.self) > 25 { try call.setArgument(0, to: 25) }
@@ -77,8 +77,8 @@ func Sources_Hook_Hook_docc_Hookable_190() async throws {
     await hall.set(30)                   // hall.target == 25
 }
 
-// Sources/Hook/Hook.docc/Hookable.md:252
-func Sources_Hook_Hook_docc_Hookable_252() async throws {
+// Sources/Hook/Hook.docc/Hookable.md:272
+func Sources_Hook_Hook_docc_Hookable_272() async throws {
     let cache = [7: "cached 7"]
     let fetch = AsyncClosureHook(name: "fetch") { (id: Int) async throws -> String in
         try await Task.sleep(for: .milliseconds(1))   // the original may suspend
@@ -96,7 +96,7 @@ func Sources_Hook_Hook_docc_Hookable_252() async throws {
     let text = try await fetch(42)                 // "item 42"
 }
 
-// Sources/Hook/Hook.docc/Hookable.md:292
+// Sources/Hook/Hook.docc/Hookable.md:312
 /// A tracer written once for every kind of hook point.
 func trace(_ points: [HookPoint]) {
     for point in points {
@@ -112,9 +112,9 @@ func traceBoth() async throws {
     _ = double(4)
 }
 
-// Sources/Hook/Hook.docc/Hookable.md:343
+// Sources/Hook/Hook.docc/Hookable.md:376
 extension AsyncSequenceContext {
-    func Sources_Hook_Hook_docc_Hookable_343() async throws {
+    func Sources_Hook_Hook_docc_Hookable_376() async throws {
         for await call in account.$deposit.calls() { print(call.arguments, call.result ?? "-") }
         for await name in name.values { print(name) }       // Observable
         for await value in signal.values { print(value) }   // Signal
