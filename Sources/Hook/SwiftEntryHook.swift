@@ -55,7 +55,7 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
     private let selfIsObject: Bool
 
     fileprivate init(function: _SwiftFunction, stub: UnsafeRawPointer, layout: _SwiftFrameLayout, owned: [Bool],
-                     selfIsObject: Bool) throws(HookError) {
+                     selfIsObject: Bool, selfMayBeConsumed: Bool) throws(HookError) {
         self.layout = layout
         self.owned = owned
         self.selfIsObject = selfIsObject
@@ -63,7 +63,7 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
                        shape: .typed(kind: .function, arguments: repeat (each A).self, result: R.self, canThrow: function.canThrow),
                        // (A getter that may throw only as stated: not read
                        // after the call, which does not clear r12; see `_handle`.)
-                       ownsArguments: owned.contains(true) || (function.kind == .getter && function.canThrow))
+                       ownsArguments: owned.contains(true) || (function.kind == .getter && function.canThrow) || selfMayBeConsumed)
     }
 
     /// Hooks the Swift function named `name` whose type is `type` (`self`
@@ -111,7 +111,7 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
             symbol: function.demangled, address: function.address, size: function.size, object: function.object, key: key
         ) { (stub) throws(HookError) -> (AnyObject, UnsafeRawPointer) in
             let point = try SwiftEntryHook<repeat each A, R>(function: function, stub: stub, layout: plan.layout, owned: plan.owned,
-                                                            selfIsObject: plan.selfIsObject)
+                                                            selfIsObject: plan.selfIsObject, selfMayBeConsumed: plan.selfMayBeConsumed)
             return (point, point.entry)
         }
         guard let typed = point as? SwiftEntryHook<repeat each A, R> else {

@@ -64,6 +64,26 @@ public struct Point: Equatable, Sendable {
     public var sum: Double { x + y }
 }
 
+/// A function and its async overload of the same types.
+@inline(never) public func load(_ x: Int) -> Int { x &* 3 }
+@inline(never) public func load(_ x: Int) async -> Int { x &* 4 }
+
+/// A value whose deinit is counted, held by `Holder`.
+public final class Token: @unchecked Sendable {
+    public nonisolated(unsafe) static var deinits = 0
+    public let id: Int
+    public init(_ id: Int) { self.id = id }
+    deinit { Token.deinits += 1 }
+}
+
+/// A struct with a reference whose `consuming` method takes self at +1
+/// (its mangled name does not say so) and destroys it before returning.
+public struct Holder {
+    public var token: Token
+    public init(token: Token) { self.token = token }
+    @inline(never) public consuming func spend() -> Int { token.id }
+}
+
 public enum SampleError: Error, Equatable {
     case empty
     case notANumber(String)

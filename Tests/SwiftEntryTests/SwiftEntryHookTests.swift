@@ -102,6 +102,36 @@ extension SwiftEntrySuites {
         #expect(throws: HookError.self) { _ = try SwiftEntryHook.named("SwiftEntrySample.describe(_:)", as: ((Double) -> String).self) }
     }
 
+    /// A function with an async overload of the same types is found by
+    /// its synchronous type. (Both were candidates: ambiguous, whatever
+    /// was written.)
+    @Test func aFunctionBesideItsAsyncOverloadIsFoundByItsType() async throws {
+        let load = try SwiftEntryHook.named("SwiftEntrySample.load(_:)", as: ((Int) -> Int).self)
+        defer { try? load.restore() }
+        load.after { call in try call.setResult(try call.result(as: Int.self) + 1) }
+        // (In an async context a call takes the async overload.)
+        func loadSynchronously(_ x: Int) -> Int { SwiftEntrySample.load(x) }
+        #expect(loadSynchronously(2) == 7)
+        #expect(await SwiftEntrySample.load(2) == 8)
+    }
+
+    /// A struct's self passed by value may be consumed by the function
+    /// (`consuming`, which its name does not say): a lone typed after hook
+    /// gets a copy made before the call. (It read self from the registers
+    /// after the function had destroyed it: the token it held was freed.)
+    @Test func aConsumedSelfIsCopiedForATypedAfterHook() throws {
+        let spend = try SwiftEntryHook.named("SwiftEntrySample.Holder.spend()", as: ((Holder) -> Int).self)
+        defer { try? spend.restore() }
+        nonisolated(unsafe) var seen: [String] = []
+        try spend.afterReturning { (result: Int, holder: Holder) in
+            seen.append("\(result) \(holder.token.id) \(Token.deinits)")
+        }
+        let before = Token.deinits
+        #expect(Holder(token: Token(7)).spend() == 7)
+        #expect(seen == ["7 7 \(before)"], "the hook's copy keeps the token alive")
+        #expect(Token.deinits == before + 1)
+    }
+
     /// A member of an extension of another module's type is named by its
     /// type (`Swift.String.shouted(times:)`). (Its demangled name begins
     /// `(extension in SwiftEntrySample):`, which was left out with thunks.)

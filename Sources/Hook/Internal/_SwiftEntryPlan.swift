@@ -4,9 +4,20 @@ struct _SwiftEntryPlan {
     let layout: _SwiftFrameLayout
     let owned: [Bool]
     let selfIsObject: Bool
+    /// Whether `self` is passed by value and holds references: a
+    /// `consuming` method (which its name does not tell) destroys it before
+    /// it returns, so it is not read after the call (see
+    /// `SwiftEntryPoint.readsArgumentsAfterReturn`).
+    let selfMayBeConsumed: Bool
 
     init(function: _SwiftFunction, written: String, arguments: [Any.Type], result: Any.Type, canThrow: Bool) throws(HookError) {
         let stated = "(" + arguments.map { _typeName($0, qualified: true) }.joined(separator: ", ") + ")\(canThrow ? " throws" : "") -> " + _typeName(result, qualified: true)
+        // (An async overload beside a synchronous one of the same types:
+        // not a candidate, so the stated synchronous type picks the other.
+        // Both passed, and no name could tell them apart.)
+        if function.isAsync {
+            throw HookError(.unsupportedType, point: written, "'\(function.demangled)' is async: Swift entry hooks do not hook async functions yet")
+        }
         if function.isGeneric {
             throw HookError(.unsupportedType, point: written, "'\(function.demangled)' is generic: typed access needs concrete types (trace it with SwiftTrace)")
         }
@@ -86,6 +97,11 @@ struct _SwiftEntryPlan {
                 '\(function.demangled)' returns a closure, which typed access does not support (SwiftTrace traces its calls, without their values)
                 """)
         }
+        func isPOD(_ type: Any.Type) -> Bool {
+            func open<T>(_: T.Type) -> Bool { _isPOD(T.self) }
+            return _openExistential(type, do: open)
+        }
+        selfMayBeConsumed = function.hasSelf && !selfInContext && !isPOD(arguments[0])
         // Registers: the explicit arguments in order, then a self passed by value.
         var order = Array(arguments.indices)
         if function.hasSelf, !selfInContext { order.append(order.removeFirst()) }
