@@ -681,6 +681,13 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
         guard !function.isAsync else {
             throw HookError(.unsupportedType, point: name, "'\(function.demangled)' is async: Swift entry hooks do not hook async functions yet")
         }
+        // A static stored property's getter (`...vgZ`) beside its addressor
+        // (`...vau`): its reads, in its own module and others, go through the
+        // addressor, and the getter is called by nothing but a protocol's
+        // witness (hooked, it heard nothing, without a word).
+        if function.kind == .getter, function.mangled.hasSuffix("vgZ"), Self.isDefined(String(function.mangled.dropLast(3)) + "vau") {
+            throw HookError(.cannotPatch, point: name, "'\(function.demangled)' is the getter of a static stored property, which is read through its addressor, not the getter: a hook there would hear nothing (observe its sets with a didSet, or hook the code that reads it)")
+        }
         // Functions an optimized build merged into this one jump to its
         // entry: its hooks would run for their calls, with their self and
         // arguments read as this one's (see `_SwiftNames.merged(into:)`).
@@ -688,6 +695,13 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
             throw HookError(.cannotPatch, point: name, Self.sharing(function, others))
         }
         return function
+    }
+
+    /// Whether a loaded object defines the symbol `mangled` (its dynamic
+    /// symbols, or the symbol table of its file).
+    static func isDefined(_ mangled: String) -> Bool {
+        var found = hk_entry_definition()
+        return hk_entry_find(mangled, &found, 1) > 0
     }
 
     /// Why a function others were merged into is refused (`SwiftTrace` skips it, for the same reason).

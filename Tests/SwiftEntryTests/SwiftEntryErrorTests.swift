@@ -83,6 +83,11 @@ extension SwiftEntrySuites {
         expectError(.typeMismatch, containing: ["SwiftEntrySample.Person.census", "static property"]) {
             _ = try SwiftModifyHook.named("SwiftEntrySample.Person.census", of: Person.self, as: Int.self)
         }
+        // A static stored property's getter, which nothing calls (its reads
+        // go through its addressor): hooked, it heard nothing.
+        expectError(.cannotPatch, containing: ["SwiftEntrySample.Person.census.getter", "read through its addressor"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.Person.census.getter", as: (() -> Int).self)
+        }
         let again = try SwiftEntryHook.named("SwiftEntrySample.shout(_:)", as: ((String) -> String).self)
         again.instead { call in try call.setResult("typed again") }
         #expect(shout("a") == "typed again")
