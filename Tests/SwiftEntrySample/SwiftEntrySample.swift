@@ -64,6 +64,9 @@ public struct Point: Equatable, Sendable {
     public var sum: Double { x + y }
 }
 
+/// A variadic parameter: an array to the function.
+@inline(never) public func sumAll(_ values: Int...) -> Int { values.reduce(0, &+) }
+
 /// A function and its async overload of the same types.
 @inline(never) public func load(_ x: Int) -> Int { x &* 3 }
 @inline(never) public func load(_ x: Int) async -> Int { x &* 4 }

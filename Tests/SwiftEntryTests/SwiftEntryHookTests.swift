@@ -115,6 +115,15 @@ extension SwiftEntrySuites {
         #expect(await SwiftEntrySample.load(2) == 8)
     }
 
+    /// A variadic parameter is stated as the array the function gets.
+    /// (`Swift.Int...` did not compare with `[Int]`: a type mismatch.)
+    @Test func aVariadicParameterIsStatedAsAnArray() throws {
+        let sum = try SwiftEntryHook.named("SwiftEntrySample.sumAll(_:)", as: (([Int]) -> Int).self)
+        defer { try? sum.restore() }
+        sum.before { call in try call.setArgument(0, to: try call.argument(0, as: [Int].self) + [100]) }
+        #expect(sumAll(1, 2) == 103)
+    }
+
     /// A struct's self passed by value may be consumed by the function
     /// (`consuming`, which its name does not say): a lone typed after hook
     /// gets a copy made before the call. (It read self from the registers

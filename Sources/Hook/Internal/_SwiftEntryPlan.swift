@@ -150,6 +150,9 @@ extension _SwiftNames {
     /// demangled type and `_typeName` compare: `[Swift.Int]` and
     /// `Swift.Array<Swift.Int>` both read `Swift.Array<Swift.Int>`.
     static func canonical(_ text: String) -> String {
+        // A variadic parameter (`Swift.Int...`) is an array to the function,
+        // and stated as one (it was a type mismatch).
+        if text.hasSuffix("...") { return canonical("[" + text.dropLast(3) + "]") }
         var parser = TypeParser(characters: Array(text))
         return parser.type().filter { !$0.isWhitespace }
     }
