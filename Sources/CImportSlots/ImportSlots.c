@@ -179,7 +179,7 @@ static size_t page_size(void) {
 // The protection of the mapping that holds `address`, from /proc/self/maps, or -1.
 static int mapped_protection(uintptr_t address) {
   int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
+  if (fd < 0) return -2;   // not known (no /proc): not "in no mapping"
   char buffer[8192];
   size_t filled = 0;
   int result = -1;

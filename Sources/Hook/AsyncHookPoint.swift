@@ -340,15 +340,16 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
         }
     }
 
-    /// Whether `error`, thrown by a hook, is the call's outcome: a
-    /// `CancellationError` (the hook's task, which is the caller's, was
-    /// cancelled while it waited) of a point that can throw. Then it is
-    /// (`setError`: from a before hook, the call is vetoed). Any other error
-    /// of a hook goes to the error handler, and the call goes on. (A
-    /// cancelled before hook, a rate limiter's `wait()`, let the call
-    /// through as if it had waited.)
+    /// Whether `error`, thrown by a before or instead hook, is the call's
+    /// outcome: a `CancellationError` (the hook's task, which is the
+    /// caller's, was cancelled while it waited) of a point that can throw.
+    /// Then it is (`setError`: from a before hook, the call is vetoed). Any
+    /// other error of a hook goes to the error handler, and the call goes
+    /// on; so does an after hook's cancellation (the call has happened: its
+    /// outcome stays). (A cancelled before hook, a rate limiter's `wait()`,
+    /// let the call through as if it had waited.)
     private func endsTheCall(_ error: any Error, _ call: inout AsyncCallBack<repeat each A, R>) -> Bool {
-        guard canThrow, error is CancellationError else { return false }
+        guard canThrow, call.position != .after, error is CancellationError else { return false }
         try? call.setError(error)
         return true
     }

@@ -61,8 +61,8 @@ extension UnsafeMutablePointer: _CPointer {}
 /// A Swift enum is refused whatever its size: its memory is the number of
 /// its case, not its raw value (an `enum Level: UInt8 { case low = 10 }`
 /// read from a C 10 was no case at all, and printing it crashed; written,
-/// it stored its case's number). A struct's size is its C type's (as typed
-/// access compares it: `afterReturning` read a larger one past the C value).
+/// it stored its case's number). A struct is no larger than its C type
+/// (`afterReturning` read a larger one past the C value).
 func _cLayoutProblem<T: CRepresentable>(_ type: T.Type) -> String? {
     guard _isPOD(T.self) else { return "\(T.self) holds references, and a C value is copied as bytes" }
     if _isSwiftEnum(T.self) {
@@ -72,7 +72,9 @@ func _cLayoutProblem<T: CRepresentable>(_ type: T.Type) -> String? {
     if c._scalarCode != 0, MemoryLayout<T>.size != c._scalarSize {
         return "\(T.self) is \(MemoryLayout<T>.size) bytes, its C type \(c) \(c._scalarSize)"
     }
-    if c._scalarCode == 0, c != .void, MemoryLayout<T>.size != c.layout.size {
+    // (Smaller is read and written within the C value: a Swift struct
+    // that mirrors a C one with tail padding is 12 bytes to its 16.)
+    if c._scalarCode == 0, c != .void, MemoryLayout<T>.size > c.layout.size {
         return "\(T.self) is \(MemoryLayout<T>.size) bytes, its C type \(c) \(c.layout.size)"
     }
     return nil
@@ -81,8 +83,15 @@ func _cLayoutProblem<T: CRepresentable>(_ type: T.Type) -> String? {
 /// Whether `type` is an enum declared in Swift (metadata kind 0x201): its
 /// memory is its case's number. An enum imported from C is of that kind too
 /// but holds its raw value (named `__C.` by the runtime): not one.
-@usableFromInline
+/// (The metadata's kind read where this is inlined; the name, which
+/// allocates, asked of an enum only.)
+@inlinable @inline(__always)
 func _isSwiftEnum(_ type: Any.Type) -> Bool {
-    guard unsafeBitCast(type, to: UnsafeRawPointer.self).load(as: UInt.self) == 0x201 else { return false }
-    return !String(reflecting: type).hasPrefix("__C.")
+    unsafeBitCast(type, to: UnsafeRawPointer.self).load(as: UInt.self) == 0x201 && !_isImportedEnum(type)
+}
+
+/// Whether the enum `type` was imported from C (the runtime names it `__C.`).
+@usableFromInline
+func _isImportedEnum(_ type: Any.Type) -> Bool {
+    String(reflecting: type).hasPrefix("__C.")
 }

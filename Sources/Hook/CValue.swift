@@ -105,18 +105,24 @@ extension CValue {
     /// The value of a ``CRepresentable`` Swift value, read through its C type.
     public init<T: CRepresentable>(_ value: T) {
         // A Swift enum's memory is its case's number: its raw value, if
-        // it has one of a C type, is the C value (see `_cLayoutProblem`).
+        // it has one of a C type, is the C value, read as the enum's C type
+        // (see `_cLayoutProblem`).
         if _isSwiftEnum(T.self), let raw = (value as? any RawRepresentable)?.rawValue as? any CRepresentable {
-            self = CValue(raw)
+            self = CValue.load(T.cType, bytesOf: raw)
             return
         }
-        // Read from a copy as long as the C type (zeros past `T`'s bytes): a
-        // `T` smaller than its C type (see `_cLayoutProblem`) was read past.
-        let size = Swift.max(T.cType.layout.size, MemoryLayout<T>.size, 1)
-        self = withUnsafeTemporaryAllocation(byteCount: size, alignment: 16) { buffer in
+        self = CValue.load(T.cType, bytesOf: value)
+    }
+
+    /// `value`'s bytes read as `type`: from a copy as long as the C type
+    /// (zeros past the value's bytes: a value smaller than its C type, see
+    /// `_cLayoutProblem`, was read past).
+    private static func load<V>(_ type: CType, bytesOf value: V) -> CValue {
+        let size = Swift.max(type.layout.size, MemoryLayout<V>.size, 1)
+        return withUnsafeTemporaryAllocation(byteCount: size, alignment: 16) { buffer in
             buffer.initializeMemory(as: UInt8.self, repeating: 0)
             withUnsafeBytes(of: value) { buffer.copyMemory(from: $0) }
-            return CValue.load(T.cType, from: UnsafeRawPointer(buffer.baseAddress!))
+            return CValue.load(type, from: UnsafeRawPointer(buffer.baseAddress!))
         }
     }
 

@@ -188,7 +188,8 @@ public struct CallBack {
         if typeIDs[index] == ObjectIdentifier(T.self) { return true }
         guard isCFunction, _isPOD(T.self) else { return false }
         // A Swift enum is no C value (see `_cLayoutProblem`): asked only of
-        // a type as small as one (the size is known where this is inlined).
+        // a type as small as one (the size is known where this is inlined;
+        // the question is a load of its metadata's kind).
         if MemoryLayout<T>.size <= 2, _isSwiftEnum(T.self) { return false }
         let code = T.cType._scalarCode
         // (Of its C type's size too: see `_cLayoutProblem`.)

@@ -94,8 +94,10 @@ public class FunctionHook: HookPoint, @unchecked Sendable {
         // code is taken: libffi's closures are (a hook's entry may be hooked).
         // (A user's address only: an entry hook's original is its stub,
         // made executable once it is written; an import hook's, the loader's.)
+        // Where the mappings cannot be read (no /proc), not checked.
         if Self.self == FunctionHook.self {
-            guard let protection = ImportHook.protection(at: function), protection & PROT_EXEC != 0 else {
+            let protection = ImportHook.mappedProtection(at: function)
+            if protection != -2, protection < 0 || protection & PROT_EXEC == 0 {
                 throw HookError(.invalidValue, point: name, "\(function) is not in executable code (a heap, stack or data address, or none mapped)")
             }
         }

@@ -173,8 +173,13 @@ public final class ImportHook: FunctionHook, _ImportHookMaking, @unchecked Senda
         }
     }
 
+    /// `protection(at:)`, or -1 for an address in no mapping, -2 where the
+    /// mappings cannot be read (no `/proc`).
+    static func mappedProtection(at address: UnsafeRawPointer) -> Int32 { hk_import_page_protection(address) }
+
     /// The protection (`PROT_READ`, `PROT_WRITE`, `PROT_EXEC`) of the mapping
-    /// that holds `address`, as `/proc/self/maps` lists it, or `nil` if none does.
+    /// that holds `address`, as `/proc/self/maps` lists it, or `nil` if none
+    /// does (or the mappings cannot be read).
     public static func protection(at address: UnsafeRawPointer) -> Int32? {
         let protection = hk_import_page_protection(address)
         return protection < 0 ? nil : protection

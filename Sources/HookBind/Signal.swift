@@ -87,8 +87,8 @@ public final class Signal<Value>: @unchecked Sendable {
 
 /// What subscribing returns (XKVO's `XSignalMonitor`): ``close()`` stops delivery.
 public final class SignalMonitor: @unchecked Sendable {
-    /// Shared with the subscriber's hook (which must not hold the monitor:
-    /// the monitor holds the token, which is the hook itself).
+    /// Shared with the subscriber's hook (which must not hold the monitor,
+    /// which a user keeps: the hook would keep it alive).
     final class Flag: Sendable {
         let closed = Atomic<Bool>(false)
         var isClosed: Bool { closed.load(ordering: .acquiring) }

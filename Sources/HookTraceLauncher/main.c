@@ -318,7 +318,14 @@ int main(int argc, char **argv) {
       return 2;
     }
     copy = fcntl(fd, F_DUPFD, 1000);
-    close(fd);
+    if (copy < 0) {
+      // (No descriptor free at 1000 or above: this one, passed on as it is,
+      // rather than opened again by name, which a named pipe does not take.)
+      fcntl(fd, F_SETFD, 0);
+      copy = fd;
+    } else {
+      close(fd);
+    }
     char absolute[PATH_MAX];
     setenv("HOOK_TRACE_OUTPUT", realpath(output, absolute) ? absolute : output, 1);
   } else {

@@ -37,6 +37,7 @@ struct ErrorTests {
         #expect(errors.value.count == 2 && errors.value.allSatisfy { $0.contains("Level") }, "\(errors.value)")
         #expect(abi_seen_u8(1) == 5)
         #expect(CValue(Level.high) == .uint8(20))
+        #expect(CValue(Wider.two) == .int32(2), "the raw value, as the enum's C type")
         // A typed after hook is refused when it is added.
         expectError(.typeMismatch, containing: "Swift enum", point: "abi_u8") {
             _ = try hook.afterReturning { (_: UInt8, _: Level, _: UInt8) in }
@@ -476,6 +477,12 @@ private final class _ThreadBody: @unchecked Sendable {
 enum Level: UInt8, CRepresentable {
     case low = 10, high = 20
     static var cType: CType { .uint8 }
+}
+
+/// A Swift enum whose raw type is wider than its C type.
+enum Wider: Int, CRepresentable {
+    case one = 1, two = 2
+    static var cType: CType { .int32 }
 }
 
 /// A Swift struct larger than the C type it claims.

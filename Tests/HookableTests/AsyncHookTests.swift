@@ -74,8 +74,6 @@ func threadID() -> UInt { UInt(bitPattern: Int(bitPattern: pthread_self())) }
 
 @Suite("Async hook points")
 struct AsyncHookTests {
-    /// `hasHooks` says whether an async point has a hook (it read the word
-    /// of synchronous points, which async ones leave zero: always false).
     /// A before hook cancelled with its task ends the call with the
     /// `CancellationError`: the original does not run. (The error went to
     /// the error handler, and the call went on as if the hook had waited.)
@@ -102,6 +100,18 @@ struct AsyncHookTests {
         second.cancel()
         await #expect(throws: CancellationError.self) { try await second.value }
         #expect(!ran.original)
+        // An after hook's cancellation leaves the outcome of the call that
+        // happened (reported, as any hook's error).
+        let save = AsyncClosureHook(name: "save") { (id: Int) async throws -> Int in
+            ran.original = true
+            return id
+        }
+        save.hookErrorHandler = { _, _ in ran.reported = true }
+        save.after { _ in try await Task.sleep(nanoseconds: 60_000_000_000) }
+        let third = Task { try await save(3) }
+        third.cancel()
+        #expect(try await third.value == 3)
+        #expect(ran.original && ran.reported)
     }
 
     /// A method's hook point is not called itself: no hook runs around a
@@ -136,6 +146,8 @@ struct AsyncHookTests {
         #expect(keep.originals == 1)
     }
 
+    /// `hasHooks` says whether an async point has a hook (it read the word
+    /// of synchronous points, which async ones leave zero: always false).
     @Test func hasHooksOfAnAsyncPoint() async throws {
         let fetch = AsyncClosureHook(name: "fetch") { (x: Int) async in x }
         #expect(!fetch.hasHooks)

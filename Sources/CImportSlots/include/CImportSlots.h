@@ -97,7 +97,8 @@ void hk_import_read(hk_import_slot *slots, size_t count);
 void hk_import_outcome_free(hk_import_outcome *outcome);
 void hk_import_slot_free_name(hk_import_slot *slot);
 
-// The protection (PROT_*) of the mapping holding `address`, from /proc/self/maps; -1 if unmapped.
+// The protection (PROT_*) of the mapping holding `address`, from /proc/self/maps; -1 if unmapped,
+// -2 if /proc/self/maps cannot be read.
 int hk_import_page_protection(const void *address);
 
 // The base of the object holding `address`, and the ELF type (STT_*) of the

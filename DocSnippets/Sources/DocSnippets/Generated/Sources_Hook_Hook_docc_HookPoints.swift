@@ -88,7 +88,7 @@ func Sources_Hook_Hook_docc_HookPoints_170() async throws {
     let callback = Signature(arguments: UnsafeRawPointer?.self)     // returns void
 }
 
-// Sources/Hook/Hook.docc/HookPoints.md:190
+// Sources/Hook/Hook.docc/HookPoints.md:191
 // struct Pair { float x; int32_t tag; };   (imported from a C module)
 extension Pair: @retroactive CRepresentable {
     public static let cType = CType.structure([.float, .int32])

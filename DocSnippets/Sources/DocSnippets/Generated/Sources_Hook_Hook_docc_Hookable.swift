@@ -112,9 +112,9 @@ func traceBoth() async throws {
     _ = double(4)
 }
 
-// Sources/Hook/Hook.docc/Hookable.md:376
+// Sources/Hook/Hook.docc/Hookable.md:377
 extension AsyncSequenceContext {
-    func Sources_Hook_Hook_docc_Hookable_376() async throws {
+    func Sources_Hook_Hook_docc_Hookable_377() async throws {
         for await call in account.$deposit.calls() { print(call.arguments, call.result ?? "-") }
         for await name in name.values { print(name) }       // Observable
         for await value in signal.values { print(value) }   // Signal

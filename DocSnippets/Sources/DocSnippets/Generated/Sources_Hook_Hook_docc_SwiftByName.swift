@@ -25,17 +25,17 @@ extension SwiftByNameContext {
     }
 }
 
-// Sources/Hook/Hook.docc/SwiftByName.md:151
+// Sources/Hook/Hook.docc/SwiftByName.md:157
 extension SwiftByNameContext {
-    func Sources_Hook_Hook_docc_SwiftByName_151() async throws {
+    func Sources_Hook_Hook_docc_SwiftByName_157() async throws {
         let age = try SwiftModifyHook.named("Model.Person.age", of: Person.self, as: Int.self)
         age.afterAccess(for: ada) { person, value in print("\(person.name) is now \(value)") }
     }
 }
 
-// Sources/Hook/Hook.docc/SwiftByName.md:206
+// Sources/Hook/Hook.docc/SwiftByName.md:212
 extension SwiftByNameContext {
-    func Sources_Hook_Hook_docc_SwiftByName_206() async throws {
+    func Sources_Hook_Hook_docc_SwiftByName_212() async throws {
         try Binding.bind(.both(label, "text", as: String.self), .both(model, \.title))
     }
 }
