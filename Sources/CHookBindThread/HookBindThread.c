@@ -4,6 +4,7 @@
 _Thread_local void *hkb_binding_change __attribute__((tls_model("initial-exec"))) = 0;
 _Thread_local void *hkb_lock_thread __attribute__((tls_model("initial-exec"))) = 0;
 _Thread_local void *hkb_evaluating __attribute__((tls_model("initial-exec"))) = 0;
+_Thread_local uintptr_t hkb_last_read __attribute__((tls_model("initial-exec"))) = 0;
 _Thread_local uintptr_t hkb_stack_floor __attribute__((tls_model("initial-exec"))) = 0;
 
 void hkb_stack_floor_set(void) {

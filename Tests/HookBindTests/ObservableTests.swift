@@ -446,6 +446,45 @@ struct ObservableTests {
         #expect(heard.value.count == 3 * 5)
     }
 
+    /// A value read last by an evaluation nested in another (a dirty
+    /// computed brought up to date as it is read) is a read of the outer
+    /// evaluation's own when the outer then reads it, and the nested one
+    /// records a value the outer read just before it: each computed keeps
+    /// every value it read, in its first evaluation and after. (A read of
+    /// the value the thread's evaluation read last is known at once: that
+    /// word must be the innermost evaluation's alone.)
+    @Test func aValueReadLastByANestedEvaluationIsStillADependencyOfEach() {
+        let source = Observable(1), other = Observable(0)
+        // Read by the outer one after the nested evaluation.
+        let big = Computed { source.value > 100 }
+        source.value = 2   // big dirty
+        let after = Computed { () -> Int in
+            _ = other.value
+            _ = big.value   // evaluates big while it is dirty, which reads source last
+            return source.value
+        }
+        #expect(after.dependencyCount == 3)
+        source.value = 3   // big and after dirty, nobody reads them
+        other.value = 1    // after's first read changed: it evaluates before big is brought up to date
+        #expect(after.value == 3 && after.dependencyCount == 3)
+        // Read by the nested evaluation after the outer one read it.
+        let doubled = Computed { source.value &* 2 }
+        source.value = 4   // doubled and after dirty
+        let before = Computed { () -> Int in
+            let read = source.value
+            return read &+ doubled.value   // evaluates doubled, whose first read is source
+        }
+        #expect(doubled.dependencyCount == 1 && before.dependencyCount == 2)
+        var heard: [Int] = []
+        let subscription = after.subscribe { _, new in heard.append(new) }
+        for value in 5...7 {
+            source.value = value   // big stays false: only after's own read tells it
+            #expect(after.value == value && doubled.value == 2 * value && before.value == 3 * value)
+        }
+        #expect(heard == [5, 6, 7])
+        subscription.dispose()
+    }
+
     /// Evaluations of hundreds of reads whose order changes on every
     /// update (each a long segment of the thread's reads, looked up in an
     /// index past 32): each value read twice is one dependency; two inner

@@ -28,6 +28,15 @@ extern _Thread_local void *hkb_evaluating __attribute__((tls_model("initial-exec
 static inline void *hkb_evaluating_get(void) { return hkb_evaluating; }
 static inline void hkb_evaluating_set(void *core) { hkb_evaluating = core; }
 
+// The value the innermost evaluation on this thread read last (its source's
+// address), or NULL: cleared when an evaluation begins and ends, so a read of
+// the same value again is known in one compare (a computed that reads one
+// value many times). Set only to a value the evaluation knows it read.
+// (An integer, 0 for none: as a pointer, Swift compared it as an optional.)
+extern _Thread_local uintptr_t hkb_last_read __attribute__((tls_model("initial-exec")));
+static inline uintptr_t hkb_last_read_get(void) { return hkb_last_read; }
+static inline void hkb_last_read_set(uintptr_t source) { hkb_last_read = source; }
+
 // The address below which the calling thread's stack is too near its end for
 // HookBind's marking to recurse further (it lists what is left instead), or 0
 // where unknown. Set with the thread's record (hkb_stack_floor_set).
