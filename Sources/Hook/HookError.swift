@@ -65,4 +65,8 @@ public struct HookError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "hook point '\(point)': \(kind.rawValue): \(detail)" }
+
+    /// The same error named as the user wrote the point (`name`): errors
+    /// raised below a lookup by name name the function found.
+    func named(_ name: String) -> HookError { HookError(kind, point: name, detail) }
 }

@@ -107,12 +107,18 @@ public final class SwiftEntryHook<each A, R>: SwiftEntryPoint, _TupleArguments, 
         if function.kind == .getter, canThrow { function.canThrow = true }
         let plan = try _SwiftEntryPlan(function: function, written: name, arguments: types, result: R.self, canThrow: canThrow)
         let key = "\(((repeat each A) -> R).self)"
-        let point = try _EntryRegistry.shared.installSwift(
-            symbol: function.demangled, address: function.address, size: function.size, object: function.object, key: key
-        ) { (stub) throws(HookError) -> (AnyObject, UnsafeRawPointer) in
-            let point = try SwiftEntryHook<repeat each A, R>(function: function, stub: stub, layout: plan.layout, owned: plan.owned,
-                                                            selfIsObject: plan.selfIsObject, selfMayBeConsumed: plan.selfMayBeConsumed)
-            return (point, point.entry)
+        // (Its errors name what was written: the registry's name the function found.)
+        let point: AnyObject
+        do {
+            point = try _EntryRegistry.shared.installSwift(
+                symbol: function.demangled, address: function.address, size: function.size, object: function.object, key: key
+            ) { (stub) throws(HookError) -> (AnyObject, UnsafeRawPointer) in
+                let point = try SwiftEntryHook<repeat each A, R>(function: function, stub: stub, layout: plan.layout, owned: plan.owned,
+                                                                selfIsObject: plan.selfIsObject, selfMayBeConsumed: plan.selfMayBeConsumed)
+                return (point, point.entry)
+            }
+        } catch {
+            throw error.named(name)
         }
         guard let typed = point as? SwiftEntryHook<repeat each A, R> else {
             throw HookError(.signatureMismatch, point: name, "'\(function.demangled)' already has an entry hook point of another kind")
@@ -666,7 +672,8 @@ public class SwiftEntryPoint: HookPoint, @unchecked Sendable {
         }
         let found = _SwiftNames.find(query, object: object)
         guard !found.isEmpty else {
-            throw HookError(.symbolNotFound, point: name, "no loaded Swift function is named '\(name)'\(object.map { " in \($0)" } ?? "") (write it as Module.Type.method(label:), Module.Type.property.setter, Module.Type.init(label:), Module.function(_:))")
+            let similar = _SwiftNames.similarNames(to: query, object: object)
+            throw HookError(.symbolNotFound, point: name, "no loaded Swift function is named '\(name)'\(object.map { " in \($0)" } ?? "")\(similar.isEmpty ? "" : "; similar names: " + similar.joined(separator: ", ")) (write it as Module.Type.method(label:), Module.Type.property.setter, Module.Type.init(label:), Module.function(_:))")
         }
         var chosen = found
         if found.count > 1, let typed, found.allSatisfy({ $0.kind == .function || $0.kind == .initializer }) {

@@ -44,7 +44,8 @@ public final class SwiftModifyHook<Object: AnyObject, Value>: SwiftEntryPoint, @
     public static func named(_ name: String, of object: Object.Type, as value: Value.Type,
                              in library: String? = nil) throws(HookError) -> SwiftModifyHook<Object, Value> {
         let property = name.hasSuffix(".modify") ? name : name + ".modify"
-        let function = try SwiftEntryPoint.find(property, object: library)
+        let function: _SwiftFunction
+        do { function = try SwiftEntryPoint.find(property, object: library) } catch { throw error.named(name) }
         let objectName = _typeName(Object.self, qualified: true), valueName = _typeName(Value.self, qualified: true)
         guard function.kind == .modify, let type = function.type, let valueType = function.valueType else {
             throw HookError(.typeMismatch, point: name, "'\(function.demangled)' is not a property's modify coroutine")
@@ -58,12 +59,18 @@ public final class SwiftModifyHook<Object: AnyObject, Value>: SwiftEntryPoint, @
         guard _SwiftNames.canonical(valueType) == _SwiftNames.canonical(valueName) else {
             throw HookError(.typeMismatch, point: name, "'\(function.demangled)' is a \(valueType); stated \(valueName)")
         }
-        let point = try _EntryRegistry.shared.installSwift(
-            symbol: function.demangled, address: function.address, size: function.size, object: function.object,
-            key: "modify of \(objectName) as \(valueName)"
-        ) { (stub) throws(HookError) -> (AnyObject, UnsafeRawPointer) in
-            let point = try SwiftModifyHook<Object, Value>(function: function, stub: stub)
-            return (point, point.entry)
+        // (Its errors name what was written: the registry's name the function found.)
+        let point: AnyObject
+        do {
+            point = try _EntryRegistry.shared.installSwift(
+                symbol: function.demangled, address: function.address, size: function.size, object: function.object,
+                key: "modify of \(objectName) as \(valueName)"
+            ) { (stub) throws(HookError) -> (AnyObject, UnsafeRawPointer) in
+                let point = try SwiftModifyHook<Object, Value>(function: function, stub: stub)
+                return (point, point.entry)
+            }
+        } catch {
+            throw error.named(name)
         }
         return point as! SwiftModifyHook<Object, Value>
     }

@@ -32,6 +32,30 @@ extension SwiftEntrySuites {
         expectError(.symbolNotFound, containing: ["in libnothing.so"]) {
             _ = try SwiftEntryHook.named("SwiftEntrySample.shout(_:)", as: ((String) -> String).self, in: "libnothing.so")
         }
+        // Similar names: the same name elsewhere under the module, else
+        // the other members of the type written.
+        expectError(.symbolNotFound, containing: ["similar names: SwiftEntrySample.Person.greet(_:)"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.greet(_:)", as: ((Person, String) -> String).self)
+        }
+        expectError(.symbolNotFound, containing: ["similar names: SwiftEntrySample.Person.age, ", "SwiftEntrySample.Person.greet(_:)"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.Person.wave()", as: ((Person) -> Void).self)
+        }
+        expectError(.symbolNotFound, containing: ["'SwiftEntrySample.Person.height'", "SwiftEntrySample.Person.age, "]) {
+            _ = try SwiftModifyHook.named("SwiftEntrySample.Person.height", of: Person.self, as: Int.self)
+        }
+    }
+
+    /// An error raised while patching names the function as it was
+    /// written, not as the lookup found it (demangled, with its types).
+    @Test func errorsWhilePatchingNameWhatWasWritten() throws {
+        let trace = try SwiftTrace("SwiftEntrySample.shout(_:)") { _ in }
+        defer { trace.stop() }
+        do {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.shout", as: ((String) -> String).self)
+            Issue.record("no error thrown")
+        } catch {
+            #expect(error.kind == .signatureMismatch && error.point == "SwiftEntrySample.shout", "\(error)")
+        }
     }
 
     @Test func typesThatAreNotTheFunctions() {

@@ -301,6 +301,33 @@ enum _SwiftNames {
             mustContain = pattern ? Self.literalName(ofPattern: text) : Self.lastName(of: text)
         }
 
+        /// A pattern query whose names contain `name` (demangled only then).
+        private init(pattern: String, containing name: String) {
+            text = pattern
+            isPattern = true
+            isExact = false
+            mustContain = name
+        }
+
+        /// Where to look for names like this one's when it names nothing:
+        /// the same last name anywhere under its module (`Model.greet` for
+        /// `Model.Person.greet(_:)`), then the other members of the type it
+        /// writes (`Model.Person.wave()` lists `Model.Person`'s).
+        var similar: [Query] {
+            guard !isPattern, let last = Self.lastName(of: text) else { return [] }
+            var queries: [Query] = []
+            var path = Substring(text)
+            if let paren = path.firstIndex(of: "(") { path = path[..<paren] }
+            for accessor in [".getter", ".setter", ".modify"] where path.hasSuffix(accessor) { path = path.dropLast(accessor.count) }
+            let module = path.firstIndex(of: ".").map { String(path[..<$0]) }
+            let under = module.map { $0 + ".*" } ?? "*"
+            queries.append(Query(pattern: under + last + "*", containing: last))
+            if let dot = path.lastIndex(of: "."), let type = Self.lastName(of: String(path[..<dot])), path[..<dot].contains(".") {
+                queries.append(Query(pattern: path[..<dot] + ".*", containing: type))
+            }
+            return queries
+        }
+
         /// The last name of the path, before the labels and an accessor
         /// (`init`, `name` of `Model.Person.name.setter`): what `matches`
         /// compares the query with ends with it, and that path is the
@@ -371,6 +398,24 @@ enum _SwiftNames {
     /// Every Swift function whose name matches `query`, in every loaded object
     /// (`object`: only those whose path ends with it). Looks under the query's
     /// module first, then everywhere.
+    /// Up to `limit` names of loaded functions like `query`'s, which names
+    /// none (see `Query.similar`), as they are written (a property's
+    /// accessors as the property); empty if none.
+    static func similarNames(to query: Query, object: String?, limit: Int = 8) -> [String] {
+        for similar in query.similar {
+            var names: [String] = []
+            for function in find(similar, object: object) {
+                var name = function.name
+                if function.kind == .getter || function.kind == .setter || function.kind == .modify {
+                    name = String(name[..<name.lastIndex(of: ".")!])
+                }
+                if !names.contains(name) { names.append(name) }
+            }
+            if !names.isEmpty { return Array(names.sorted().prefix(limit)) + (names.count > limit ? ["..."] : []) }
+        }
+        return []
+    }
+
     static func find(_ query: Query, object: String?) -> [_SwiftFunction] {
         final class Found {
             var functions: [_SwiftFunction] = []
