@@ -124,6 +124,20 @@ public func strictNumber(_ text: String) throws(SampleError) -> Int {
     return value
 }
 
+/// Existentials in registers: a class reference, one with a protocol's
+/// witness table, an error's box; and one passed indirectly.
+public protocol Named: AnyObject { var name: String { get } }
+public final class Tag: Named {
+    public let name: String
+    public init(_ name: String) { self.name = name }
+}
+public func identify(_ object: AnyObject) -> String { (object as? Tag)?.name ?? "?" }
+public func nameOf(_ named: any Named) -> String { named.name }
+public func explain(_ error: any Error) -> String { "\(error)" }
+public func anything(_ value: Any) -> String { "\(value)" }
+/// A 16-byte integer.
+public func doubled(_ value: UInt128) -> UInt128 { value &* 2 }
+
 /// A half-precision float (an xmm register) and a SIMD vector (a vector register).
 public func halve(_ x: Float16, _ times: Int) -> Float16 { x / Float16(1 << times) }
 public func length(_ v: SIMD2<Float>) -> Float { (v * v).sum().squareRoot() }

@@ -104,6 +104,14 @@ extension SwiftEntrySuites {
         expectError(.unsupportedType, containing: ["SIMD2<Swift.Float>", "a SIMD vector"]) {
             _ = try SwiftEntryHook.named("SwiftEntrySample.length(_:)", as: ((SIMD2<Float>) -> Float).self)
         }
+        // An existential of any type is passed indirectly; a 16-byte integer
+        // is aligned to 16 (it was called a vector).
+        expectError(.unsupportedType, containing: ["SwiftEntrySample.anything", "an existential of any type"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.anything(_:)", as: ((Any) -> String).self)
+        }
+        expectError(.unsupportedType, containing: ["SwiftEntrySample.doubled", "an integer of 16 bytes (Builtin.Int128), aligned to 16"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.doubled(_:)", as: ((UInt128) -> UInt128).self)
+        }
         expectError(.typeMismatch, containing: ["SwiftEntrySample.Person.census", "static property"]) {
             _ = try SwiftModifyHook.named("SwiftEntrySample.Person.census", of: Person.self, as: Int.self)
         }

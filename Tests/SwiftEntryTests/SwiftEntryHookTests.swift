@@ -225,6 +225,38 @@ extension SwiftEntrySuites {
         #expect(applyTwice { 21 } == 42)
     }
 
+    /// A class-bound existential (`AnyObject`, `any Named`) is a reference
+    /// and its witness tables, an error one reference to its box: words in
+    /// registers, read and written as other values.
+    @Test func classBoundAndErrorExistentials() throws {
+        let byObject = try SwiftEntryHook.named("SwiftEntrySample.identify(_:)", as: ((AnyObject) -> String).self)
+        defer { try? byObject.restore() }
+        let ada = Tag("Ada"), bob = Tag("Bob")
+        var seen: [ObjectIdentifier] = []
+        byObject.before { call in
+            seen.append(ObjectIdentifier(try call.argument(0, as: AnyObject.self)))
+            try call.setArgument(0, to: bob as AnyObject)
+        }
+        #expect(identify(ada) == "Bob")
+        #expect(seen == [ObjectIdentifier(ada)])
+
+        let byProtocol = try SwiftEntryHook.named("SwiftEntrySample.nameOf(_:)", as: ((any Named) -> String).self)
+        defer { try? byProtocol.restore() }
+        var names: [String] = []
+        try byProtocol.afterReturning { (result: String, named: any Named) in names += [result, named.name] }
+        #expect(nameOf(ada) == "Ada")
+        byProtocol.before { call in try call.setArgument(0, to: bob as any Named) }
+        #expect(nameOf(ada) == "Bob")
+        #expect(names == ["Ada", "Ada", "Bob", "Bob"])
+
+        let byError = try SwiftEntryHook.named("SwiftEntrySample.explain(_:)", as: ((any Error) -> String).self)
+        defer { try? byError.restore() }
+        var errors: [String] = []
+        byError.before { call in errors.append("\(try call.argument(0, as: (any Error).self))") }
+        #expect(explain(SampleError.notANumber("x")) == "notANumber(\"x\")")
+        #expect(errors == ["notANumber(\"x\")"])
+    }
+
     /// A half-precision float is an xmm register's, as a `Float` is.
     @Test func aHalfPrecisionFloat() throws {
         let hook = try SwiftEntryHook.named("SwiftEntrySample.halve(_:_:)", as: ((Float16, Int) -> Float16).self)

@@ -127,7 +127,22 @@ struct _SwiftLowering: Sendable, Equatable {
             }
             return nil
         case 0x303:
-            return "an existential (any P) is passed indirectly"
+            // An existential: a class-bound one (`AnyObject`, `any P` of a
+            // class-bound `P`) is a reference and its witness tables, an
+            // error (`any Error`) one reference to its box, both words in
+            // registers; any other (`Any`, `any P`) a container the
+            // function gets the address of (the flags' bit 31: not
+            // class-bound; bits 24 to 29: a special protocol, 1 for Error).
+            let flags = metadata.load(fromByteOffset: 8, as: UInt32.self)
+            guard flags & 0x8000_0000 == 0 || (flags >> 24) & 0x3F == 1 else {
+                return "an existential of any type (any P, Any) is passed indirectly"
+            }
+            var offset = 0
+            while offset < size {
+                scalars.append(Register(offset: base + offset, size: 8, isFloat: false))
+                offset += 8
+            }
+            return nil
         case 0x300...0x3FF:
             // A floating-point builtin (`Float16`'s) is an xmm register's; a
             // vector (`SIMD2<Float>`'s storage) goes in vector registers.
@@ -143,7 +158,10 @@ struct _SwiftLowering: Sendable, Equatable {
             // type parameter (see `_SwiftEntryPlan`).
             if kind == 0x302 { return "a closure, whose registers are not what a value of its type holds" }
             // A metatype, an integer builtin: integers.
-            if kind == 0x300 || kind > 0x304, size > 8 { return "a builtin of \(size) bytes (a vector)" }
+            if kind == 0x300 || kind > 0x304, size > 8 {
+                if builtin.hasPrefix("Builtin.Int") { return "an integer of \(size) bytes (\(builtin)), aligned to \(_metadataAlignment(type)), which typed access does not read" }
+                return "a builtin of \(size) bytes (\(builtin))"
+            }
             var offset = 0
             while offset < size {
                 scalars.append(Register(offset: base + offset, size: Swift.min(8, size - offset), isFloat: false))
