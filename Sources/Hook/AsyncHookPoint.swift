@@ -222,8 +222,11 @@ public final class AsyncClosureHook<each A, R>: HookPoint, @unchecked Sendable {
         change { state in state.entries.removeAll { $0.token === token } }
     }
 
+    /// (One change for all: one a token rebuilt the list and its snapshot
+    /// each time, a bag of n hooks ended in n² steps.)
     override func remove(_ tokens: [HookToken]) {
-        for token in tokens { remove(token) }
+        let removed = Set(tokens.map(ObjectIdentifier.init))
+        change { state in state.entries.removeAll { removed.contains(ObjectIdentifier($0.token)) } }
     }
 
     public override func removeAllHooks() {
