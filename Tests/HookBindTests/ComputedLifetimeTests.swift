@@ -129,6 +129,30 @@ struct ComputedGoneWhileEvaluatingTests {
         #expect(heard.isEmpty)
     }
 
+    /// The published computed evaluates, and a dirty computed it reads as
+    /// the next of its last reads lets go of it in its own evaluation: the
+    /// read is not recorded in the gone one (its cursor is no index then:
+    /// the record wrote 51 GB past its dependencies).
+    @Test func aDirtyComputedReadInTheMiddleOfItsReaderLetsGoOfIt() {
+        let x = Observable(0)
+        let holder = ComputedHolder<Int>()
+        weak var reader: Computed<Int>?
+        let dropping = Computed { () -> Int in
+            let value = x.value
+            if value == 1 { holder.computed = nil }
+            return value
+        }
+        holder.computed = Computed { x.value &+ dropping.value }   // reads x, then dropping
+        reader = holder.computed
+        var heard: [Int] = []
+        holder.computed!.subscribe { _, new in heard.append(new) }
+        x.value = 1   // the reader evaluates (x changed), reads dropping, dirty: it lets go of the reader
+        #expect(holder.computed == nil && reader == nil)
+        #expect(heard.isEmpty)
+        x.value = 2
+        #expect(dropping.value == 2 && heard.isEmpty)
+    }
+
     /// It read other values than the last evaluation before it went, and
     /// more after: what it read is dropped with it, and no longer causes work.
     @Test func itsReadsChangedBeforeItWent() {

@@ -135,6 +135,10 @@ public func identify(_ object: AnyObject) -> String { (object as? Tag)?.name ?? 
 public func nameOf(_ named: any Named) -> String { named.name }
 public func explain(_ error: any Error) -> String { "\(error)" }
 public func anything(_ value: Any) -> String { "\(value)" }
+public func kindName(_ kind: any Named.Type) -> String { "\(kind)" }
+/// An enum with a payload of any type: passed indirectly, as its payload is.
+public enum Boxed { case any(Any), none }
+public func unbox(_ boxed: Boxed) -> String { if case .any(let value) = boxed { "\(value)" } else { "none" } }
 /// A 16-byte integer.
 public func doubled(_ value: UInt128) -> UInt128 { value &* 2 }
 

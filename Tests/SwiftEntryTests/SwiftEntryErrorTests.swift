@@ -109,6 +109,11 @@ extension SwiftEntrySuites {
         expectError(.unsupportedType, containing: ["SwiftEntrySample.anything", "an existential of any type"]) {
             _ = try SwiftEntryHook.named("SwiftEntrySample.anything(_:)", as: ((Any) -> String).self)
         }
+        // An enum whose payload is passed indirectly is too (read as
+        // integer chunks, its payload was garbage).
+        expectError(.unsupportedType, containing: ["SwiftEntrySample.unbox", "SwiftEntrySample.Boxed", "a case's payload is Any"]) {
+            _ = try SwiftEntryHook.named("SwiftEntrySample.unbox(_:)", as: ((Boxed) -> String).self)
+        }
         expectError(.unsupportedType, containing: ["SwiftEntrySample.doubled", "an integer of 16 bytes (Builtin.Int128), aligned to 16"]) {
             _ = try SwiftEntryHook.named("SwiftEntrySample.doubled(_:)", as: ((UInt128) -> UInt128).self)
         }

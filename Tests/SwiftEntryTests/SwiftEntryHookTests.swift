@@ -255,6 +255,14 @@ extension SwiftEntrySuites {
         byError.before { call in errors.append("\(try call.argument(0, as: (any Error).self))") }
         #expect(explain(SampleError.notANumber("x")) == "notANumber(\"x\")")
         #expect(errors == ["notANumber(\"x\")"])
+
+        // An existential metatype: the metatype and its witness table.
+        let byKind = try SwiftEntryHook.named("SwiftEntrySample.kindName(_:)", as: ((any Named.Type) -> String).self)
+        defer { try? byKind.restore() }
+        var kinds: [String] = []
+        byKind.before { call in kinds.append("\(try call.argument(0, as: (any Named.Type).self))") }
+        #expect(kindName(Tag.self) == "Tag")
+        #expect(kinds == ["Tag"])
     }
 
     /// A half-precision float is an xmm register's, as a `Float` is.

@@ -110,6 +110,16 @@ struct _SwiftLowering: Sendable, Equatable {
                 var inner: [Register] = []
                 if let why = collect(wrapped, at: 0, into: &inner) { return why }
                 if inner.contains(where: \.isFloat) { return "an Optional of a floating-point value, whose registers typed access does not know" }
+            } else {
+                // Its cases' payloads: one passed indirectly (`Any`) makes
+                // the enum so, and a floating-point one's registers are not
+                // integer chunks. (Read as chunks, `case any(Any)` gave
+                // garbage.)
+                for payload in payloadTypes(of: metadata) {
+                    var inner: [Register] = []
+                    if let why = collect(payload, at: 0, into: &inner) { return "a case's payload is \(_typeName(payload, qualified: true)): \(why)" }
+                    if inner.contains(where: \.isFloat) { return "a case's payload is \(_typeName(payload, qualified: true)), a floating-point value, whose registers typed access does not know" }
+                }
             }
             var offset = 0
             while offset < size {
@@ -158,6 +168,18 @@ struct _SwiftLowering: Sendable, Equatable {
             // type parameter (see `_SwiftEntryPlan`).
             if kind == 0x302 { return "a closure, whose registers are not what a value of its type holds" }
             // A metatype, an integer builtin: integers.
+            // An existential metatype (`any P.Type`): the metatype and its
+            // witness tables, words. A parameterized existential (`any P<T>`)
+            // is laid out by its shape, which this does not read.
+            if kind == 0x307 { return "a parameterized existential (any P<T>), whose layout typed access does not read" }
+            if kind == 0x306 {
+                var offset = 0
+                while offset < size {
+                    scalars.append(Register(offset: base + offset, size: 8, isFloat: false))
+                    offset += 8
+                }
+                return nil
+            }
             if kind == 0x300 || kind > 0x304, size > 8 {
                 if builtin.hasPrefix("Builtin.Int") { return "an integer of \(size) bytes (\(builtin)), aligned to \(_metadataAlignment(type)), which typed access does not read" }
                 return "a builtin of \(size) bytes (\(builtin))"
@@ -172,6 +194,46 @@ struct _SwiftLowering: Sendable, Equatable {
             return "a type of metadata kind \(kind)"
         }
     }
+}
+
+/// The payload types of the cases of the enum whose metadata is `metadata`
+/// (not an indirect case's: a box reference), from its field descriptor;
+/// none where it has no descriptor (an imported C enum) or a type cannot be
+/// resolved. (The enum's descriptor at +8; its field descriptor, relative,
+/// at +16; each record's flags, bit 0 indirect, then its payload's mangled
+/// name, relative, null for a case without one.)
+private func payloadTypes(of metadata: UnsafeRawPointer) -> [Any.Type] {
+    let description = metadata.load(fromByteOffset: 8, as: UnsafeRawPointer.self)
+    let fieldsField = description + 16
+    let fieldsOffset = fieldsField.load(as: Int32.self)
+    guard fieldsOffset != 0 else { return [] }
+    let fields = fieldsField + Int(fieldsOffset)
+    let recordSize = Int(fields.load(fromByteOffset: 10, as: UInt16.self))
+    let count = Int(fields.load(fromByteOffset: 12, as: UInt32.self))
+    var types: [Any.Type] = []
+    for i in 0..<count {
+        let record = fields + 16 + i * recordSize
+        if record.load(as: UInt32.self) & 1 != 0 { continue }
+        let nameField = record + 4
+        let nameOffset = nameField.load(as: Int32.self)
+        if nameOffset == 0 { continue }
+        let name = (nameField + Int(nameOffset)).assumingMemoryBound(to: UInt8.self)
+        // Its length: a symbolic reference (1 to 0x17: 4 bytes relative;
+        // 0x18 to 0x1f: a pointer) may hold zero bytes.
+        var length = 0
+        while name[length] != 0 {
+            switch name[length] {
+            case 0x01...0x17: length += 5
+            case 0x18...0x1F: length += 1 + MemoryLayout<Int>.size
+            default: length += 1
+            }
+        }
+        // (A value type's generic arguments follow its descriptor.)
+        if let type = _getTypeByMangledNameInContext(name, UInt(length), genericContext: description, genericArguments: metadata + 16) {
+            types.append(type)
+        }
+    }
+    return types
 }
 
 /// The size of `type`, without a generic context.

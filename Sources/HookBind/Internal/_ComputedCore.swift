@@ -655,7 +655,11 @@ final class _ComputedCore: _Node, @unchecked Sendable {
         } else if isEvaluating(on: me) {
             return
         }
-        if next { evaluating._withUnsafeGuaranteedRef { $0.recordNext(version: version) } }
+        // (Unless the evaluation's computed went in that refresh, which
+        // its closure may cause: its reads are no longer recorded, and its
+        // cursor is no index, see `keepUntilEvaluated`. Nothing else makes a
+        // suspended evaluation diverge.)
+        if next { evaluating._withUnsafeGuaranteedRef { if !$0.diverged { $0.recordNext(version: version) } } }
     }
 
     /// Whether this computed, evaluating, does so on the thread `me`: a read
