@@ -1,4 +1,5 @@
 @testable import Hook
+import Glibc
 import SwiftEntrySample
 import Testing
 
@@ -43,6 +44,15 @@ extension SwiftEntrySuites {
         expectError(.symbolNotFound, containing: ["'SwiftEntrySample.Person.height'", "SwiftEntrySample.Person.age, "]) {
             _ = try SwiftModifyHook.named("SwiftEntrySample.Person.height", of: Person.self, as: Int.self)
         }
+    }
+
+    /// The patterns of the similar names take what was written literally:
+    /// a generic argument's `[` is no bracket expression of `fnmatch`.
+    @Test func similarNamesTakeWhatWasWrittenLiterally() {
+        let similar = _SwiftNames.Query("Model.Cache<[Swift.String]>.lod()").similar
+        #expect(similar.count == 2)
+        #expect(similar.count == 2 && fnmatch(similar[1].text, "Model.Cache<[Swift.String]>.load()", 0) == 0)
+        #expect(similar.count == 2 && fnmatch(similar[1].text, "Model.Cache<S>.load()", 0) != 0)
     }
 
     /// An error raised while patching names the function as it was

@@ -319,11 +319,19 @@ enum _SwiftNames {
             var path = Substring(text)
             if let paren = path.firstIndex(of: "(") { path = path[..<paren] }
             for accessor in [".getter", ".setter", ".modify"] where path.hasSuffix(accessor) { path = path.dropLast(accessor.count) }
+            // (What was written, escaped: `[` of a generic argument, `*`
+            // and `?` are fnmatch's.)
+            func literal<S: StringProtocol>(_ text: S) -> String {
+                text.reduce(into: "") { escaped, character in
+                    if "*?[]\\".contains(character) { escaped.append("\\") }
+                    escaped.append(character)
+                }
+            }
             let module = path.firstIndex(of: ".").map { String(path[..<$0]) }
-            let under = module.map { $0 + ".*" } ?? "*"
-            queries.append(Query(pattern: under + last + "*", containing: last))
+            let under = module.map { literal($0) + ".*" } ?? "*"
+            queries.append(Query(pattern: under + literal(last) + "*", containing: last))
             if let dot = path.lastIndex(of: "."), let type = Self.lastName(of: String(path[..<dot])), path[..<dot].contains(".") {
-                queries.append(Query(pattern: path[..<dot] + ".*", containing: type))
+                queries.append(Query(pattern: literal(path[..<dot]) + ".*", containing: type))
             }
             return queries
         }
