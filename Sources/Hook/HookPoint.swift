@@ -71,8 +71,10 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
 
     private let fixedName: String?
     private weak var fixedTarget: AnyObject?
-    /// The name of a property or method hook point, learnt once asked for.
-    private let lateName = Mutex<String?>(nil)
+    /// The name of a property or method hook point, learnt once asked for:
+    /// 0, or the bit pattern of a +1 `_LateName`, set once. (A lock here
+    /// was taken on every call a traced or logged point made, to name it.)
+    private let lateNameBits = Atomic<UInt>(0)
 
     // MARK: Hooks
 
@@ -102,6 +104,8 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
         if state.withVisibleLock(self, { $0.hasRetired }) { _Retired.forget(pointID) }
         let attached = attachedBits.load(ordering: .acquiring)
         if attached != 0 { Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: attached).unsafelyUnwrapped).release() }
+        let late = lateNameBits.load(ordering: .acquiring)
+        if late != 0 { Unmanaged<_LateName>.fromOpaque(UnsafeRawPointer(bitPattern: late).unsafelyUnwrapped).release() }
     }
 
     /// The object hung on this point, made by `make` (and kept until the
@@ -122,9 +126,12 @@ public class HookPoint: @unchecked Sendable, CustomStringConvertible {
     /// The hook point's name: the `selector` of its CallBacks and the subject of its errors.
     public var name: String {
         if let fixedName { return fixedName }
-        if let name = lateName.withVisibleLock(self, slot: 1, { $0 }) { return name }
+        let bits = lateNameBits.load(ordering: .acquiring)
+        if bits != 0 { return Unmanaged<_LateName>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)._withUnsafeGuaranteedRef { $0.name } }
         if let name = findLateName() {
-            lateName.withVisibleLock(self, slot: 1) { if $0 == nil { $0 = name } }
+            let made = Unmanaged.passRetained(_LateName(name))
+            let (exchanged, _) = lateNameBits.compareExchange(expected: 0, desired: UInt(bitPattern: made.toOpaque()), ordering: .acquiringAndReleasing)
+            if !exchanged { made.release() }
             return name
         }
         return "<\(shape.kind) of an object not yet seen>"
@@ -766,3 +773,9 @@ struct _DeferredReleases {
     }
 }
 
+
+/// A hook point's name learnt late (see `HookPoint.name`), published once.
+final class _LateName: Sendable {
+    let name: String
+    init(_ name: String) { self.name = name }
+}

@@ -65,7 +65,9 @@ extension HookPoint {
     ///
     /// On an ``AsyncClosureHook`` the span is current across the original's
     /// suspensions, and its one attribute is `hook.call` (an async call has
-    /// no ``CallBack`` to hand `attributes`, which is not called there).
+    /// no ``CallBack`` to hand `attributes`, which is not called there);
+    /// given `attributes`, its spans have none: the arguments it was given
+    /// to keep out are not recorded either.
     ///
     /// The span's status is the call's at this hook: a later hook (an
     /// instead hook added before this one, which runs outside it, or an after
@@ -85,7 +87,7 @@ extension HookPoint {
                        attributes: (@Sendable (CallBack, inout SpanAttributes) -> Void)? = nil) -> HookToken {
         // An async point's original can only be called from an async hook.
         if let async = self as? any _AsyncObservable {
-            return async._traced(tracer, kind, owner)
+            return async._traced(tracer, kind, owner, describing: attributes == nil)
         }
         // Read once: `InstrumentationSystem.tracer` takes a lock, and a cast per call costs as much.
         let tracer = tracer ?? InstrumentationSystem.tracer
@@ -130,8 +132,11 @@ extension HookPoint {
     /// sqliteStep.measured()          // hook_calls_total{point="sqlite3_step"} ...
     /// ```
     ///
-    /// The metrics are made once, here; a call increments two counters at
-    /// most and records one duration (monotonic clock). Like ``traced(by:ofKind:owner:attributes:)``
+    /// The metrics are made once, here, by `factory`: measured before
+    /// `MetricsSystem.bootstrap`, a point's calls go to the no-op factory
+    /// for as long as the hook stays (measure again after bootstrapping).
+    /// A call increments two counters at most and records one duration
+    /// (monotonic clock). Like ``traced(by:ofKind:owner:attributes:)``
     /// it is an instead hook that calls the original: a call a before hook
     /// vetoes reaches neither, and is not counted. Errors are those the
     /// original throws (a Swift `throws` function's); a C function throws
@@ -193,15 +198,16 @@ extension HookPoint {
 /// An async hook point: its spans and metrics come from an async instead
 /// hook, which may call the async original.
 protocol _AsyncObservable {
-    func _traced(_ tracer: (any Tracer)?, _ kind: SpanKind, _ owner: AnyObject?) -> HookToken
+    func _traced(_ tracer: (any Tracer)?, _ kind: SpanKind, _ owner: AnyObject?, describing: Bool) -> HookToken
     func _measured(_ metrics: _CallMetrics, _ owner: AnyObject?) -> HookToken
 }
 
 extension AsyncClosureHook: _AsyncObservable {
     /// The span is current across the original's suspensions. Its one
     /// attribute is `hook.call`, the call's arguments and error: an async
-    /// call has no ``CallBack`` to hand an attributes closure.
-    func _traced(_ tracer: (any Tracer)?, _ kind: SpanKind, _ owner: AnyObject?) -> HookToken {
+    /// call has no ``CallBack`` to hand an attributes closure (`describing`
+    /// false: one was given, and the span gets no attribute).
+    func _traced(_ tracer: (any Tracer)?, _ kind: SpanKind, _ owner: AnyObject?, describing: Bool) -> HookToken {
         let tracer = tracer ?? InstrumentationSystem.tracer
         let isNoOp = tracer is NoOpTracer
         return instead(owner: owner) { call in
@@ -218,7 +224,7 @@ extension AsyncClosureHook: _AsyncObservable {
                 span.recordError(error, attributes: [:], at: returned)
                 span.setStatus(SpanStatus(code: .error))
             }
-            if span.isRecording {
+            if describing, span.isRecording {
                 span.attributes["hook.call"] = call.selector + "("
                     + call.args.map { _cut(String(reflecting: $0), to: HookPoint.describedValueLength) }.joined(separator: ", ") + ")"
                     + (call.error.map { " throws " + _cut("\($0)", to: HookPoint.describedValueLength) } ?? "")

@@ -113,6 +113,15 @@ struct HookObservabilityTests {
         // Short values are whole.
         _ = count("ab")
         #expect(tracer.finishedSpans.last?.attributes["hook.call"]?.toSpanAttribute() == .string(#"count("ab") -> 2"#))
+        // One character of 100,000 scalars (Hangul leading jamo join) is cut
+        // too: by scalars (it was kept whole, 300 KB).
+        _ = count(String(repeating: "\u{1100}", count: 100_000))
+        guard case .string(let joined)? = tracer.finishedSpans.last?.attributes["hook.call"]?.toSpanAttribute() else {
+            Issue.record("no hook.call")
+            return
+        }
+        #expect(joined.utf8.count < 4 * (kept + 40), "\(joined.utf8.count) bytes")
+        #expect(joined.hasSuffix("…) -> 1"))
     }
 
     @Test func anErrorIsRecordedOnTheSpanAndStillThrown() throws {
@@ -170,6 +179,19 @@ struct HookObservabilityTests {
         #expect(children.count == 2)
         #expect(children.allSatisfy { $0.parentSpanID == parent.spanID })
         #expect(children.first?.attributes["hook.call"]?.toSpanAttribute() == .string("load(1)"))
+    }
+
+    /// An async point traced with `attributes` (which it cannot call: an
+    /// async call has no CallBack) records no arguments: they may be what
+    /// the closure was given to keep out (they were recorded).
+    @Test func anAsyncPointTracedWithAttributesRecordsNoArguments() async throws {
+        let tracer = InMemoryTracer()
+        let login = AsyncClosureHook(name: "login") { (user: String, password: String) async throws -> Bool in !password.isEmpty }
+        login.traced(by: tracer) { _, attributes in attributes["user"] = "redacted" }
+        #expect(try await login("ada", "hunter2"))
+        let span = try #require(tracer.finishedSpans.first)
+        #expect(span.operationName == "login")
+        #expect(span.attributes["hook.call"] == nil)
     }
 
     @Test func aCFunctionIsTracedLikeAnyPoint() throws {
