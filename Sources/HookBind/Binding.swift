@@ -217,7 +217,11 @@ public final class Binding: @unchecked Sendable {
     private func callAndDeliver(_ call: inout CallBack) throws {
         try _Change.once(ObjectIdentifier(self)) { first in
             try call.invokeOriginal()
-            guard first, call.error == nil else { return }
+            // Not a call that did nothing (an `instead` hook inside this one
+            // did not run the original, nor set a result), as a property's
+            // set that stored nothing: its receivers were set to an
+            // argument its own object never took.
+            guard first, call.error == nil, call.hasResult else { return }
             let lease = _Groups.lock(group)
             defer { _Groups.unlock(lease) }
             try deliver(&call)
@@ -339,7 +343,10 @@ public final class Binding: @unchecked Sendable {
                     throw BindError(.typeMismatch, "\(receiver) cannot be set; give it a callback")
                 }
                 guard sent == accepted else {
-                    throw BindError(.typeMismatch, "\(poster) sends \(sent) but \(receiver) receives \(accepted); add a Transformer<\(sent), \(accepted)> to one of them")
+                    // (A `both` fish's transformer goes from its own value to
+                    // the binding's, the other way from an observer's.)
+                    let toReceiver = receiver.posts ? "Transformer<\(accepted), \(sent)>" : "Transformer<\(sent), \(accepted)>"
+                    throw BindError(.typeMismatch, "\(poster) sends \(sent) but \(receiver) receives \(accepted); add a Transformer<\(sent), \(accepted)> to \(poster) or a \(toReceiver) to \(receiver)")
                 }
             }
         }

@@ -4,7 +4,9 @@ import Foundation
 /// transformers): `forward` in the direction of the flow, `reverse` back.
 ///
 /// ```swift
-/// let text = Transformer<String, NSNumber>.stringToNumber(NumberFormatter())
+/// let formatter = NumberFormatter()
+/// formatter.numberStyle = .decimal   // the default style has no fraction digits: 0.25 would be "0"
+/// let text = Transformer<String, NSNumber>.stringToNumber(formatter)
 ///     .then(Transformer(forward: { $0.doubleValue }, reverse: { NSNumber(value: $0) }))
 /// try Binding.bind([
 ///     .both(field, \.text).transformed(by: text),   // String <-> Double

@@ -19,8 +19,18 @@ struct BindErrorTests {
         let label = Label(), holder = Holder()
         let error = try #require(refusal([.both(label, \.text), .both(holder, \.value)]))
         #expect(error.kind == .typeMismatch)
-        #expect(error.message == "both Label.text sends String but both Holder.value receives Int; add a Transformer<String, Int> to one of them")
+        #expect(error.message == "both Label.text sends String but both Holder.value receives Int; add a Transformer<String, Int> to both Label.text or a Transformer<Int, String> to both Holder.value")
         #expect(label.$text.hookCount == 0 && holder.$value.hookCount == 0)
+        // Either advice binds them (the second was Transformer<String, Int>
+        // on the both receiver, whose transformer goes the other way: refused).
+        let text = Transformer<String, Int>(forward: { Int($0) ?? 0 }, reverse: { String($0) })
+        let number = Transformer<Int, String>(forward: { String($0) }, reverse: { Int($0) ?? 0 })
+        let first = try Binding.bind([.both(label, \.text).transformed(by: text), .both(holder, \.value)])
+        first.unbind()
+        let second = try Binding.bind([.both(label, \.text), .both(holder, \.value).transformed(by: number)])
+        holder.value = 7
+        #expect(label.text == "7")
+        second.unbind()
     }
 
     @Test func aTransformerOfTheWrongTypeIsNamed() throws {
@@ -88,7 +98,7 @@ struct BindErrorTests {
         fishes.insert(.both(label, \.text), at: 200)
         let mismatch = try #require(refusal(fishes))
         #expect(mismatch.kind == .typeMismatch)
-        #expect(mismatch.message == "both Holder.value sends Int but both Label.text receives String; add a Transformer<Int, String> to one of them")
+        #expect(mismatch.message == "both Holder.value sends Int but both Label.text receives String; add a Transformer<Int, String> to both Holder.value or a Transformer<String, Int> to both Label.text")
         #expect(holders.allSatisfy { $0.$value.hookCount == 0 } && label.$text.hookCount == 0)
         fishes.remove(at: 200)
         // Observers among posters, one poster alone: still a group.

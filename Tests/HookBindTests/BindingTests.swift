@@ -102,6 +102,43 @@ struct BindingTests {
         #expect(label.text == "hello")
     }
 
+    /// A call of a posting closure or method that an `instead` hook inside
+    /// the binding's swallowed (no original, no result) sends nothing, as
+    /// a property's set that stored nothing: its own object took nothing.
+    /// (Its argument reached the receivers; a swallowed call with a result
+    /// sent an error to the error handler.) A result an instead hook set
+    /// is sent.
+    @Test func aSwallowedCallOfAPosterTravelsNowhere() throws {
+        let stored = Shared("")
+        let setter = ClosureHook(name: "setTitle") { (text: String) in stored.value = text }
+        let label = Label()
+        let binding = try Binding.bind([.post(setter), .observer(label, \.text)])
+        let swallow = setter.instead { _ in }
+        setter("hello")
+        swallow.remove()
+        #expect(stored.value == "" && label.text == "")
+        setter("kept")
+        #expect(stored.value == "kept" && label.text == "kept")
+        binding.unbind()
+
+        let wallet = Wallet(), display = Holder()
+        let errors = Shared(0)
+        wallet.$deposit.hookErrorHandler = { _, _ in errors.mutate { $0 += 1 } }
+        let deposits = try Binding.bind([.post(wallet, \.deposit), .observer(display, \.value)])
+        // (A method with a result whose instead hooks neither ran the
+        // original nor set one: the point runs it after them and reports
+        // that, one error; the binding, inside, saw no result.)
+        var token = wallet.$deposit.instead { _ in }
+        _ = wallet.deposit(5)
+        token.remove()
+        #expect(display.value == 0 && errors.value == 1)
+        token = wallet.$deposit.instead { call in try call.setResult(40) }
+        _ = wallet.deposit(5)
+        token.remove()
+        #expect(display.value == 40 && errors.value == 1)
+        deposits.unbind()
+    }
+
     @Test func cFunctionPosterSendsItsResult() throws {
         typealias Add = @convention(c) (Int32, Int32) -> Int32
         let add = try FunctionHook(cFunction: test_counted_add as Add, signature: Signature(returning: Int32.self, arguments: Int32.self, Int32.self), name: "add")
