@@ -1,5 +1,6 @@
 import Foundation
 import Hook
+import Synchronization
 
 // The Bindings seed (BND): a binding copies a source property to a
 // destination property whenever one of its triggers fires; transformers
@@ -27,20 +28,28 @@ public struct BoundProperty<Value> {
 
     /// The property of `object` at `keyPath`, held weakly.
     public init<Object: AnyObject>(_ object: Object, _ keyPath: ReferenceWritableKeyPath<Object, Value>) {
+        // The name, once worked out (while the object lives), kept for the
+        // errors that come once it is gone (they named only its class).
+        let known = Mutex<String?>(nil)
         let nameOf: () -> String = { [weak object] in
-            object.map { "\(Object.self).\(_KeyPathName.of(keyPath, in: $0))" } ?? "\(Object.self).<\(Value.self) property>"
+            if let name = known.withLock({ $0 }) { return name }
+            guard let object else { return "\(Object.self).<\(Value.self) property>" }
+            let name = "\(Object.self).\(_KeyPathName.of(keyPath, in: object))"
+            known.withLock { $0 = name }
+            return name
         }
+        let gone = { BindError(.objectGone, "the object of \(known.withLock { $0 } ?? "a \(Object.self) property") is gone") }
         self.nameOf = nameOf
         read = { [weak object] in
-            guard let object else { throw BindError(.objectGone, "the object of a \(Object.self) property is gone") }
+            guard let object else { throw gone() }
             return object[keyPath: keyPath]
         }
         write = { [weak object] value in
-            guard let object else { throw BindError(.objectGone, "the object of a \(Object.self) property is gone") }
+            guard let object else { throw gone() }
             object[keyPath: keyPath] = value
         }
         hookPoint = { [weak object] () throws(BindError) -> HookPoint in
-            guard let object else { throw BindError(.objectGone, "the object of a \(Object.self) property is gone") }
+            guard let object else { throw gone() }
             return try _propertyPoint(object, keyPath)
         }
     }
@@ -112,6 +121,10 @@ public final class PropertyBinding<Value>: @unchecked Sendable {
     public init(source: BoundProperty<Value>, destination: BoundProperty<Value>) {
         self.source = source
         self.destination = destination
+        // Their names worked out while their objects live: an error once
+        // one is gone names it.
+        _ = source.name
+        _ = destination.name
     }
 
     deinit {
@@ -146,7 +159,13 @@ public final class PropertyBinding<Value>: @unchecked Sendable {
         _Graph.locked(group) {
             guard isValid else { return }
             do {
-                try destination.set(try source.get())
+                let value: Value
+                do { value = try source.get() } catch let error as BindError where error.kind == .objectGone {
+                    throw BindError(.objectGone, "source: \(error.message)")
+                }
+                do { try destination.set(value) } catch let error as BindError where error.kind == .objectGone {
+                    throw BindError(.objectGone, "destination: \(error.message)")
+                }
             } catch {
                 if let handler { handler(error) } else {
                     FileHandle.standardError.write(Data("HookBind: binding \(source.name) -> \(destination.name): \(error)\n".utf8))

@@ -188,6 +188,30 @@ struct PropertyBindingTests {
         #expect(errors.value == ["HookBind: \"twelve\" is not a number for the formatter"])
     }
 
+    /// A delivery whose source's or destination's object is gone reports
+    /// which one, by name (it said "the object of a Person property").
+    @Test func aGoneObjectIsReportedByItsSideAndName() throws {
+        var person: Person? = Person(name: "x")
+        let other = Person(name: "y")
+        let errors = Shared<[String]>([])
+        let trigger = ManualTrigger()
+        let binding = PropertyBinding(source: BoundProperty(person!, \.name), destination: BoundProperty(other, \.nickname))
+        binding.errorHandler = { error in errors.mutate { $0.append("\(error)") } }
+        try binding.addTrigger(trigger)
+        #expect(other.nickname == "x")
+        person = nil
+        trigger.fire()
+        #expect(errors.value == ["HookBind: source: the object of Person.name is gone"])
+        var field: Field? = Field()
+        let back = PropertyBinding(source: BoundProperty(other, \.name), destination: BoundProperty(field!, \.text))
+        back.errorHandler = { error in errors.mutate { $0.append("\(error)") } }
+        let again = ManualTrigger()
+        try back.addTrigger(again)
+        field = nil
+        again.fire()
+        #expect(errors.value.last == "HookBind: destination: the object of Field.text is gone")
+    }
+
     @Test func aHookTriggerOnAPlainPropertyIsRefused() {
         let person = Person(name: ""), field = Field()
         let binding = PropertyBinding(source: BoundProperty(person, \.nickname), destination: BoundProperty(field, \.text))
