@@ -28,8 +28,9 @@ public struct BoundProperty<Value> {
 
     /// The property of `object` at `keyPath`, held weakly.
     public init<Object: AnyObject>(_ object: Object, _ keyPath: ReferenceWritableKeyPath<Object, Value>) {
-        // The name, once worked out (while the object lives), kept for the
-        // errors that come once it is gone (they named only its class).
+        // The name, once worked out (while the object lives: asked by an
+        // error or a log line), kept for the errors that come once it is
+        // gone, which otherwise name its class and the value's type.
         let known = Mutex<String?>(nil)
         let nameOf: () -> String = { [weak object] in
             if let name = known.withLock({ $0 }) { return name }
@@ -38,7 +39,7 @@ public struct BoundProperty<Value> {
             known.withLock { $0 = name }
             return name
         }
-        let gone = { BindError(.objectGone, "the object of \(known.withLock { $0 } ?? "a \(Object.self) property") is gone") }
+        let gone = { BindError(.objectGone, "the object of \(known.withLock { $0 } ?? "a \(Object.self) property of type \(Value.self)") is gone") }
         self.nameOf = nameOf
         read = { [weak object] in
             guard let object else { throw gone() }
@@ -121,10 +122,8 @@ public final class PropertyBinding<Value>: @unchecked Sendable {
     public init(source: BoundProperty<Value>, destination: BoundProperty<Value>) {
         self.source = source
         self.destination = destination
-        // Their names worked out while their objects live: an error once
-        // one is gone names it.
-        _ = source.name
-        _ = destination.name
+        // (Their names are not worked out here: for a plain property that
+        // probes its setter, a write of its own value, `didSet` and all.)
     }
 
     deinit {

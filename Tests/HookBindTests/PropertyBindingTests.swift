@@ -10,6 +10,12 @@ final class Person: @unchecked Sendable {
     init(name: String) { self.name = name }
 }
 
+final class Noted: @unchecked Sendable {
+    @Hooked var title = ""
+    var plain = "" { didSet { sets += 1 } }
+    var sets = 0
+}
+
 final class Field: @unchecked Sendable {
     @Hooked var text = ""
     var number = 0.0
@@ -189,7 +195,10 @@ struct PropertyBindingTests {
     }
 
     /// A delivery whose source's or destination's object is gone reports
-    /// which one, by name (it said "the object of a Person property").
+    /// which one (it said "the object of a Person property" for both), by
+    /// name once the name was asked for while the object lived. Making
+    /// the binding writes nothing (working the names out probes a plain
+    /// property's setter).
     @Test func aGoneObjectIsReportedByItsSideAndName() throws {
         var person: Person? = Person(name: "x")
         let other = Person(name: "y")
@@ -201,15 +210,24 @@ struct PropertyBindingTests {
         #expect(other.nickname == "x")
         person = nil
         trigger.fire()
-        #expect(errors.value == ["HookBind: source: the object of Person.name is gone"])
+        #expect(errors.value == ["HookBind: source: the object of a Person property of type String is gone"])
         var field: Field? = Field()
         let back = PropertyBinding(source: BoundProperty(other, \.name), destination: BoundProperty(field!, \.text))
         back.errorHandler = { error in errors.mutate { $0.append("\(error)") } }
+        #expect(back.destination.name == "Field.text")
         let again = ManualTrigger()
         try back.addTrigger(again)
         field = nil
         again.fire()
         #expect(errors.value.last == "HookBind: destination: the object of Field.text is gone")
+    }
+
+    /// Making a binding runs no setter (working out a plain property's
+    /// name probes its setter: a write of its own value, `didSet` and all).
+    @Test func makingABindingSetsNothing() {
+        let a = Noted(), b = Noted()
+        _ = PropertyBinding(source: BoundProperty(a, \.plain), destination: BoundProperty(b, \.title))
+        #expect(a.sets == 0 && b.sets == 0)
     }
 
     @Test func aHookTriggerOnAPlainPropertyIsRefused() {

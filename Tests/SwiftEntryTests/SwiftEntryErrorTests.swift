@@ -3,6 +3,9 @@ import Glibc
 import SwiftEntrySample
 import Testing
 
+/// One payload case, floating-point: passed as the payload's xmm register and a tag.
+enum OnePayload { case value(Double), none }
+
 /// Every error names what the user wrote.
 extension SwiftEntrySuites {
 @Suite struct SwiftEntryErrorTests {
@@ -44,6 +47,16 @@ extension SwiftEntrySuites {
         expectError(.symbolNotFound, containing: ["'SwiftEntrySample.Person.height'", "SwiftEntrySample.Person.age, "]) {
             _ = try SwiftModifyHook.named("SwiftEntrySample.Person.height", of: Person.self, as: Int.self)
         }
+    }
+
+    /// An enum of several payload cases is integer chunks, a floating-point
+    /// payload among them too (the compiler's multi-payload schema); one of
+    /// one floating-point payload case is refused (its payload is in an xmm
+    /// register).
+    @Test func enumsOfFloatingPointPayloads() throws {
+        let several = try _SwiftLowering(Result<Double, any Error>.self, point: "settle")
+        #expect(several.registers.map(\.isFloat) == [false, false])
+        #expect(throws: HookError.self) { try _SwiftLowering(OnePayload.self, point: "one") }
     }
 
     /// The patterns of the similar names take what was written literally:

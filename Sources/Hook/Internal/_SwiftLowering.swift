@@ -112,13 +112,16 @@ struct _SwiftLowering: Sendable, Equatable {
                 if inner.contains(where: \.isFloat) { return "an Optional of a floating-point value, whose registers typed access does not know" }
             } else {
                 // Its cases' payloads: one passed indirectly (`Any`) makes
-                // the enum so, and a floating-point one's registers are not
-                // integer chunks. (Read as chunks, `case any(Any)` gave
-                // garbage.)
-                for payload in payloadTypes(of: metadata) {
+                // the enum so (read as chunks, `case any(Any)` gave
+                // garbage). With one payload case the enum is passed as its
+                // payload's registers and a tag, so a floating-point one is
+                // in an xmm register; with several, all are integer chunks
+                // (the compiler's multi-payload schema).
+                let (payloads, cases) = payloadTypes(of: metadata)
+                for payload in payloads {
                     var inner: [Register] = []
                     if let why = collect(payload, at: 0, into: &inner) { return "a case's payload is \(_typeName(payload, qualified: true)): \(why)" }
-                    if inner.contains(where: \.isFloat) { return "a case's payload is \(_typeName(payload, qualified: true)), a floating-point value, whose registers typed access does not know" }
+                    if cases == 1, inner.contains(where: \.isFloat) { return "its one payload is \(_typeName(payload, qualified: true)), a floating-point value, whose registers typed access does not know" }
                 }
             }
             var offset = 0
@@ -197,16 +200,19 @@ struct _SwiftLowering: Sendable, Equatable {
 }
 
 /// The payload types of the cases of the enum whose metadata is `metadata`
-/// (not an indirect case's: a box reference), from its field descriptor;
-/// none where it has no descriptor (an imported C enum) or a type cannot be
-/// resolved. (The enum's descriptor at +8; its field descriptor, relative,
-/// at +16; each record's flags, bit 0 indirect, then its payload's mangled
-/// name, relative, null for a case without one.)
-private func payloadTypes(of metadata: UnsafeRawPointer) -> [Any.Type] {
+/// (not an indirect case's: a box reference), from its field descriptor,
+/// and how many cases have a payload (indirect ones too); none where it has
+/// no descriptor (an imported C enum) or a type cannot be resolved. (The
+/// enum's descriptor at +8, with its payload case count in the low 24 bits
+/// at +20; its field descriptor, relative, at +16; each record's flags, bit
+/// 0 indirect, then its payload's mangled name, relative, null for a case
+/// without one.)
+private func payloadTypes(of metadata: UnsafeRawPointer) -> (types: [Any.Type], cases: Int) {
     let description = metadata.load(fromByteOffset: 8, as: UnsafeRawPointer.self)
+    let cases = Int(description.load(fromByteOffset: 20, as: UInt32.self) & 0xFF_FFFF)
     let fieldsField = description + 16
     let fieldsOffset = fieldsField.load(as: Int32.self)
-    guard fieldsOffset != 0 else { return [] }
+    guard fieldsOffset != 0 else { return ([], cases) }
     let fields = fieldsField + Int(fieldsOffset)
     let recordSize = Int(fields.load(fromByteOffset: 10, as: UInt16.self))
     let count = Int(fields.load(fromByteOffset: 12, as: UInt32.self))
@@ -233,7 +239,7 @@ private func payloadTypes(of metadata: UnsafeRawPointer) -> [Any.Type] {
             types.append(type)
         }
     }
-    return types
+    return (types, cases)
 }
 
 /// The size of `type`, without a generic context.

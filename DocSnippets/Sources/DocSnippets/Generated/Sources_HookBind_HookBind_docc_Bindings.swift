@@ -42,9 +42,9 @@ func Sources_HookBind_HookBind_docc_Bindings_42() async throws {
     print("value = \(value)")           // value = 7.199999999999999
 }
 
-// Sources/HookBind/HookBind.docc/Bindings.md:91
+// Sources/HookBind/HookBind.docc/Bindings.md:93
 extension BindingContext {
-    func Sources_HookBind_HookBind_docc_Bindings_91() async throws {
+    func Sources_HookBind_HookBind_docc_Bindings_93() async throws {
         let formatter = NumberFormatter()
         formatter.numberStyle = .decimal         // the default style has no fraction digits: 0.25 would be "0"
         try Binding.bind([
@@ -57,8 +57,8 @@ extension BindingContext {
     }
 }
 
-// Sources/HookBind/HookBind.docc/Bindings.md:131
-func Sources_HookBind_HookBind_docc_Bindings_131() async throws {
+// Sources/HookBind/HookBind.docc/Bindings.md:133
+func Sources_HookBind_HookBind_docc_Bindings_133() async throws {
     final class Scalar { @Hooked var value = 0 }
     let a = Scalar(), b = Scalar()
     let bID = ObjectIdentifier(b)                       // not `b`: that would keep b alive forever

@@ -25,17 +25,17 @@ extension SwiftByNameContext {
     }
 }
 
-// Sources/Hook/Hook.docc/SwiftByName.md:162
+// Sources/Hook/Hook.docc/SwiftByName.md:163
 extension SwiftByNameContext {
-    func Sources_Hook_Hook_docc_SwiftByName_162() async throws {
+    func Sources_Hook_Hook_docc_SwiftByName_163() async throws {
         let age = try SwiftModifyHook.named("Model.Person.age", of: Person.self, as: Int.self)
         age.afterAccess(for: ada) { person, value in print("\(person.name) is now \(value)") }
     }
 }
 
-// Sources/Hook/Hook.docc/SwiftByName.md:217
+// Sources/Hook/Hook.docc/SwiftByName.md:218
 extension SwiftByNameContext {
-    func Sources_Hook_Hook_docc_SwiftByName_217() async throws {
+    func Sources_Hook_Hook_docc_SwiftByName_218() async throws {
         try Binding.bind(.both(label, "text", as: String.self), .both(model, \.title))
     }
 }
