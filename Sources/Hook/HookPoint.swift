@@ -773,7 +773,6 @@ struct _DeferredReleases {
     }
 }
 
-
 /// A hook point's name learnt late (see `HookPoint.name`), published once.
 final class _LateName: Sendable {
     let name: String

@@ -52,7 +52,7 @@ extension HookPoint {
     /// Attributes come from `attributes`, given the call once the original
     /// returned; without it the span has one, `hook.call`, the call's
     /// description (`name(arguments) -> result`), each value cut to its
-    /// first ``describedValueLength`` characters. Pass `attributes` to
+    /// first ``describedValueLength`` Unicode scalars. Pass `attributes` to
     /// choose what a span keeps where arguments are secrets or large. The
     /// span ends when the original returned: building its attributes is
     /// not part of its duration.
@@ -170,7 +170,7 @@ extension HookPoint {
 
     /// Logs every call of this hook point: one line at `level`, the call's
     /// description (`name(arguments) -> result`, or `throws error`; each
-    /// value cut to its first ``describedValueLength`` characters), with the
+    /// value cut to its first ``describedValueLength`` Unicode scalars), with the
     /// metadata `hook.point`. An after hook: it sees what the caller gets.
     ///
     /// ```swift
@@ -189,7 +189,7 @@ extension HookPoint {
 }
 
 extension HookPoint {
-    /// How many characters of each argument and result a span's `hook.call`
+    /// How many Unicode scalars of each argument and result a span's `hook.call`
     /// attribute and a ``logged(to:level:owner:)`` line keep (a value cut
     /// shorter ends with `…`): a call's arguments may be megabytes.
     public static let describedValueLength = 256

@@ -82,10 +82,14 @@ struct AsyncHookTests {
     @Test func aHookCancelledWithItsTaskEndsTheCall() async throws {
         final class Ran: @unchecked Sendable { var original = false, reported = false }
         let ran = Ran()
-        let fetch = AsyncClosureHook(name: "fetch") { (id: Int) async throws -> Int in
-            ran.original = true
-            return id
+        /// A point whose original notes that it ran.
+        func point(_ name: String) -> AsyncClosureHook<Int, Int> {
+            AsyncClosureHook(name: name) { (id: Int) async throws -> Int in
+                ran.original = true
+                return id
+            }
         }
+        let fetch = point("fetch")
         fetch.hookErrorHandler = { _, _ in ran.reported = true }
         fetch.before { _ in try await Task.sleep(nanoseconds: 60_000_000_000) }
         let task = Task { try await fetch(1) }
@@ -93,10 +97,7 @@ struct AsyncHookTests {
         await #expect(throws: CancellationError.self) { try await task.value }
         #expect(!ran.original && !ran.reported)
         // An instead hook's cancellation too: no other instead hook, no original.
-        let load = AsyncClosureHook(name: "load") { (id: Int) async throws -> Int in
-            ran.original = true
-            return id
-        }
+        let load = point("load")
         load.instead { _ in try await Task.sleep(nanoseconds: 60_000_000_000) }
         let second = Task { try await load(2) }
         second.cancel()
@@ -104,10 +105,7 @@ struct AsyncHookTests {
         #expect(!ran.original)
         // An after hook's cancellation leaves the outcome of the call that
         // happened (reported, as any hook's error).
-        let save = AsyncClosureHook(name: "save") { (id: Int) async throws -> Int in
-            ran.original = true
-            return id
-        }
+        let save = point("save")
         save.hookErrorHandler = { _, _ in ran.reported = true }
         save.after { _ in try await Task.sleep(nanoseconds: 60_000_000_000) }
         let third = Task { try await save(3) }

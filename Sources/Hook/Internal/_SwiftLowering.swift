@@ -124,11 +124,7 @@ struct _SwiftLowering: Sendable, Equatable {
                     if cases == 1, inner.contains(where: \.isFloat) { return "its one payload is \(_typeName(payload, qualified: true)), a floating-point value, whose registers typed access does not know" }
                 }
             }
-            var offset = 0
-            while offset < size {
-                scalars.append(Register(offset: base + offset, size: Swift.min(8, size - offset), isFloat: false))
-                offset += 8
-            }
+            integerChunks(of: size, at: base, into: &scalars)
             return nil
         case 0x301:
             // A tuple: each element at its offset.
@@ -150,11 +146,7 @@ struct _SwiftLowering: Sendable, Equatable {
             guard flags & 0x8000_0000 == 0 || (flags >> 24) & 0x3F == 1 else {
                 return "an existential of any type (any P, Any) is passed indirectly"
             }
-            var offset = 0
-            while offset < size {
-                scalars.append(Register(offset: base + offset, size: 8, isFloat: false))
-                offset += 8
-            }
+            integerChunks(of: size, at: base, into: &scalars)
             return nil
         case 0x300...0x3FF:
             // A floating-point builtin (`Float16`'s) is an xmm register's; a
@@ -170,32 +162,29 @@ struct _SwiftLowering: Sendable, Equatable {
             // at the function's own abstraction, not a value's read through a
             // type parameter (see `_SwiftEntryPlan`).
             if kind == 0x302 { return "a closure, whose registers are not what a value of its type holds" }
-            // A metatype, an integer builtin: integers.
-            // An existential metatype (`any P.Type`): the metatype and its
-            // witness tables, words. A parameterized existential (`any P<T>`)
-            // is laid out by its shape, which this does not read.
+            // A metatype, an existential metatype (`any P.Type`: the
+            // metatype and its witness tables), an integer builtin: integers.
+            // A parameterized existential (`any P<T>`) is laid out by its
+            // shape, which this does not read.
             if kind == 0x307 { return "a parameterized existential (any P<T>), whose layout typed access does not read" }
-            if kind == 0x306 {
-                var offset = 0
-                while offset < size {
-                    scalars.append(Register(offset: base + offset, size: 8, isFloat: false))
-                    offset += 8
-                }
-                return nil
-            }
-            if kind == 0x300 || kind > 0x304, size > 8 {
+            if kind == 0x300 || (kind > 0x304 && kind != 0x306), size > 8 {
                 if builtin.hasPrefix("Builtin.Int") { return "an integer of \(size) bytes (\(builtin)), aligned to \(_metadataAlignment(type)), which typed access does not read" }
                 return "a builtin of \(size) bytes (\(builtin))"
             }
-            var offset = 0
-            while offset < size {
-                scalars.append(Register(offset: base + offset, size: Swift.min(8, size - offset), isFloat: false))
-                offset += 8
-            }
+            integerChunks(of: size, at: base, into: &scalars)
             return nil
         default:
             return "a type of metadata kind \(kind)"
         }
+    }
+}
+
+/// Appends `size` bytes at `base` as integer registers of up to 8 bytes.
+private func integerChunks(of size: Int, at base: Int, into scalars: inout [_SwiftLowering.Register]) {
+    var offset = 0
+    while offset < size {
+        scalars.append(_SwiftLowering.Register(offset: base + offset, size: Swift.min(8, size - offset), isFloat: false))
+        offset += 8
     }
 }
 

@@ -316,9 +316,7 @@ enum _SwiftNames {
         var similar: [Query] {
             guard !isPattern, let last = Self.lastName(of: text) else { return [] }
             var queries: [Query] = []
-            var path = Substring(text)
-            if let paren = path.firstIndex(of: "(") { path = path[..<paren] }
-            for accessor in [".getter", ".setter", ".modify"] where path.hasSuffix(accessor) { path = path.dropLast(accessor.count) }
+            let path = Self.path(of: text)
             // (What was written, escaped: `[` of a generic argument, `*`
             // and `?` are fnmatch's.)
             func literal<S: StringProtocol>(_ text: S) -> String {
@@ -342,11 +340,17 @@ enum _SwiftNames {
         /// demangled name's, but for `init` written for `__allocating_init`
         /// (which contains it).
         static func lastName(of text: String) -> String? {
+            let path = path(of: text)
+            let last = path.lastIndex(of: ".").map { path[path.index(after: $0)...] } ?? path
+            return last.isEmpty ? nil : String(last)
+        }
+
+        /// The path written, without the labels and an accessor.
+        private static func path(of text: String) -> Substring {
             var path = Substring(text)
             if let paren = path.firstIndex(of: "(") { path = path[..<paren] }
             for accessor in [".getter", ".setter", ".modify"] where path.hasSuffix(accessor) { path = path.dropLast(accessor.count) }
-            let last = path.lastIndex(of: ".").map { path[path.index(after: $0)...] } ?? path
-            return last.isEmpty ? nil : String(last)
+            return path
         }
 
         /// The longest name of a pattern's literal start after its module
