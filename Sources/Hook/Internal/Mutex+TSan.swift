@@ -9,8 +9,9 @@ extension Mutex where Value: ~Copyable {
     ///
     /// - Parameter owner: The object that holds this mutex; its address (plus
     ///   `slot`, for a second mutex of the same object) names the lock to TSan.
+    /// (`package`: HookBind's mutexes are HookBind's to announce too.)
     @inline(__always)
-    borrowing func withVisibleLock<Result: ~Copyable, E: Error>(
+    package borrowing func withVisibleLock<Result: ~Copyable, E: Error>(
         _ owner: AnyObject, slot: Int = 0,
         _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {

@@ -834,32 +834,37 @@ enum _CoreSideTable {
     }
 
     private static let entries = Mutex(Entries())
+    /// Names `entries`' lock to ThreadSanitizer (`withVisibleLock`): two
+    /// threads each keeping a gone computed's closure were reported racing
+    /// on the table, its lock's synchronization unseen.
+    private final class LockName: Sendable {}
+    private static let lockName = LockName()
 
     static func setName(_ name: String, of core: _ComputedCore) {
-        entries.withLock { $0.names[ObjectIdentifier(core)] = name }
+        entries.withVisibleLock(lockName) { $0.names[ObjectIdentifier(core)] = name }
     }
 
     /// (Asked without the group's lock: the caller keeps the core, whose
     /// entry is set before the computed exists and dropped with the core.)
     static func name(of core: Unmanaged<_ComputedCore>) -> String {
         let id = core._withUnsafeGuaranteedRef { ObjectIdentifier($0) }
-        return entries.withLock { $0.names[id] } ?? defaultName
+        return entries.withVisibleLock(lockName) { $0.names[id] } ?? defaultName
     }
 
     static func keep(_ closure: Any, for core: _ComputedCore) {
         let kept = Kept(closure)
-        entries.withLock { $0.kept[ObjectIdentifier(core)] = kept }
+        entries.withVisibleLock(lockName) { $0.kept[ObjectIdentifier(core)] = kept }
     }
 
     /// The kept closure, taken out (the caller lets go of it after the lock).
     static func takeKept(of core: _ComputedCore) -> AnyObject? {
-        entries.withLock { $0.kept.removeValue(forKey: ObjectIdentifier(core)) }
+        entries.withVisibleLock(lockName) { $0.kept.removeValue(forKey: ObjectIdentifier(core)) }
     }
 
     /// Drops what `core`, deinitializing, had here.
     static func forget(_ core: _ComputedCore) {
         let id = ObjectIdentifier(core)
-        let kept = entries.withLock { entries -> Kept? in
+        let kept = entries.withVisibleLock(lockName) { entries -> Kept? in
             entries.names[id] = nil
             return entries.kept.removeValue(forKey: id)
         }
